@@ -1,0 +1,95 @@
+"""The `ditox-ci` command line: `main()` wraps a raising `main_inner()`.
+
+Every FatalError becomes one line on stderr and its own exit code; tracebacks only with --debug.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Mapping, Sequence
+
+from ditox_ci import __version__
+from ditox_ci.cli import COMMANDS
+from ditox_ci.errors import FatalError, InternalError, UsageError
+
+DESCRIPTION = """\
+Differential testing of ONNX graph optimizers: each model runs original vs optimized in
+ONNX Runtime (its own optimizations off), every difference becomes a finding pinned on the pass
+that causes it, and findings are reported to GitHub without duplicates.
+
+typical use:
+  ditox-ci sweep --configs default,single --out ditox-report    # the main job
+  ditox-ci corpus list --models onnx-node:test_conv*            # what a source selects
+  ditox-ci publish --report ditox-report/report.json            # comment, check, issues
+
+exit codes: 0 no new findings, 1 new findings, 2 usage, 3 config, 4 input, 5 optimizer import,
+6 merge, 7 GitHub, 70 internal error (a bug in ditox-ci: please report it with --debug output)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="ditox-ci",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"ditox-ci {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for command in COMMANDS:
+        sub_parser = sub.add_parser(
+            command.NAME,
+            help=command.HELP,
+            description=getattr(command, "DESCRIPTION", command.HELP),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        sub_parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+        command.add_arguments(sub_parser)
+        sub_parser.set_defaults(run=command.run)
+    return parser
+
+
+def main_inner(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(argv))
+    if not getattr(args, "run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    return int(args.run(args, env))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
+    try:
+        code = main_inner(arguments, dict(os.environ))
+    except FatalError as exc:
+        if debug:
+            traceback.print_exc()
+        print(f"ditox-ci: error: {exc}", file=sys.stderr)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        print("ditox-ci: interrupted", file=sys.stderr)
+        code = 130
+    except Exception as exc:  # a bug in ditox-ci itself
+        if debug:
+            traceback.print_exc()
+        print(
+            f"ditox-ci: internal error: {type(exc).__name__}: {exc} "
+            "(a bug in ditox-ci; re-run with --debug and report the traceback)",
+            file=sys.stderr,
+        )
+        code = InternalError.exit_code
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()

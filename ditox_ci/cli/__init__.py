@@ -1,0 +1,9 @@
+"""Subcommand registry. Each module defines NAME, HELP, add_arguments(parser), run(args, env)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from ditox_ci.cli import corpus, sweep
+
+COMMANDS: tuple[ModuleType, ...] = (sweep, corpus)

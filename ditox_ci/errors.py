@@ -1,0 +1,58 @@
+"""One error tree. Each FatalError subclass owns an exit code and a message that says cause and fix.
+
+Exit codes: 0 no new findings, 1 new findings (the gate), >= 2 the run itself could not be done.
+Bugs in ditox-ci itself are InternalError, kept apart so they are never mistaken for bad input.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NEW_FINDINGS = 1
+
+
+class FatalError(Exception):
+    """The run cannot go on; `main()` prints the message as one line and exits with `exit_code`."""
+
+    exit_code = 2
+
+
+class UsageError(FatalError):
+    """Unknown flag, pass, option or malformed value."""
+
+    exit_code = 2
+
+
+class ConfigError(FatalError):
+    """The config file or an environment/INPUT_* value is wrong."""
+
+    exit_code = 3
+
+
+class InputError(FatalError):
+    """A model source, report or baseline file is missing or unreadable."""
+
+    exit_code = 4
+
+
+class OptimizerLoadError(FatalError):
+    """The optimizer under test cannot be imported or does not have the expected shape."""
+
+    exit_code = 5
+
+
+class MergeError(FatalError):
+    """Shard reports do not fit together (missing, duplicated or from different sweeps)."""
+
+    exit_code = 6
+
+
+class GitHubError(FatalError):
+    """GitHub refused or kept failing after retries."""
+
+    exit_code = 7
+
+
+class InternalError(Exception):
+    """A bug in ditox-ci itself; reported with a request to file an issue."""
+
+    exit_code = 70

@@ -1,0 +1,98 @@
+"""One CI-aware logger: folded groups and annotations on GitHub Actions, coloured text locally.
+
+The environment is passed in (tests pass `{}`), never read from `os.environ` here.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+_COLOURS = {"error": "\033[31m", "warning": "\033[33m", "notice": "\033[36m", "step": "\033[1m"}
+_RESET = "\033[0m"
+STEP_SUMMARY_LIMIT = 1024 * 1024
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+class Log:
+    """Writes human output to stderr (stdout stays free for machine output such as `--dry-run`)."""
+
+    def __init__(self, env: Mapping[str, str], stream: TextIO | None = None, quiet: bool = False):
+        self.stream = stream if stream is not None else sys.stderr
+        self.on_github = env.get("GITHUB_ACTIONS") == "true"
+        self.in_ci = self.on_github or bool(env.get("CI"))
+        self.colour = not self.in_ci and self.stream.isatty() and "NO_COLOR" not in env
+        self.quiet = quiet
+        summary = env.get("GITHUB_STEP_SUMMARY")
+        self.summary_path = Path(summary) if summary else None
+
+    def _write(self, line: str) -> None:
+        print(line, file=self.stream, flush=True)
+
+    def _paint(self, level: str, text: str) -> str:
+        return f"{_COLOURS[level]}{text}{_RESET}" if self.colour else text
+
+    def info(self, message: str) -> None:
+        if not self.quiet:
+            self._write(message)
+
+    def _annotate(self, level: str, message: str, file: str | None) -> None:
+        if self.on_github:
+            props = f" file={_escape_property(file)}" if file else ""
+            self._write(f"::{level}{props}::{_escape_data(message)}")
+        else:
+            where = f"{file}: " if file else ""
+            self._write(self._paint(level, f"{level}: {where}{message}"))
+
+    def notice(self, message: str, file: str | None = None) -> None:
+        self._annotate("notice", message, file)
+
+    def warning(self, message: str, file: str | None = None) -> None:
+        self._annotate("warning", message, file)
+
+    def error(self, message: str, file: str | None = None) -> None:
+        self._annotate("error", message, file)
+
+    def mask(self, secret: str) -> None:
+        if self.on_github and secret:
+            self._write(f"::add-mask::{secret}")
+
+    @contextmanager
+    def group(self, title: str) -> Iterator[None]:
+        """A folded group on GitHub, a bold heading locally; both say how long the stage took."""
+        start = time.monotonic()
+        if self.on_github:
+            self._write(f"::group::{title}")
+        elif not self.quiet:
+            self._write(self._paint("step", f"== {title}"))
+        try:
+            yield
+        finally:
+            elapsed = time.monotonic() - start
+            if self.on_github:
+                self._write("::endgroup::")
+            self.info(f"   {title}: {elapsed:.1f}s")
+
+    def summary(self, markdown: str) -> None:
+        """Append to the GitHub step summary, keeping under its 1 MiB limit."""
+        if self.summary_path is None:
+            return
+        used = self.summary_path.stat().st_size if self.summary_path.exists() else 0
+        room = STEP_SUMMARY_LIMIT - used - 256
+        data = markdown.encode()
+        if len(data) > room:
+            note = "\n\n_…truncated: the full summary is in the report artifact._\n".encode()
+            data = data[: max(0, room - len(note))].decode(errors="ignore").encode() + note
+        with self.summary_path.open("ab") as handle:
+            handle.write(data)

@@ -1,0 +1,108 @@
+"""One options resolver: dataclass defaults → config file → environment (DITOX_*, INPUT_*) → flags.
+
+Each command declares a frozen dataclass; `resolve` fills it. Unknown config keys are errors, and
+every value is parsed by the field's declared type, so a typo never silently becomes a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from ditox_ci.errors import ConfigError, InputError
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
+    """Convert `value` (a string from the environment, or YAML data) to the field type `hint`."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
+            return None
+        inner = next(a for a in args if a is not type(None))
+        return _parse(value, inner, name, origin)
+    try:
+        if hint is bool:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text in _TRUE | _FALSE:
+                return text in _TRUE
+            raise ValueError(value)
+        if hint in (int, float, str):
+            return hint(value)
+        if typing.get_origin(hint) is tuple:
+            if isinstance(value, str):
+                items = [part.strip() for part in value.replace("\n", ",").split(",")]
+            else:
+                items = [str(item) for item in value]
+            return tuple(item for item in items if item)
+    except (TypeError, ValueError):
+        kind = getattr(hint, "__name__", str(hint))
+        raise ConfigError(f"{origin}: '{name}' must be {kind}, got {value!r}") from None
+    raise TypeError(f"options field {name} has unsupported type {hint}")
+
+
+def load_config_file(path: Path | None, section: str) -> dict[str, Any]:
+    """Read the command's section of a YAML config file (`sweep:`, `publish:` …)."""
+    if path is None:
+        return {}
+    if not path.is_file():
+        raise InputError(f"config file {path} does not exist; pass an existing file to --config")
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"config file {path} is not valid YAML: {exc}".splitlines()[0]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path} must be a mapping of command sections")
+    values = data.get(section, {}) or {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"config file {path}: section '{section}' must be a mapping")
+    return values
+
+
+def resolve(
+    cls: type[T],
+    *,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    config_origin: str = "config file",
+) -> T:
+    """Build `cls` from its defaults, then `config`, then the environment, then `flags`.
+
+    Flags whose value is None were not given on the command line and do not override.
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values: dict[str, Any] = {}
+
+    for key, raw in (config or {}).items():
+        name = str(key).replace("-", "_")
+        if name not in fields:
+            known = ", ".join(sorted(n.replace("_", "-") for n in fields))
+            raise ConfigError(f"{config_origin}: unknown key '{key}' (known keys: {known})")
+        values[name] = _parse(raw, hints[name], name, config_origin)
+
+    for prefix in ("DITOX_", "INPUT_"):
+        for name in fields:
+            raw = (env or {}).get(prefix + name.upper())
+            if raw is not None and raw != "":
+                values[name] = _parse(raw, hints[name], name, f"environment {prefix}{name.upper()}")
+
+    for name, raw in (flags or {}).items():
+        if raw is None or name not in fields:
+            continue
+        values[name] = raw if not isinstance(raw, str) else _parse(raw, hints[name], name, "flag")
+
+    return cls(**values)

@@ -1,0 +1,23 @@
+"""The report stage: the `report.json` contract and its renderings."""
+
+from ditox_ci.report.model import (
+    FINDING_KINDS,
+    SCHEMA_VERSION,
+    Culprit,
+    Finding,
+    ModelEntry,
+    Report,
+    read_report,
+    write_report,
+)
+
+__all__ = [
+    "FINDING_KINDS",
+    "SCHEMA_VERSION",
+    "Culprit",
+    "Finding",
+    "ModelEntry",
+    "Report",
+    "read_report",
+    "write_report",
+]

@@ -1,0 +1,183 @@
+"""`report.json` (schema_version 1): the contract between stages, shards and the bot.
+
+Every record is a frozen dataclass that round-trips through JSON (`to_json` / `from_json`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.errors import InputError
+
+SCHEMA_VERSION = 1
+
+FINDING_KINDS = (
+    "optimizer-crash",
+    "optimizer-timeout",
+    "optimizer-error",
+    "invalid-model",
+    "runtime-load-error",
+    "runtime-error",
+    "interface-change",
+    "output-mismatch",
+    "warning",
+)
+CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "unknown")
+STATUSES = ("new", "known", "fixed")
+
+
+@dataclass(frozen=True)
+class Culprit:
+    scope: str
+    passes: tuple[str, ...] = ()
+    method: str = ""
+    optimizer_runs: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "passes": list(self.passes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Culprit:
+        return cls(
+            scope=data["scope"],
+            passes=tuple(data.get("passes", ())),
+            method=data.get("method", ""),
+            optimizer_runs=int(data.get("optimizer_runs", 0)),
+        )
+
+
+@dataclass(frozen=True)
+class Finding:
+    fingerprint: str
+    kind: str
+    model: str
+    config: str
+    culprit: Culprit
+    status: str = "new"
+    evidence: dict[str, Any] = field(default_factory=dict)
+    repro: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "fingerprint": self.fingerprint,
+            "kind": self.kind,
+            "model": self.model,
+            "config": self.config,
+            "culprit": self.culprit.to_json(),
+            "status": self.status,
+            "evidence": self.evidence,
+            "repro": self.repro,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        return cls(
+            fingerprint=data["fingerprint"],
+            kind=data["kind"],
+            model=data["model"],
+            config=data["config"],
+            culprit=Culprit.from_json(data["culprit"]),
+            status=data.get("status", "new"),
+            evidence=dict(data.get("evidence", {})),
+            repro=data.get("repro"),
+        )
+
+    def with_status(self, status: str) -> Finding:
+        return replace(self, status=status)
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    id: str
+    source: str
+    sha256: str
+    status: str = "ok"
+    reason: str = ""
+    nodes: int = 0
+    cost_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelEntry:
+        return cls(
+            id=data["id"],
+            source=data["source"],
+            sha256=data.get("sha256", ""),
+            status=data.get("status", "ok"),
+            reason=data.get("reason", ""),
+            nodes=int(data.get("nodes", 0)),
+            cost_s=float(data.get("cost_s", 0.0)),
+        )
+
+
+@dataclass(frozen=True)
+class Report:
+    tool: dict[str, Any]
+    optimizer: dict[str, Any]
+    environment: dict[str, Any]
+    shard: dict[str, int]
+    models: tuple[ModelEntry, ...]
+    findings: tuple[Finding, ...]
+    coverage: dict[str, dict[str, int]]
+    stats: dict[str, Any]
+    schema_version: int = SCHEMA_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "tool": self.tool,
+            "optimizer": self.optimizer,
+            "environment": self.environment,
+            "shard": self.shard,
+            "models": [m.to_json() for m in self.models],
+            "findings": [f.to_json() for f in self.findings],
+            "coverage": self.coverage,
+            "stats": self.stats,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Report:
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise InputError(
+                f"report has schema_version {version!r}, this ditox-ci reads {SCHEMA_VERSION}; "
+                "re-run the sweep with the same ditox-ci version"
+            )
+        return cls(
+            tool=dict(data.get("tool", {})),
+            optimizer=dict(data.get("optimizer", {})),
+            environment=dict(data.get("environment", {})),
+            shard={"index": 0, "count": 1, **data.get("shard", {})},
+            models=tuple(ModelEntry.from_json(m) for m in data.get("models", [])),
+            findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
+            coverage={k: dict(v) for k, v in data.get("coverage", {}).items()},
+            stats=dict(data.get("stats", {})),
+        )
+
+    def count(self, status: str) -> int:
+        return sum(1 for f in self.findings if f.status == status)
+
+
+def write_report(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n")
+
+
+def read_report(path: Path) -> Report:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InputError(f"report {path} does not exist; run `ditox-ci sweep --out DIR` first") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"report {path} is not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"report {path} is not a JSON object")
+    try:
+        return Report.from_json(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"report {path} does not follow schema_version 1: {exc!r}") from None
