@@ -1,0 +1,33 @@
+"""Stable, semantic fingerprints: the same bug gets the same id across runs, machines and shards."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+
+_NORMALIZERS = (
+    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-]+){2,}"), "<path>"),
+    (re.compile(r"'[^']*'|\"[^\"]*\""), "<name>"),
+    (re.compile(r"\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b"), "<n>"),
+    (re.compile(r"\s+"), " "),
+)
+
+
+def normalize_message(message: str) -> str:
+    """Strip what varies between runs of the same bug: addresses, paths, quoted names, numbers."""
+    text = message.strip().splitlines()[0] if message.strip() else ""
+    for pattern, replacement in _NORMALIZERS:
+        text = pattern.sub(replacement, text)
+    return text.strip()
+
+
+def fingerprint(kind: str, passes: Iterable[str], message: str, op_signature: Iterable[str]) -> str:
+    """kind + culprit passes (in order) + normalized message + the sorted op types involved."""
+    payload = json.dumps(
+        [kind, list(passes), normalize_message(message), sorted(set(op_signature))],
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:20]
