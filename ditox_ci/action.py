@@ -1,0 +1,238 @@
+"""GitHub runner environment I/O for the Action: INPUT_* → CLI argv, outputs, the gate.
+
+The Action holds no logic of its own (cibuildwheel's rule): every input becomes a `ditox-ci` flag,
+and the verdict is read back from the report the CLI wrote. The environment is passed in.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ditox_ci.errors import ConfigError
+from ditox_ci.options import resolve
+from ditox_ci.report.model import Report
+
+
+@dataclass(frozen=True)
+class ActionInputs:
+    """The inputs of action.yml, by the same snake_case names."""
+
+    mode: str = "all"
+    models: tuple[str, ...] = ()
+    configs: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()
+    optimizer: str = "onnxoptimizer"
+    base_optimizer: str = ""
+    baseline: str = ""
+    previous: str = ""
+    shard_index: int = 0
+    shard_count: int = 1
+    rtol: float | None = None
+    atol: float | None = None
+    jobs: int | None = None
+    timeout: float | None = None
+    out: str = "ditox-report"
+    reports: tuple[str, ...] = ()
+    github_token: str = ""
+    comment: bool = True
+    file_issues: bool = False
+    fail_on: str = "new"
+    dry_run: bool = False
+
+
+# Which CLI stages each mode runs, in order.
+MODES: dict[str, tuple[str, ...]] = {
+    "sweep": ("sweep",),
+    "merge": ("merge",),
+    "publish": ("publish",),
+    "all": ("sweep", "publish"),
+}
+
+# fail_on → which findings make the job fail (exit code 1).
+GATES: dict[str, Callable[[Report], int]] = {
+    "new": lambda report: report.count("new"),
+    "any": lambda report: report.count("new") + report.count("known"),
+    "never": lambda report: 0,
+}
+
+_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")
+
+
+def _is_wheel(spec: str) -> bool:
+    return spec.endswith(".whl")
+
+
+def _is_source_checkout(spec: str) -> bool:
+    path = Path(spec)
+    return path.is_dir() and any((path / name).is_file() for name in ("pyproject.toml", "setup.py"))
+
+
+def _is_import_path(spec: str) -> bool:
+    return bool(_IMPORT_PATH.match(spec))
+
+
+# How the `optimizer` input is obtained, first match wins. A bare module name or `pkg.mod:func`
+# is already importable; anything else is something pip can install (a wheel, a checkout, or a
+# requirement such as `onnxoptimizer==0.3.13` or `git+https://…`).
+OPTIMIZER_KINDS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    ("wheel", _is_wheel),
+    ("source", _is_source_checkout),
+    ("import", _is_import_path),
+    ("pip", lambda spec: True),
+)
+
+# The module an installed optimizer build provides; the optimizer's own repository builds it.
+INSTALLED_MODULE = "onnxoptimizer"
+
+
+def optimizer_kind(spec: str) -> str:
+    return next(kind for kind, matches in OPTIMIZER_KINDS if matches(spec))
+
+
+def read_inputs(env: Mapping[str, str]) -> ActionInputs:
+    """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
+    inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
+    choices: dict[str, tuple[str, ...]] = {"mode": tuple(MODES), "fail_on": tuple(GATES)}
+    for name, allowed in choices.items():
+        value = getattr(inputs, name)
+        if value not in allowed:
+            raise ConfigError(
+                f"input {name}: '{value}' is not one of {', '.join(allowed)}; fix the `with:` block"
+            )
+    if inputs.shard_count < 1 or not 0 <= inputs.shard_index < inputs.shard_count:
+        raise ConfigError(
+            f"inputs shard_index={inputs.shard_index} shard_count={inputs.shard_count}: the index "
+            "must be 0 … shard_count-1 (use strategy.job-index and strategy.job-total)"
+        )
+    if inputs.mode == "all" and inputs.shard_count > 1:
+        raise ConfigError(
+            "mode 'all' publishes the report of one job, so it cannot run a shard; use mode "
+            "'sweep' in the shard jobs and 'merge' then 'publish' in a job that needs them"
+        )
+    if inputs.mode == "merge" and not inputs.reports:
+        raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
+    return inputs
+
+
+def install_commands(inputs: ActionInputs, python: str) -> list[list[str]]:
+    """pip commands that put the optimizer under test in place (none for an import path).
+
+    The build replaces whatever version the image ships, even when its version number is the
+    same (a PR build usually is); the second command then adds any dependency it lacks.
+    """
+    if optimizer_kind(inputs.optimizer) == "import":
+        return []
+    pip = [python, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    return [
+        [*pip, "--force-reinstall", "--no-deps", inputs.optimizer],
+        [*pip, inputs.optimizer],
+    ]
+
+
+def optimizer_argument(inputs: ActionInputs) -> str:
+    if optimizer_kind(inputs.optimizer) == "import":
+        return inputs.optimizer
+    return INSTALLED_MODULE
+
+
+def report_path(inputs: ActionInputs) -> Path:
+    return Path(inputs.out) / "report.json"
+
+
+def _optional(flag: str, value: object) -> list[str]:
+    return [] if value is None or value == "" else [flag, str(value)]
+
+
+def _sweep_argv(inputs: ActionInputs) -> list[str]:
+    argv = ["sweep", "--out", inputs.out, "--optimizer", optimizer_argument(inputs)]
+    if inputs.models:
+        argv += ["--models", *inputs.models]
+    if inputs.configs:
+        argv += ["--configs", ",".join(inputs.configs)]
+    if inputs.passes:
+        argv += ["--passes", ",".join(inputs.passes)]
+    if inputs.shard_count > 1:
+        argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
+    argv += _optional("--base-optimizer", inputs.base_optimizer)
+    argv += _optional("--baseline", inputs.baseline)
+    argv += _optional("--previous", inputs.previous)
+    argv += _optional("--rtol", inputs.rtol)
+    argv += _optional("--atol", inputs.atol)
+    argv += _optional("--jobs", inputs.jobs)
+    argv += _optional("--timeout", inputs.timeout)
+    return argv
+
+
+def _merge_argv(inputs: ActionInputs) -> list[str]:
+    return ["merge", *inputs.reports, "--out", inputs.out]
+
+
+def _publish_argv(inputs: ActionInputs) -> list[str]:
+    argv = ["publish", "--report", str(report_path(inputs))]
+    argv.append("--comment" if inputs.comment else "--no-comment")
+    argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
+    if inputs.dry_run:
+        argv.append("--dry-run")
+    return argv
+
+
+STAGES: dict[str, Callable[[ActionInputs], list[str]]] = {
+    "sweep": _sweep_argv,
+    "merge": _merge_argv,
+    "publish": _publish_argv,
+}
+
+
+def stage_argv(inputs: ActionInputs) -> list[list[str]]:
+    return [STAGES[stage](inputs) for stage in MODES[inputs.mode]]
+
+
+def build_argv(env: Mapping[str, str]) -> list[list[str]]:
+    """One `ditox-ci` argv (without the program name) per stage of the requested mode."""
+    return stage_argv(read_inputs(env))
+
+
+def stage_env(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
+    """The CLI's environment: the token travels as GITHUB_TOKEN, never on a command line."""
+    child = {key: value for key, value in env.items() if not key.startswith("INPUT_")}
+    if inputs.github_token:
+        child["GITHUB_TOKEN"] = inputs.github_token
+    return child
+
+
+def gate(report: Report, fail_on: str) -> int:
+    """The job's exit code for a finished report: 1 when it holds findings `fail_on` rejects."""
+    return 1 if GATES[fail_on](report) else 0
+
+
+def outputs(report: Report, path: Path) -> dict[str, str]:
+    return {
+        "new": str(report.count("new")),
+        "known": str(report.count("known")),
+        "fixed": str(report.count("fixed")),
+        "report": str(path),
+    }
+
+
+def format_outputs(values: Mapping[str, str]) -> str:
+    """`name<<DELIM` heredoc blocks: safe for any value, multi-line or not, with a random delimiter
+    that no value can contain (GitHub's own toolkit does the same)."""
+    blocks = []
+    for name, value in values.items():
+        delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        while delimiter in value:
+            delimiter = f"ghadelimiter_{uuid.uuid4()}"
+        blocks.append(f"{name}<<{delimiter}\n{value}\n{delimiter}\n")
+    return "".join(blocks)
+
+
+def write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """Append to $GITHUB_OUTPUT; outside a runner there is nowhere to write them, so skip."""
+    target = env.get("GITHUB_OUTPUT")
+    if target:
+        with Path(target).open("a", encoding="utf-8") as handle:
+            handle.write(format_outputs(values))

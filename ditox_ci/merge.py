@@ -1,0 +1,144 @@
+"""Merge: the shard reports of one sweep → the report of the whole sweep.
+
+A merge that silently lost a shard would turn "not tested" into "no findings", so anything that
+does not fit together (a missing or repeated shard, mixed shard counts, another optimizer, pass
+list or schema, a model swept twice) is a MergeError, never a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ditox_ci.errors import MergeError
+from ditox_ci.report.model import Finding, ModelEntry, Report
+
+# What must be identical in every shard for the shards to be parts of one sweep.
+_SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")
+
+
+def _check_shards(reports: Sequence[Report]) -> None:
+    counts = sorted({report.shard.get("count", 1) for report in reports})
+    if len(counts) > 1:
+        raise MergeError(
+            f"shard reports come from sweeps with different shard counts {counts}; "
+            "merge only the shards of one matrix run"
+        )
+    count = counts[0]
+    indices = [report.shard.get("index", 0) for report in reports]
+    repeated = sorted({index for index in indices if indices.count(index) > 1})
+    if repeated:
+        raise MergeError(
+            f"shard index {', '.join(map(str, repeated))} given more than once; "
+            "pass each shard's report directory exactly once"
+        )
+    missing = sorted(set(range(count)) - set(indices))
+    if missing:
+        raise MergeError(
+            f"shard {', '.join(f'{index}/{count}' for index in missing)} missing: got "
+            f"{len(reports)} of {count} shard reports; re-run the failed or cancelled shard job"
+        )
+    stray = sorted(set(indices) - set(range(count)))
+    if stray:
+        raise MergeError(f"shard index {stray} is outside 0…{count - 1}; the report is corrupt")
+
+
+def _check_same_sweep(reports: Sequence[Report]) -> None:
+    first = reports[0]
+    for report in reports[1:]:
+        if report.schema_version != first.schema_version:
+            raise MergeError(
+                f"shard {report.shard.get('index')} has schema_version {report.schema_version}, "
+                f"shard {first.shard.get('index')} has {first.schema_version}; "
+                "run every shard with the same ditox-ci version"
+            )
+        for key in _SAME_OPTIMIZER:
+            if report.optimizer.get(key) != first.optimizer.get(key):
+                raise MergeError(
+                    f"shard {report.shard.get('index')} tested optimizer {key} "
+                    f"{report.optimizer.get(key)!r}, shard {first.shard.get('index')} "
+                    f"{first.optimizer.get(key)!r}; every shard must test the same optimizer build"
+                )
+
+
+def _merge_models(reports: Sequence[Report]) -> tuple[ModelEntry, ...]:
+    owner: dict[str, int] = {}
+    models: list[ModelEntry] = []
+    for report in reports:
+        for entry in report.models:
+            if entry.id in owner:
+                raise MergeError(
+                    f"model {entry.id!r} was swept by shard {owner[entry.id]} and shard "
+                    f"{report.shard.get('index')}; the shards were split from different corpora"
+                )
+            owner[entry.id] = report.shard.get("index", 0)
+            models.append(entry)
+    return tuple(sorted(models, key=lambda entry: entry.id))
+
+
+def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
+    return (finding.fingerprint, finding.model, finding.config, finding.kind)
+
+
+def _merge_findings(reports: Sequence[Report]) -> tuple[Finding, ...]:
+    """Union of new/known findings; a `fixed` one only if every shard reports it fixed.
+
+    A shard marks a baseline entry fixed when none of *its* models matched it; the entry is fixed
+    for the whole sweep only when no shard matched it.
+    """
+    found: dict[tuple[str, str, str, str], Finding] = {}
+    fixed_in: dict[tuple[str, str, str, str], list[Finding]] = {}
+    for report in reports:
+        for finding in report.findings:
+            if finding.status == "fixed":
+                fixed_in.setdefault(_finding_key(finding), []).append(finding)
+            else:
+                found.setdefault(_finding_key(finding), finding)
+    for key, fixed in fixed_in.items():
+        if len(fixed) == len(reports):
+            found.setdefault(key, fixed[0])
+    return tuple(found[key] for key in sorted(found))
+
+
+def _merge_coverage(reports: Sequence[Report]) -> dict[str, dict[str, int]]:
+    coverage: dict[str, dict[str, int]] = {}
+    for report in reports:
+        for pass_name, counts in report.coverage.items():
+            total = coverage.setdefault(pass_name, {})
+            for name, value in counts.items():
+                total[name] = total.get(name, 0) + int(value)
+    return {pass_name: coverage[pass_name] for pass_name in sorted(coverage)}
+
+
+def _merge_stats(reports: Sequence[Report]) -> dict[str, Any]:
+    """Counters add up; wall time is the slowest shard (they run in parallel), each one kept."""
+    stats: dict[str, Any] = {}
+    for report in reports:
+        for name, value in report.stats.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                stats[name] = stats.get(name, 0) + value
+    walls = [float(report.stats.get("wall_s", 0.0)) for report in reports]
+    stats["wall_s"] = max(walls)
+    stats["shard_wall_s"] = walls
+    return stats
+
+
+def merge_reports(reports: Sequence[Report]) -> Report:
+    """One report for the whole sweep, independent of the order the shards are given in."""
+    if not reports:
+        raise MergeError("no shard reports to merge; pass the report directories of every shard")
+    ordered = sorted(reports, key=lambda report: report.shard.get("index", 0))
+    _check_shards(ordered)
+    _check_same_sweep(ordered)
+    first = ordered[0]
+    return Report(
+        tool=first.tool,
+        optimizer=first.optimizer,
+        environment=first.environment,
+        shard={"index": 0, "count": 1},
+        models=_merge_models(ordered),
+        findings=_merge_findings(ordered),
+        coverage=_merge_coverage(ordered),
+        stats=_merge_stats(ordered),
+        schema_version=first.schema_version,
+    )
