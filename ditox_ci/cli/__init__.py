@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ditox_ci.cli import corpus, sweep
+from ditox_ci.cli import corpus, merge, sweep
 
-COMMANDS: tuple[ModuleType, ...] = (sweep, corpus)
+COMMANDS: tuple[ModuleType, ...] = (sweep, merge, corpus)
