@@ -1,0 +1,339 @@
+"""The baseline: known limitations, declared once in a reviewed YAML file, that do not block a PR.
+
+An entry matches a finding when every field it sets matches (kind, passes, model glob, message
+regex, fingerprint). The shipped default (`ditox_ci/data/baseline-default.yml`) covers passes the
+optimizer documents as not meaning-preserving; a user baseline is layered on top of it unless it
+says `include_default: false`.
+
+```yaml
+version: 1
+entries:
+  - id: my-known-bug
+    kind: output-mismatch              # one kind or a list; omitted = any kind
+    passes: [fuse_bn_into_conv]        # the culprit involves any of these passes
+    model: "onnx-node:test_batchnorm*" # fnmatch glob on the model id
+    message: "shape mismatch"          # regex searched in the evidence message
+    reason: why this is expected or accepted
+    issue: https://github.com/onnx/optimizer/issues/123
+    expires: 2026-06-30                # after this date the entry no longer applies
+```
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.report.model import FINDING_KINDS, Finding, Report
+
+BASELINE_VERSION = 1
+DEFAULT_BASELINE = Path(__file__).resolve().parent / "data" / "baseline-default.yml"
+_ENTRY_KEYS = (
+    "id",
+    "kind",
+    "passes",
+    "model",
+    "message",
+    "fingerprint",
+    "reason",
+    "issue",
+    "expires",
+)
+_FILE_KEYS = ("version", "include_default", "entries")
+
+
+def finding_passes(finding: Finding) -> tuple[str, ...]:
+    """The passes a finding is pinned on: the culprit's, else those its config ran alone."""
+    if finding.culprit.passes:
+        return finding.culprit.passes
+    prefix, _, rest = finding.config.partition(":")
+    if prefix in ("pass", "passes") and rest:
+        return tuple(p for p in rest.split(",") if p)
+    return ()
+
+
+def finding_message(finding: Finding) -> str:
+    return str(finding.evidence.get("message", ""))
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    id: str
+    reason: str
+    kinds: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()
+    model: str = "*"
+    message: str | None = None
+    fingerprint: str | None = None
+    issue: str | None = None
+    expires: dt.date | None = None
+    origin: str = field(default="", compare=False)
+
+    def matches(self, finding: Finding) -> bool:
+        if self.fingerprint and finding.fingerprint != self.fingerprint:
+            return False
+        if self.kinds and finding.kind not in self.kinds:
+            return False
+        if self.passes and not set(self.passes) & set(finding_passes(finding)):
+            return False
+        if not fnmatch.fnmatchcase(finding.model, self.model):
+            return False
+        return not (self.message and not re.search(self.message, finding_message(finding)))
+
+    def expired(self, today: dt.date) -> bool:
+        return self.expires is not None and self.expires < today
+
+    def in_scope(self, report: Report) -> bool:
+        """Could this report have produced a match? Only then does 'no match' mean stale.
+
+        A shard, a `--models` subset or a sweep without single-pass configs would otherwise
+        flag every entry outside its reach as fixed.
+        """
+        checked_models = [m.id for m in report.models if m.status == "ok"]
+        if not any(fnmatch.fnmatchcase(model, self.model) for model in checked_models):
+            return False
+        if self.passes:
+            covered = {p for p, c in report.coverage.items() if c.get("models_checked", 0) > 0}
+            return bool(covered & set(self.passes))
+        return True
+
+    def to_yaml(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"id": self.id}
+        if self.kinds:
+            data["kind"] = self.kinds[0] if len(self.kinds) == 1 else list(self.kinds)
+        if self.passes:
+            data["passes"] = list(self.passes)
+        if self.model != "*":
+            data["model"] = self.model
+        for key in ("message", "fingerprint"):
+            if getattr(self, key):
+                data[key] = getattr(self, key)
+        data["reason"] = self.reason
+        if self.issue:
+            data["issue"] = self.issue
+        if self.expires:
+            data["expires"] = self.expires.isoformat()
+        return data
+
+    @classmethod
+    def from_yaml(cls, data: Any, where: str) -> BaselineEntry:
+        if not isinstance(data, dict):
+            raise ConfigError(f"{where} must be a mapping with at least 'id' and 'reason'")
+        unknown = sorted(set(map(str, data)) - set(_ENTRY_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(_ENTRY_KEYS)})"
+            )
+        for required in ("id", "reason"):
+            if not str(data.get(required) or "").strip():
+                raise ConfigError(f"{where}: '{required}' is required; say why this is expected")
+        kinds = _string_list(data.get("kind"), f"{where}: kind")
+        bad = [k for k in kinds if k not in FINDING_KINDS]
+        if bad:
+            kinds_text = ", ".join(FINDING_KINDS)
+            raise ConfigError(f"{where}: unknown kind '{bad[0]}' (kinds: {kinds_text})")
+        message = data.get("message")
+        if message is not None:
+            try:
+                re.compile(str(message))
+            except re.error as exc:
+                raise ConfigError(f"{where}: 'message' is not a valid regex ({exc})") from None
+        return cls(
+            id=str(data["id"]),
+            reason=str(data["reason"]).strip(),
+            kinds=kinds,
+            passes=_string_list(data.get("passes"), f"{where}: passes"),
+            model=str(data.get("model") or "*"),
+            message=None if message is None else str(message),
+            fingerprint=str(data["fingerprint"]) if data.get("fingerprint") else None,
+            issue=str(data["issue"]) if data.get("issue") else None,
+            expires=_date(data.get("expires"), f"{where}: expires"),
+            origin=where.split(" entry")[0],
+        )
+
+
+def _string_list(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ConfigError(f"{where} must be a string or a list of strings, got {value!r}")
+
+
+def _date(value: Any, where: str) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    try:
+        return dt.date.fromisoformat(str(value))
+    except ValueError:
+        raise ConfigError(f"{where} must be a date like 2026-06-30, got {value!r}") from None
+
+
+@dataclass(frozen=True)
+class Baseline:
+    entries: tuple[BaselineEntry, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def match(self, finding: Finding, today: dt.date) -> BaselineEntry | None:
+        """The first unexpired entry matching `finding`."""
+        return next((e for e in self.entries if not e.expired(today) and e.matches(finding)), None)
+
+    def expired_match(self, finding: Finding, today: dt.date) -> BaselineEntry | None:
+        return next((e for e in self.entries if e.expired(today) and e.matches(finding)), None)
+
+    def __add__(self, other: Baseline) -> Baseline:
+        return Baseline(self.entries + other.entries, self.sources + other.sources)
+
+
+def parse_baseline(text: str, origin: str) -> tuple[Baseline, bool]:
+    """One baseline file, and whether it wants the shipped default layered under it."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"baseline {origin} is not valid YAML: {exc}".splitlines()[0]) from None
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"baseline {origin} must be a mapping with an 'entries' list")
+    unknown = sorted(set(map(str, data)) - set(_FILE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"baseline {origin}: unknown key '{unknown[0]}' (known keys: {', '.join(_FILE_KEYS)})"
+        )
+    version = data.get("version", BASELINE_VERSION)
+    if version != BASELINE_VERSION:
+        raise ConfigError(
+            f"baseline {origin} has version {version!r}; this ditox-ci reads version 1"
+        )
+    raw_entries = data.get("entries") or []
+    if not isinstance(raw_entries, list):
+        raise ConfigError(f"baseline {origin}: 'entries' must be a list")
+    entries = tuple(
+        BaselineEntry.from_yaml(raw, f"baseline {origin} entry {i + 1}")
+        for i, raw in enumerate(raw_entries)
+    )
+    ids = [e.id for e in entries]
+    duplicate = next((i for i in ids if ids.count(i) > 1), None)
+    if duplicate:
+        raise ConfigError(f"baseline {origin}: id '{duplicate}' is used twice; ids must be unique")
+    return Baseline(entries, (origin,)), bool(data.get("include_default", True))
+
+
+def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise InputError(
+            f"baseline {path} does not exist; "
+            "create it with `ditox-ci baseline update` or fix the path"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"baseline {path} cannot be read ({exc})") from None
+    return parse_baseline(text, str(path))
+
+
+def load_baseline(path: Path | None) -> Baseline:
+    """The shipped default, with the user's baseline (if any) layered on top of it."""
+    default, _ = read_baseline_file(DEFAULT_BASELINE)
+    if path is None:
+        return default
+    user, include_default = read_baseline_file(path)
+    return default + user if include_default else user
+
+
+def accepted_entry(finding: Finding, reason: str, expires: dt.date | None) -> BaselineEntry:
+    """An entry that accepts exactly this finding (by fingerprint) and says where it came from."""
+    passes = finding_passes(finding)
+    return BaselineEntry(
+        id=f"accepted-{finding.fingerprint[:12]}",
+        reason=reason,
+        kinds=(finding.kind,),
+        passes=passes,
+        model=_glob_escape(finding.model),
+        fingerprint=finding.fingerprint,
+        expires=expires,
+    )
+
+
+def _glob_escape(text: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", text)
+
+
+@dataclass(frozen=True)
+class UpdateResult:
+    added: tuple[BaselineEntry, ...]
+    already_known: int
+
+
+def update_baseline(
+    path: Path, findings: Iterable[Finding], reason: str, expires: dt.date | None, today: dt.date
+) -> UpdateResult:
+    """Add an entry for every finding no unexpired entry (default or file) matches yet.
+
+    Existing text, comments included, is kept: new entries are appended when `entries:` is the
+    file's last key, which is how this command and the documented layout write it.
+    """
+    exists = path.exists()
+    layered = load_baseline(path if exists else None)
+    added: list[BaselineEntry] = []
+    known = 0
+    for finding in findings:
+        if finding.status == "fixed":
+            continue
+        if layered.match(finding, today) or any(e.matches(finding) for e in added):
+            known += 1
+            continue
+        added.append(accepted_entry(finding, reason, expires))
+    if not added:
+        return UpdateResult((), known)
+    block = yaml.safe_dump([e.to_yaml() for e in added], sort_keys=False, allow_unicode=True)
+    text = path.read_text() if exists else ""
+    item_indent = _appendable_item_indent(text)
+    if item_indent is not None:
+        new_text = text.rstrip("\n") + "\n" + _indent(block, item_indent)
+    else:
+        data = {"version": BASELINE_VERSION, **((yaml.safe_load(text) or {}) if exists else {})}
+        data["entries"] = list(data.get("entries") or []) + [e.to_yaml() for e in added]
+        header = "" if exists else _NEW_FILE_HEADER
+        new_text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    parse_baseline(new_text, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(new_text)
+    return UpdateResult(tuple(added), known)
+
+
+_NEW_FILE_HEADER = (
+    "# ditox-ci baseline: known optimizer limitations that do not block a pull request.\n"
+    "# Review every entry like code: replace each generated reason with why it is expected.\n"
+)
+
+
+def _appendable_item_indent(text: str) -> str | None:
+    """The indent of the `entries:` list items when that list ends the file, else None.
+
+    Only then can new `- …` items be appended as text, keeping the reviewer's comments.
+    """
+    lines = text.splitlines()
+    top_level = [
+        i
+        for i, line in enumerate(lines)
+        if line and not line[0].isspace() and not line.startswith(("#", "-"))
+    ]
+    if not top_level or lines[top_level[-1]].rstrip() != "entries:":
+        return None
+    items = [re.match(r"(\s*)- ", line) for line in lines[top_level[-1] + 1 :]]
+    indents = [m.group(1) for m in items if m]
+    return indents[0] if indents else None
+
+
+def _indent(block: str, indent: str) -> str:
+    return "".join(f"{indent}{line}\n" for line in block.splitlines())
