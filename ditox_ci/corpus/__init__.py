@@ -7,10 +7,14 @@ file on disk, and where its recorded inputs live (ONNX backend-test layout), if 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ditox_ci.errors import InputError, UsageError
+from ditox_ci.log import Log
 
 DEFAULT_SOURCES = ("onnx-node", "onnx-data")
 
@@ -44,3 +48,52 @@ def register_source(name: str) -> Callable[[SourceFunc], SourceFunc]:
         return func
 
     return decorate
+
+
+def default_cache_dir(env: Mapping[str, str]) -> Path:
+    """`$DITOX_CACHE`, else `~/.cache/ditox-ci`: where named sources materialize their models."""
+    configured = env.get("DITOX_CACHE", "")
+    return Path(configured).expanduser() if configured else Path("~/.cache/ditox-ci").expanduser()
+
+
+def _models_for_spec(spec: str, ctx: CorpusContext) -> list[ModelRef]:
+    name, _, arg = spec.partition(":")
+    if name in SOURCES:
+        return SOURCES[name](arg or None, ctx)
+    path = Path(spec).expanduser()
+    if path.exists():
+        return models_from_path(spec)
+    if os.sep in spec or "/" in spec or spec.endswith(".onnx"):
+        raise InputError(f"model source {spec!r} does not exist; pass an existing file or folder")
+    known = ", ".join(sorted(SOURCES))
+    raise UsageError(
+        f"unknown model source {spec!r}: name one of {known} (optionally name:glob), "
+        "or give a path to a .onnx file or a folder"
+    )
+
+
+def resolve_sources(
+    specs: Sequence[str], ctx: CorpusContext, log: Log | None = None
+) -> list[ModelRef]:
+    """Every model the specs select, in spec order; an id seen twice keeps its first model.
+
+    No specs means DEFAULT_SOURCES. Unknown names raise UsageError, missing paths InputError.
+    """
+    refs: list[ModelRef] = []
+    seen: dict[str, str] = {}
+    for spec in specs or DEFAULT_SOURCES:
+        for ref in _models_for_spec(spec, ctx):
+            if ref.id in seen:
+                if log is not None:
+                    log.warning(
+                        f"model id {ref.id!r} from {spec!r} was already selected by "
+                        f"{seen[ref.id]!r}; keeping the first"
+                    )
+                continue
+            seen[ref.id] = spec
+            refs.append(ref)
+    return refs
+
+
+# The built-in sources register themselves on import and need the names defined above.
+from ditox_ci.corpus.sources import models_from_path  # noqa: E402

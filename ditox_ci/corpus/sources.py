@@ -1,0 +1,293 @@
+"""Model sources: filesystem paths and the corpora that ship inside the installed onnx wheel.
+
+Named sources materialize their models once into the cache folder, in the ONNX backend-test
+layout (`model.onnx` + `test_data_set_<k>/input_<i>.pb`), so every later run, worker and shard
+reads plain files. Materialization builds in a temporary folder and renames it into place with an
+index as its completion marker: a crash leaves no half-written corpus, and a second call does not
+regenerate anything.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ditox_ci.corpus import CorpusContext, ModelRef, register_source
+
+INDEX_FILE = "index.json"
+ONNX_DATA_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data"
+# `real` only holds data.json download stubs; they point at the `light` models, which we use.
+ONNX_DATA_FAMILIES = ("simple", "pytorch-converted", "pytorch-operator")
+LIGHT_FAMILY = "light"
+
+
+def recorded_inputs_dir(folder: Path) -> str | None:
+    """`folder` when it holds ONNX backend-test data sets (`test_data_set_*/input_*.pb`)."""
+    if any(folder.glob("test_data_set_*/input_*.pb")):
+        return str(folder)
+    return None
+
+
+def models_from_path(spec: str) -> list[ModelRef]:
+    """A `.onnx` file (id = its name) or every `*.onnx` below a folder (id = relative path)."""
+    root = Path(spec).expanduser()
+    if root.is_file():
+        return [
+            ModelRef(
+                id=root.name,
+                source=spec,
+                path=str(root),
+                inputs_dir=recorded_inputs_dir(root.parent),
+            )
+        ]
+    refs = []
+    for path in sorted(root.rglob("*.onnx"), key=lambda p: p.relative_to(root).as_posix()):
+        if path.is_file():
+            refs.append(
+                ModelRef(
+                    id=path.relative_to(root).as_posix(),
+                    source=spec,
+                    path=str(path),
+                    inputs_dir=recorded_inputs_dir(path.parent),
+                )
+            )
+    return refs
+
+
+Builder = Callable[[Path], list[dict[str, Any]]]
+
+
+def materialize_once(target: Path, build: Builder) -> list[dict[str, Any]]:
+    """The index of `target`, building it first with `build(tmp_dir)` unless already complete.
+
+    `build` writes the models into an empty folder and returns one index entry per model; the
+    folder is renamed into place only after the index is written, so readers never see a partial
+    corpus, and concurrent builders (shards, workers) keep whichever finished first.
+    """
+    index = target / INDEX_FILE
+    if index.is_file():
+        return list(json.loads(index.read_text()))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        entries = build(staging)
+        (staging / INDEX_FILE).write_text(json.dumps(entries, indent=1))
+        if target.exists() and not index.is_file():
+            shutil.rmtree(target)  # left by an older, interrupted layout: not ours to trust
+        try:
+            os.rename(staging, target)
+        except OSError:
+            if not index.is_file():
+                raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return list(json.loads(index.read_text()))
+
+
+def _serialize_value(value: Any, type_proto: onnx.TypeProto, name: str) -> bytes:
+    """One input/output value as the proto the backend-test layout uses for its declared type."""
+    if isinstance(value, onnx.TensorProto):
+        return value.SerializeToString()
+    kind = type_proto.WhichOneof("value")
+    serializers: dict[str | None, Callable[[], Any]] = {
+        "map_type": lambda: numpy_helper.from_dict(value, name),
+        "sequence_type": lambda: numpy_helper.from_list(value, name),
+        "optional_type": lambda: numpy_helper.from_optional(value, name),
+    }
+    proto = serializers.get(kind, lambda: numpy_helper.from_array(np.asarray(value), name))()
+    return bytes(proto.SerializeToString())
+
+
+def _write_values(
+    folder: Path, prefix: str, values: Sequence[Any], infos: Sequence[onnx.ValueInfoProto]
+) -> None:
+    for index, (value, info) in enumerate(zip(values, infos, strict=False)):
+        data = _serialize_value(value, info.type, info.name)
+        (folder / f"{prefix}_{index}.pb").write_bytes(data)
+
+
+def _collect_node_cases() -> list[Any]:
+    from onnx.backend.test.case.node import collect_testcases
+
+    # The case generators compute expected outputs with numpy and trip over log(0), 0/0 …
+    # on purpose; those warnings are noise for us.
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return list(collect_testcases(None))
+
+
+def _build_node_cases(folder: Path) -> list[dict[str, Any]]:
+    entries = []
+    for case in _collect_node_cases():
+        model = case.model
+        if model is None:
+            continue
+        case_dir = folder / case.name
+        case_dir.mkdir()
+        (case_dir / "model.onnx").write_bytes(model.SerializeToString())
+        for k, (inputs, outputs) in enumerate(case.data_sets or ()):
+            data_dir = case_dir / f"test_data_set_{k}"
+            data_dir.mkdir()
+            _write_values(data_dir, "input", inputs, model.graph.input)
+            _write_values(data_dir, "output", outputs, model.graph.output)
+        family = model.graph.node[0].op_type if model.graph.node else ""
+        entries.append({"name": case.name, "family": family})
+    return sorted(entries, key=lambda entry: entry["name"])
+
+
+def onnx_node_dir(ctx: CorpusContext) -> Path:
+    return ctx.cache_dir / "onnx-node" / onnx.__version__
+
+
+@register_source("onnx-node")
+def onnx_node_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
+    """The installed onnx wheel's operator test cases (one node each, recorded inputs)."""
+    root = onnx_node_dir(ctx)
+    refs = []
+    for entry in materialize_once(root, _build_node_cases):
+        name = entry["name"]
+        if pattern and not fnmatch.fnmatchcase(name, pattern):
+            continue
+        case_dir = root / name
+        refs.append(
+            ModelRef(
+                id=f"onnx-node:{name}",
+                source="onnx-node",
+                path=str(case_dir / "model.onnx"),
+                inputs_dir=recorded_inputs_dir(case_dir),
+                family=entry["family"],
+            )
+        )
+    return refs
+
+
+def _stable_rng(*parts: object) -> np.random.Generator:
+    digest = hashlib.sha256("\0".join(str(part) for part in parts).encode()).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
+
+
+def _random_weight(shape: Sequence[int], dtype: np.dtype, rng: np.random.Generator) -> np.ndarray:
+    """Weights that keep activations finite: ~N(0, 1/fan_in) for matrices and kernels, and
+    positive values near 1 for vectors (biases, scales, batch-norm statistics: a variance must
+    stay positive)."""
+    shape = tuple(int(dim) for dim in shape)
+    if len(shape) >= 2:
+        fan_in = max(int(np.prod(shape[1:])), shape[0], 1)
+        values = rng.standard_normal(shape) / np.sqrt(fan_in)
+    else:
+        values = rng.uniform(0.5, 1.5, size=shape)
+    return values.astype(dtype)
+
+
+def randomize_fake_weights(model: onnx.ModelProto, seed_text: str) -> onnx.ModelProto:
+    """A copy of a `light_*` model whose constant fake weights become seeded random weights.
+
+    The light models replace each weight by `ConstantOfShape(0.02)` (or a constant initializer),
+    which makes every channel identical and hides whole classes of optimizer bugs. Each such
+    weight becomes an initializer of the same name, dtype and shape with random values.
+    """
+    result = onnx.ModelProto()
+    result.CopyFrom(model)
+    graph = result.graph
+    rng = _stable_rng("light-weights", seed_text)
+    initializers = {tensor.name: tensor for tensor in graph.initializer}
+    new_weights: list[onnx.TensorProto] = []
+    kept_nodes = []
+    for node in graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        dtype = numpy_helper.to_array(value).dtype if value is not None else np.dtype(np.float32)
+        shape_source = initializers.get(node.input[0]) if node.input else None
+        if node.op_type == "ConstantOfShape" and shape_source is not None and dtype.kind == "f":
+            shape = numpy_helper.to_array(shape_source)
+            weight = _random_weight(shape.tolist(), dtype, rng)
+            new_weights.append(numpy_helper.from_array(weight, node.output[0]))
+        else:
+            kept_nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(kept_nodes)
+
+    for tensor in graph.initializer:
+        array = numpy_helper.to_array(tensor)
+        if array.dtype.kind == "f":
+            tensor.CopyFrom(
+                numpy_helper.from_array(_random_weight(array.shape, array.dtype, rng), tensor.name)
+            )
+
+    used = {name for node in graph.node for name in node.input}
+    used |= {output.name for output in graph.output}
+    unused = {tensor.name for tensor in graph.initializer if tensor.name not in used}
+    survivors = [tensor for tensor in graph.initializer if tensor.name not in unused]
+    del graph.initializer[:]
+    graph.initializer.extend([*survivors, *new_weights])
+    inputs = [info for info in graph.input if info.name not in unused]
+    # Before IR 4 every initializer must also be declared as a graph input.
+    if result.ir_version < 4:
+        inputs += [
+            onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type, list(tensor.dims))
+            for tensor in new_weights
+        ]
+    del graph.input[:]
+    graph.input.extend(inputs)
+    return result
+
+
+def _light_builder(source: Path) -> Callable[[Path], list[dict[str, Any]]]:
+    def build(folder: Path) -> list[dict[str, Any]]:
+        model = randomize_fake_weights(onnx.load(str(source)), source.stem)
+        (folder / "model.onnx").write_bytes(model.SerializeToString())
+        return [{"name": folder.name, "family": LIGHT_FAMILY}]
+
+    return build
+
+
+def _onnx_data_models(ctx: CorpusContext) -> list[tuple[str, Path, Builder | None]]:
+    """(`<family>/<name>`, model folder, builder for a folder still to materialize)."""
+    found: list[tuple[str, Path, Builder | None]] = [
+        (f"{family}/{folder.name}", folder, None)
+        for family in ONNX_DATA_FAMILIES
+        for folder in sorted((ONNX_DATA_DIR / family).iterdir())
+        if (folder / "model.onnx").is_file()
+    ]
+    light_root = ctx.cache_dir / "onnx-data" / onnx.__version__ / LIGHT_FAMILY
+    for source in sorted((ONNX_DATA_DIR / LIGHT_FAMILY).glob("light_*.onnx")):
+        name = source.stem.removeprefix("light_")
+        found.append((f"{LIGHT_FAMILY}/{name}", light_root / name, _light_builder(source)))
+    return found
+
+
+@register_source("onnx-data")
+def onnx_data_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
+    """The onnx wheel's model tests: simple, pytorch-converted, pytorch-operator, light.
+
+    A light model is materialized (hundreds of MB of random weights for the largest) only when
+    the pattern selects it.
+    """
+    refs = []
+    for name, folder, builder in _onnx_data_models(ctx):
+        if pattern and not fnmatch.fnmatchcase(name, pattern):
+            continue
+        if builder is not None:
+            materialize_once(folder, builder)
+        refs.append(
+            ModelRef(
+                id=f"onnx-data:{name}",
+                source="onnx-data",
+                path=str(folder / "model.onnx"),
+                inputs_dir=recorded_inputs_dir(folder),
+                family=name.split("/", 1)[0],
+            )
+        )
+    return refs
