@@ -80,24 +80,27 @@ def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
     return (finding.fingerprint, finding.model, finding.config, finding.kind)
 
 
-def _merge_findings(reports: Sequence[Report]) -> tuple[Finding, ...]:
-    """Union of new/known findings; a `fixed` one only if every shard reports it fixed.
+def _baseline_entry(finding: Finding) -> str:
+    """The baseline entry a known or fixed finding refers to (`evidence.baseline`, its id)."""
+    return str(finding.evidence.get("baseline") or finding.fingerprint)
 
-    A shard marks a baseline entry fixed when none of *its* models matched it; the entry is fixed
-    for the whole sweep only when no shard matched it.
+
+def _merge_findings(reports: Sequence[Report]) -> tuple[Finding, ...]:
+    """Union of the shards' findings, with `fixed` re-decided for the whole sweep.
+
+    A shard marks a baseline entry fixed when its own models could have matched it and none did;
+    another shard may still have matched it, and then the entry is known, not fixed.
     """
     found: dict[tuple[str, str, str, str], Finding] = {}
-    fixed_in: dict[tuple[str, str, str, str], list[Finding]] = {}
     for report in reports:
         for finding in report.findings:
-            if finding.status == "fixed":
-                fixed_in.setdefault(_finding_key(finding), []).append(finding)
-            else:
-                found.setdefault(_finding_key(finding), finding)
-    for key, fixed in fixed_in.items():
-        if len(fixed) == len(reports):
-            found.setdefault(key, fixed[0])
-    return tuple(found[key] for key in sorted(found))
+            found.setdefault(_finding_key(finding), finding)
+    matched = {_baseline_entry(f) for f in found.values() if f.status == "known"}
+    return tuple(
+        found[key]
+        for key in sorted(found)
+        if not (found[key].status == "fixed" and _baseline_entry(found[key]) in matched)
+    )
 
 
 def _merge_coverage(reports: Sequence[Report]) -> dict[str, dict[str, int]]:

@@ -1,0 +1,219 @@
+"""The Action's runner I/O: INPUT_* → argv per stage, outputs file format, the gate."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.action import (
+    build_argv,
+    format_outputs,
+    gate,
+    install_commands,
+    optimizer_kind,
+    outputs,
+    read_inputs,
+    stage_env,
+    write_outputs,
+)
+from ditox_ci.errors import ConfigError
+from ditox_ci.report.model import Culprit, Finding, Report
+
+
+def _report(*statuses: str) -> Report:
+    findings = tuple(
+        Finding(
+            fingerprint=f"f{i}",
+            kind="output-mismatch",
+            model="m",
+            config="default",
+            culprit=Culprit(scope="pass"),
+            status=status,
+        )
+        for i, status in enumerate(statuses)
+    )
+    return Report(
+        tool={},
+        optimizer={},
+        environment={},
+        shard={"index": 0, "count": 1},
+        models=(),
+        findings=findings,
+        coverage={},
+        stats={},
+    )
+
+
+def _parse_outputs(text: str) -> dict[str, str]:
+    """The runner's parser for `name<<DELIM` blocks."""
+    values: dict[str, str] = {}
+    lines = iter(text.split("\n"))
+    for line in lines:
+        if not line:
+            continue
+        name, delimiter = line.split("<<", 1)
+        body = []
+        for body_line in lines:
+            if body_line == delimiter:
+                break
+            body.append(body_line)
+        else:
+            raise AssertionError(f"output {name} not terminated")
+        values[name] = "\n".join(body)
+    return values
+
+
+def test_defaults_run_sweep_then_publish() -> None:
+    assert build_argv({}) == [
+        ["sweep", "--out", "ditox-report", "--optimizer", "onnxoptimizer"],
+        ["publish", "--report", "ditox-report/report.json", "--comment", "--no-file-issues"],
+    ]
+
+
+def test_sweep_inputs_map_to_flags() -> None:
+    env = {
+        "INPUT_MODE": "sweep",
+        "INPUT_MODELS": "models/a.onnx\nmodels/zoo\n",
+        "INPUT_CONFIGS": "default, single",
+        "INPUT_OPTIMIZER": "mypkg.opt:optimize",
+        "INPUT_BASELINE": ".ditox/baseline.yml",
+        "INPUT_SHARD_INDEX": "2",
+        "INPUT_SHARD_COUNT": "4",
+        "INPUT_RTOL": "1e-4",
+        "INPUT_ATOL": "",
+        "INPUT_JOBS": "2",
+        "INPUT_TIMEOUT": "60",
+        "INPUT_OUT": "shard-2",
+        "INPUT_GITHUB_TOKEN": "ghs_secret",
+    }
+    [argv] = build_argv(env)
+    assert argv == [
+        "sweep",
+        "--out",
+        "shard-2",
+        "--optimizer",
+        "mypkg.opt:optimize",
+        "--models",
+        "models/a.onnx",
+        "models/zoo",
+        "--configs",
+        "default,single",
+        "--shard",
+        "2/4",
+        "--baseline",
+        ".ditox/baseline.yml",
+        "--rtol",
+        "0.0001",
+        "--jobs",
+        "2",
+        "--timeout",
+        "60.0",
+    ]
+    assert "ghs_secret" not in " ".join(argv)
+
+
+def test_merge_and_publish_modes() -> None:
+    env = {"INPUT_MODE": "merge", "INPUT_REPORTS": "shards/a\nshards/b", "INPUT_OUT": "merged"}
+    assert build_argv(env) == [["merge", "shards/a", "shards/b", "--out", "merged"]]
+    env = {
+        "INPUT_MODE": "publish",
+        "INPUT_OUT": "merged",
+        "INPUT_COMMENT": "false",
+        "INPUT_FILE_ISSUES": "true",
+        "INPUT_DRY_RUN": "true",
+    }
+    assert build_argv(env) == [
+        ["publish", "--report", "merged/report.json", "--no-comment", "--file-issues", "--dry-run"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"INPUT_MODE": "everything"}, "input mode"),
+        ({"INPUT_FAIL_ON": "sometimes"}, "input fail_on"),
+        (
+            {"INPUT_MODE": "sweep", "INPUT_SHARD_INDEX": "4", "INPUT_SHARD_COUNT": "4"},
+            "shard_index",
+        ),
+        ({"INPUT_SHARD_COUNT": "3"}, "mode 'all'"),
+        ({"INPUT_MODE": "merge"}, "reports"),
+        ({"INPUT_JOBS": "many"}, "INPUT_JOBS"),
+    ],
+)
+def test_bad_inputs_are_config_errors_naming_the_input(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        read_inputs(env)
+
+
+def test_non_input_environment_is_ignored() -> None:
+    assert read_inputs({"DITOX_MODE": "bogus", "MODE": "bogus"}).mode == "all"
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind"),
+    [
+        ("onnxoptimizer", "import"),
+        ("my_pkg.sub:optimize", "import"),
+        ("dist/onnxoptimizer-0.4.2-cp311-cp311-linux_x86_64.whl", "wheel"),
+        ("onnxoptimizer==0.3.13", "pip"),
+        ("git+https://example.invalid/onnx/optimizer@main", "pip"),
+    ],
+)
+def test_optimizer_kinds(spec: str, kind: str) -> None:
+    assert optimizer_kind(spec) == kind
+
+
+def test_source_checkout_is_installed_then_swept_as_onnxoptimizer(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
+    inputs = read_inputs({"INPUT_OPTIMIZER": str(tmp_path), "INPUT_MODE": "sweep"})
+    assert optimizer_kind(str(tmp_path)) == "source"
+    commands = install_commands(inputs, "/usr/bin/python3")
+    assert commands[0][-3:] == ["--force-reinstall", "--no-deps", str(tmp_path)]
+    assert commands[1][-1] == str(tmp_path) and "--no-deps" not in commands[1]
+    assert build_argv({"INPUT_OPTIMIZER": str(tmp_path), "INPUT_MODE": "sweep"})[0][3:5] == [
+        "--optimizer",
+        "onnxoptimizer",
+    ]
+    assert install_commands(read_inputs({}), "python") == []
+
+
+def test_token_goes_to_env_not_inputs() -> None:
+    inputs = read_inputs({"INPUT_GITHUB_TOKEN": "tok"})
+    child = stage_env(inputs, {"INPUT_GITHUB_TOKEN": "tok", "GITHUB_REPOSITORY": "o/r"})
+    assert child == {"GITHUB_TOKEN": "tok", "GITHUB_REPOSITORY": "o/r"}
+
+
+@pytest.mark.parametrize(
+    ("statuses", "fail_on", "code"),
+    [
+        (("new", "known"), "new", 1),
+        (("known", "fixed"), "new", 0),
+        (("known",), "any", 1),
+        (("fixed",), "any", 0),
+        (("new",), "never", 0),
+    ],
+)
+def test_gate(statuses: tuple[str, ...], fail_on: str, code: int) -> None:
+    assert gate(_report(*statuses), fail_on) == code
+
+
+def test_outputs_are_counts_and_report_path() -> None:
+    values = outputs(_report("new", "new", "known", "fixed"), Path("out/report.json"))
+    assert values == {"new": "2", "known": "1", "fixed": "1", "report": "out/report.json"}
+
+
+def test_outputs_file_round_trips_multiline_and_delimiter_like_values(tmp_path: Path) -> None:
+    target = tmp_path / "github_output"
+    target.write_text("earlier<<EOF\nkept\nEOF\n")
+    values = {"report": "a\nb\n\nc", "tricky": "ghadelimiter_x\nEOF", "new": "3"}
+    write_outputs(values, {"GITHUB_OUTPUT": str(target)})
+    assert _parse_outputs(target.read_text()) == {"earlier": "kept", **values}
+    assert format_outputs({"a": "1"}) != format_outputs({"a": "1"})  # fresh delimiter each time
+
+
+def test_no_outputs_file_outside_a_runner(tmp_path: Path) -> None:
+    write_outputs({"new": "1"}, {})
+    assert list(tmp_path.iterdir()) == []

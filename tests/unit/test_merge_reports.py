@@ -1,0 +1,170 @@
+"""Merging shard reports: refuses what does not fit, unions what does, in any input order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from ditox_ci.errors import MergeError
+from ditox_ci.merge import merge_reports
+from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
+
+OPTIMIZER = {
+    "name": "onnxoptimizer",
+    "version": "0.4.2",
+    "passes": ["a", "b"],
+    "default_passes": ["a"],
+}
+
+
+def _finding(fingerprint: str, model: str, status: str = "new") -> Finding:
+    return Finding(
+        fingerprint=fingerprint,
+        kind="output-mismatch",
+        model=model,
+        config="pass:a",
+        culprit=Culprit(scope="pass", passes=("a",)),
+        status=status,
+        repro=f"repro/{fingerprint}/",
+    )
+
+
+def _shard(
+    index: int,
+    count: int,
+    models: list[str],
+    findings: Sequence[Finding] = (),
+    coverage: dict[str, dict[str, int]] | None = None,
+    **stats: Any,
+) -> Report:
+    return Report(
+        tool={"name": "ditox-ci", "version": "0.1.0"},
+        optimizer=dict(OPTIMIZER),
+        environment={"onnx": "1.23.2"},
+        shard={"index": index, "count": count},
+        models=tuple(ModelEntry(id=m, source="t", sha256=m * 4, cost_s=1.5) for m in models),
+        findings=tuple(findings),
+        coverage=coverage or {},
+        stats={"wall_s": 1.0, "optimizer_runs": 1, **stats},
+    )
+
+
+def _three_shards() -> list[Report]:
+    return [
+        _shard(
+            0,
+            3,
+            ["m3", "m0"],
+            [_finding("ff", "m3"), _finding("aa", "m0", "known")],
+            {"a": {"models_changed": 1, "models_checked": 2}},
+            wall_s=4.0,
+            optimizer_runs=10,
+        ),
+        _shard(
+            1,
+            3,
+            ["m1"],
+            [_finding("bb", "m1")],
+            {
+                "a": {"models_changed": 0, "models_checked": 1},
+                "b": {"models_changed": 1, "models_checked": 1},
+            },
+            wall_s=6.0,
+            optimizer_runs=5,
+        ),
+        _shard(2, 3, [], [], wall_s=0.5, optimizer_runs=0),
+    ]
+
+
+def test_merge_unions_models_and_findings_sorted() -> None:
+    merged = merge_reports(_three_shards())
+    assert [m.id for m in merged.models] == ["m0", "m1", "m3"]
+    assert [(f.fingerprint, f.model) for f in merged.findings] == [
+        ("aa", "m0"),
+        ("bb", "m1"),
+        ("ff", "m3"),
+    ]
+    assert merged.shard == {"index": 0, "count": 1}
+    assert (merged.count("new"), merged.count("known")) == (2, 1)
+
+
+def test_merge_sums_coverage_per_pass_and_stats() -> None:
+    merged = merge_reports(_three_shards())
+    assert merged.coverage == {
+        "a": {"models_changed": 1, "models_checked": 3},
+        "b": {"models_changed": 1, "models_checked": 1},
+    }
+    assert merged.stats["optimizer_runs"] == 15
+    assert merged.stats["wall_s"] == 6.0
+    assert merged.stats["shard_wall_s"] == [4.0, 6.0, 0.5]
+
+
+def test_merge_is_independent_of_argument_order_and_round_trips() -> None:
+    shards = _three_shards()
+    forward = merge_reports(shards).to_json()
+    backward = merge_reports(shards[::-1]).to_json()
+    assert json.dumps(forward, sort_keys=True) == json.dumps(backward, sort_keys=True)
+    assert Report.from_json(json.loads(json.dumps(forward))).to_json() == forward
+
+
+def test_missing_shard_is_refused_naming_it() -> None:
+    shards = _three_shards()
+    with pytest.raises(MergeError, match=r"shard 1/3 missing"):
+        merge_reports([shards[0], shards[2]])
+
+
+def test_duplicated_shard_is_refused() -> None:
+    shards = _three_shards()
+    with pytest.raises(MergeError, match="more than once"):
+        merge_reports([*shards, shards[1]])
+
+
+def test_mixed_shard_counts_are_refused() -> None:
+    shards = _three_shards()
+    with pytest.raises(MergeError, match="different shard counts"):
+        merge_reports([shards[0], shards[1], _shard(2, 4, [])])
+
+
+@pytest.mark.parametrize(
+    ("key", "value"), [("name", "other"), ("version", "0.3.13"), ("passes", ["a"])]
+)
+def test_different_optimizer_is_refused(key: str, value: Any) -> None:
+    shards = _three_shards()
+    shards[2] = replace(shards[2], optimizer={**OPTIMIZER, key: value})
+    with pytest.raises(MergeError, match=f"optimizer {key}"):
+        merge_reports(shards)
+
+
+def test_different_schema_is_refused() -> None:
+    shards = _three_shards()
+    shards[1] = replace(shards[1], schema_version=2)
+    with pytest.raises(MergeError, match="schema_version"):
+        merge_reports(shards)
+
+
+def test_model_in_two_shards_is_refused() -> None:
+    shards = _three_shards()
+    shards[2] = _shard(2, 3, ["m1"])
+    with pytest.raises(MergeError, match="'m1'"):
+        merge_reports(shards)
+
+
+def test_no_reports_is_refused() -> None:
+    with pytest.raises(MergeError, match="no shard reports"):
+        merge_reports([])
+
+
+def test_fixed_only_when_no_shard_matched_the_baseline_entry() -> None:
+    stale = replace(_finding("e1", "*", "fixed"), evidence={"baseline": "entry-1"})
+    live = replace(_finding("e2", "*", "fixed"), evidence={"baseline": "entry-2"})
+    matched_live = replace(_finding("c0ffee", "m1", "known"), evidence={"baseline": "entry-2"})
+    shards = [_shard(0, 2, ["m0"], [stale, live]), _shard(1, 2, ["m1"], [stale, matched_live])]
+    merged = merge_reports(shards)
+    assert [(f.fingerprint, f.model, f.status) for f in merged.findings] == [
+        ("c0ffee", "m1", "known"),
+        ("e1", "*", "fixed"),
+    ]
