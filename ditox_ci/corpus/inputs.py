@@ -1,0 +1,259 @@
+"""The inputs each model runs on: recorded ones when the model has them, else seeded random ones.
+
+Random inputs must be the same on every machine and every run, so that a finding seen in CI is
+reproduced by a developer: seeds come from hashlib over (seed, model id, sample, attempt), never
+from Python's salted `hash()`. An input this module cannot make raises InputSpecError, which
+skips that model only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ditox_ci.corpus import ModelRef
+
+Feed = dict[str, Any]
+InputGenerator = Callable[[onnx.ModelProto, ModelRef, int, int], list[Feed]]
+INPUT_GENERATORS: dict[str, InputGenerator] = {}
+
+_DATA_SET = re.compile(r"test_data_set_(\d+)$")
+_INPUT_FILE = re.compile(r"input_(\d+)\.pb$")
+FLOAT_RANGE = (-2.0, 2.0)
+# From attempt 1 on floats are drawn positive: NaN/Inf from random inputs mostly comes from
+# log, sqrt, pow or division of negatives and zeros, which positive inputs avoid.
+POSITIVE_FLOAT_RANGE = (0.25, 2.0)
+STRING_ALPHABET = np.array(list("abcdefghij"))
+
+_FLOAT_TYPES = {
+    onnx.TensorProto.FLOAT16: np.float16,
+    onnx.TensorProto.FLOAT: np.float32,
+    onnx.TensorProto.DOUBLE: np.float64,
+}
+_INT_TYPES = {
+    onnx.TensorProto.INT8: np.int8,
+    onnx.TensorProto.INT16: np.int16,
+    onnx.TensorProto.INT32: np.int32,
+    onnx.TensorProto.INT64: np.int64,
+    onnx.TensorProto.UINT8: np.uint8,
+    onnx.TensorProto.UINT16: np.uint16,
+    onnx.TensorProto.UINT32: np.uint32,
+    onnx.TensorProto.UINT64: np.uint64,
+}
+
+
+class InputSpecError(Exception):
+    """The model declares an input this module cannot make or read; the model is skipped."""
+
+
+def register_input_generator(name: str) -> Callable[[InputGenerator], InputGenerator]:
+    """Register a task-specific generator, chosen by a model whose `ref.meta["inputs"]` is `name`.
+
+    It is called as `generator(model, ref, samples, seed)` and returns `samples` feeds; `seed`
+    already mixes in the model id and the attempt, so a re-draw gets a different seed.
+    """
+
+    def decorate(func: InputGenerator) -> InputGenerator:
+        INPUT_GENERATORS[name] = func
+        return func
+
+    return decorate
+
+
+def derive_seed(seed: int, model_id: str, sample: int, attempt: int) -> int:
+    """A 64-bit seed that depends only on its arguments, identical across machines and runs."""
+    text = f"{seed}\0{model_id}\0{sample}\0{attempt}"
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+
+
+def _data_sets(ref: ModelRef) -> list[Path]:
+    if not ref.inputs_dir:
+        return []
+    folders = [
+        (int(match.group(1)), path)
+        for path in Path(ref.inputs_dir).glob("test_data_set_*")
+        if (match := _DATA_SET.match(path.name)) and path.is_dir()
+    ]
+    return [path for _, path in sorted(folders) if any(path.glob("input_*.pb"))]
+
+
+def has_recorded_inputs(ref: ModelRef) -> bool:
+    """Whether `ref` has backend-test data sets (`test_data_set_*/input_*.pb`) to run on."""
+    return bool(_data_sets(ref))
+
+
+def _feedable_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """Graph inputs that need a value: those backed by an initializer have a default."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    return [info for info in model.graph.input if info.name not in initializers]
+
+
+def _check_feedable(value: Any, where: str) -> Any:
+    # onnx reads bfloat16, float8 and int4 as ml_dtypes arrays (numpy kind "V"), which ONNX
+    # Runtime's Python binding cannot convert.
+    for array in value if isinstance(value, list) else [value]:
+        if isinstance(array, np.ndarray) and array.dtype.kind == "V":
+            raise InputSpecError(f"{where}: ONNX Runtime cannot be fed {array.dtype} tensors")
+    return value
+
+
+def _read_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
+    return _check_feedable(_parse_value(data, type_proto, where), where)
+
+
+def _parse_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
+    kind = type_proto.WhichOneof("value")
+    try:
+        if kind == "sequence_type":
+            sequence = onnx.SequenceProto()
+            sequence.ParseFromString(data)
+            return numpy_helper.to_list(sequence)
+        if kind == "optional_type":
+            optional = onnx.OptionalProto()
+            optional.ParseFromString(data)
+            value = numpy_helper.to_optional(optional)
+            if value is None:
+                raise InputSpecError(f"{where}: an empty optional cannot be fed to ONNX Runtime")
+            return value
+        if kind == "tensor_type":
+            tensor = onnx.TensorProto()
+            tensor.ParseFromString(data)
+            return numpy_helper.to_array(tensor)
+    except InputSpecError:
+        raise
+    except Exception as exc:
+        raise InputSpecError(f"{where}: unreadable recorded input: {exc}") from None
+    raise InputSpecError(f"{where}: recorded input of type {kind} cannot be fed to ONNX Runtime")
+
+
+def recorded_feeds(model: onnx.ModelProto, ref: ModelRef, samples: int) -> list[Feed]:
+    """One feed per recorded data set (up to `samples`), bound to graph inputs by position."""
+    inputs = _feedable_inputs(model)
+    feeds = []
+    for folder in _data_sets(ref)[:samples]:
+        files = sorted(
+            (int(match.group(1)), path)
+            for path in folder.glob("input_*.pb")
+            if (match := _INPUT_FILE.match(path.name))
+        )
+        if len(files) > len(inputs):
+            raise InputSpecError(
+                f"{folder.name} has {len(files)} inputs but the model takes {len(inputs)}"
+            )
+        feeds.append(
+            {
+                info.name: _read_value(path.read_bytes(), info.type, f"{folder.name}/{path.name}")
+                for info, (_, path) in zip(inputs, files, strict=False)
+            }
+        )
+    return feeds
+
+
+def _shape(type_proto: onnx.TypeProto.Tensor, dynamic_dim: int) -> tuple[int, ...]:
+    # A tensor without a declared shape is taken as 1-D: the smallest guess most ops accept.
+    if not type_proto.HasField("shape"):
+        return (dynamic_dim,)
+    return tuple(
+        dim.dim_value if dim.HasField("dim_value") else dynamic_dim for dim in type_proto.shape.dim
+    )
+
+
+def _random_tensor(
+    tensor_type: onnx.TypeProto.Tensor,
+    rng: np.random.Generator,
+    dynamic_dim: int,
+    attempt: int,
+    where: str,
+) -> np.ndarray:
+    shape = _shape(tensor_type, dynamic_dim)
+    elem = tensor_type.elem_type
+    if elem in _FLOAT_TYPES:
+        low, high = POSITIVE_FLOAT_RANGE if attempt > 0 else FLOAT_RANGE
+        return rng.uniform(low, high, size=shape).astype(_FLOAT_TYPES[elem])
+    if elem in _INT_TYPES:
+        # Non-negative and below every dynamic dimension, so integers used as indices, axes or
+        # counts stay valid; signed types would make negative indices and division by zero likelier.
+        return rng.integers(0, max(dynamic_dim, 2), size=shape).astype(_INT_TYPES[elem])
+    if elem == onnx.TensorProto.BOOL:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if elem == onnx.TensorProto.STRING:
+        letters = rng.choice(STRING_ALPHABET, size=(*shape, 3))
+        return np.array(["".join(word) for word in letters.reshape(-1, 3)], dtype=object).reshape(
+            shape
+        )
+    type_name = onnx.TensorProto.DataType.Name(elem)
+    raise InputSpecError(f"{where}: cannot make random {type_name} inputs ONNX Runtime can feed")
+
+
+def _random_value(
+    type_proto: onnx.TypeProto,
+    rng: np.random.Generator,
+    dynamic_dim: int,
+    attempt: int,
+    where: str,
+) -> Any:
+    kind = type_proto.WhichOneof("value")
+    if kind == "tensor_type":
+        return _random_tensor(type_proto.tensor_type, rng, dynamic_dim, attempt, where)
+    if kind == "sequence_type":
+        element = type_proto.sequence_type.elem_type
+        return [
+            _random_value(element, rng, dynamic_dim, attempt, where) for _ in range(dynamic_dim)
+        ]
+    if kind == "optional_type":
+        return _random_value(type_proto.optional_type.elem_type, rng, dynamic_dim, attempt, where)
+    raise InputSpecError(f"{where}: cannot make random inputs of type {kind or 'unknown'}")
+
+
+def random_feeds(
+    model: onnx.ModelProto,
+    ref: ModelRef,
+    samples: int,
+    seed: int,
+    dynamic_dim: int = 2,
+    attempt: int = 0,
+) -> list[Feed]:
+    """`samples` feeds drawn from the declared types and shapes; unknown dims → `dynamic_dim`."""
+    inputs = _feedable_inputs(model)
+    feeds = []
+    for sample in range(samples):
+        rng = np.random.default_rng(derive_seed(seed, ref.id, sample, attempt))
+        feeds.append(
+            {
+                info.name: _random_value(info.type, rng, dynamic_dim, attempt, info.name)
+                for info in inputs
+            }
+        )
+    return feeds
+
+
+def make_feeds(
+    model: onnx.ModelProto,
+    ref: ModelRef,
+    samples: int,
+    seed: int,
+    dynamic_dim: int = 2,
+    attempt: int = 0,
+) -> list[Feed]:
+    """The feeds `ref` runs on: its registered generator, its recorded inputs, or random ones.
+
+    Recorded inputs are what the model's authors meant and do not change with `attempt`; random
+    inputs are re-drawn for each `attempt` (the engine re-draws after NaN/Inf).
+    """
+    if "inputs" in ref.meta:
+        name = str(ref.meta["inputs"])
+        if name not in INPUT_GENERATORS:
+            known = ", ".join(sorted(INPUT_GENERATORS)) or "none registered"
+            raise InputSpecError(f"unknown input generator {name!r} (known: {known})")
+        mixed_seed = derive_seed(seed, ref.id, -1, attempt)
+        return INPUT_GENERATORS[name](model, ref, samples, mixed_seed)
+    if has_recorded_inputs(ref):
+        return recorded_feeds(model, ref, samples)
+    return random_feeds(model, ref, samples, seed, dynamic_dim, attempt)
