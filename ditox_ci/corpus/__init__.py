@@ -80,18 +80,21 @@ def resolve_sources(
     No specs means DEFAULT_SOURCES. Unknown names raise UsageError, missing paths InputError.
     """
     refs: list[ModelRef] = []
-    seen: dict[str, str] = {}
+    seen: set[str] = set()
     for spec in specs or DEFAULT_SOURCES:
+        repeated = []
         for ref in _models_for_spec(spec, ctx):
             if ref.id in seen:
-                if log is not None:
-                    log.warning(
-                        f"model id {ref.id!r} from {spec!r} was already selected by "
-                        f"{seen[ref.id]!r}; keeping the first"
-                    )
+                repeated.append(ref.id)
                 continue
-            seen[ref.id] = spec
+            seen.add(ref.id)
             refs.append(ref)
+        if repeated and log is not None:
+            examples = ", ".join(repeated[:3]) + (", …" if len(repeated) > 3 else "")
+            log.warning(
+                f"{len(repeated)} model id(s) from {spec!r} were already selected by an earlier "
+                f"source ({examples}); keeping the first of each"
+            )
     return refs
 
 

@@ -1,0 +1,94 @@
+"""`ditox-ci corpus list`: which models a set of sources selects, and what inputs each runs on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus.inputs import has_recorded_inputs
+from ditox_ci.log import Log
+from ditox_ci.options import resolve
+
+NAME = "corpus"
+HELP = "list the models that model sources select"
+DESCRIPTION = """\
+Inspect the corpus a sweep would run on, without running anything.
+
+`corpus list` prints one line per model: its id, its source, whether it runs on recorded
+inputs (ONNX backend-test data sets) or seeded random ones, and its path. Named sources are
+materialized into the cache folder on first use.
+
+examples:
+  ditox-ci corpus list                                   # the default corpus
+  ditox-ci corpus list --models onnx-node:test_conv*     # one operator's test cases
+  ditox-ci corpus list --models ./models onnx-data:light/* --json
+"""
+
+
+@dataclass(frozen=True)
+class CorpusListOptions:
+    models: tuple[str, ...] = ()
+    cache_dir: str = ""
+    json: bool = False
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    listing = actions.add_parser(
+        "list",
+        help="print the models the sources select",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    listing.add_argument(
+        "--models",
+        nargs="+",
+        metavar="SRC",
+        help="paths or named sources (default: onnx-node onnx-data)",
+    )
+    listing.add_argument(
+        "--cache-dir",
+        dest="cache_dir",
+        help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)",
+    )
+    listing.add_argument("--json", action="store_true", default=None, help="print a JSON list")
+
+
+def _row(ref: ModelRef) -> dict[str, str]:
+    return {
+        "id": ref.id,
+        "source": ref.source,
+        "inputs": "recorded" if has_recorded_inputs(ref) else "random",
+        "path": ref.path,
+    }
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    flags = {
+        "models": tuple(args.models) if args.models else None,
+        "cache_dir": args.cache_dir,
+        "json": args.json,
+    }
+    options = resolve(CorpusListOptions, flags=flags, env=env)
+    log = Log(env)
+    cache_dir = (
+        Path(options.cache_dir).expanduser() if options.cache_dir else default_cache_dir(env)
+    )
+    refs = resolve_sources(options.models, CorpusContext(cache_dir), log)
+    rows = [_row(ref) for ref in refs]
+    if options.json:
+        print(json.dumps(rows, indent=1))
+        log.info(f"{len(rows)} models")
+        return 0
+    widths = {key: max([len(key), *(len(row[key]) for row in rows)]) for key in ("id", "source")}
+    for row in rows:
+        print(
+            f"{row['id']:<{widths['id']}}  {row['source']:<{widths['source']}}  "
+            f"{row['inputs']:<8}  {row['path']}"
+        )
+    print(f"{len(rows)} models")
+    return 0
