@@ -103,6 +103,8 @@ def resolve(
     for name, raw in (flags or {}).items():
         if raw is None or name not in fields:
             continue
+        if isinstance(raw, list):
+            raw = tuple(raw)
         values[name] = raw if not isinstance(raw, str) else _parse(raw, hints[name], name, "flag")
 
     return cls(**values)

@@ -1,0 +1,106 @@
+"""`ditox-ci sweep`: the main job."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.baseline import load_baseline
+from ditox_ci.classify import classify
+from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
+from ditox_ci.log import Log
+from ditox_ci.options import load_config_file, resolve
+from ditox_ci.report import Report, read_report
+from ditox_ci.report.outputs import render_summary, write_outputs
+from ditox_ci.sweep import SweepOptions, run_sweep
+
+NAME = "sweep"
+HELP = "run the differential sweep over a corpus and write DIR/report.json and DIR/summary.md"
+DESCRIPTION = """\
+Run every model of the corpus original vs optimized in ONNX Runtime (its own graph optimizations
+off) and compare. Each model is run once per sample; every config reuses those outputs, and an
+optimized model byte-identical to one already judged is not run again. Optimizer and runtime run
+in worker processes: a crash, hang or memory blow-up becomes a finding and the sweep goes on.
+
+configs:
+  default       the optimizer's own default pass list, once
+  fixed-point   the default list repeated until the model stops changing
+  nop           the control: the optimizer's round trip with no rewriting pass (always run);
+                a failure it already shows is reported once, as 'infrastructure'
+  single        every available pass alone (pass:<name>)
+  pass:<name>   one pass alone
+
+examples:
+  ditox-ci sweep                                         # default corpus, all configs
+  ditox-ci sweep --models onnx-node:test_conv* --configs single
+  ditox-ci sweep --models ./models --passes fuse_bn_into_conv,eliminate_identity
+  ditox-ci sweep --optimizer mypkg.opt:optimize --shard 1/4 --out shard-1
+"""
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every command that sweeps accepts (sweep, fuzz)."""
+    add = parser.add_argument
+    add("--configs", type=_csv, help="comma list of configs (default: default,fixed-point,nop,single)")
+    add("--passes", type=_csv, help="comma list: also run exactly this pass list (alone: with --configs nop)")
+    add("--optimizer", help="onnxoptimizer (default) or pkg.module:function shaped like optimize(model, passes, fixed_point)")
+    add("--baseline", help="YAML of known limitations, layered on the shipped default")
+    add("--previous", help="an earlier report.json: its findings that still show are 'known'; its timings balance shards")
+    add("--jobs", type=int, help="worker processes (default: all cores)")
+    add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
+    add("--memory-limit", dest="memory_limit", type=int, help="MiB a worker may use (default 6144)")
+    add("--samples", type=int, help="input samples per model (default 1)")
+    add("--seed", type=int, help="seed for random inputs (default 0)")
+    add("--rtol", type=float, help="relative tolerance (default 1e-3)")
+    add("--atol", type=float, help="absolute tolerance (default 1e-4)")
+    add("--dynamic-dim", dest="dynamic_dim", type=int, help="size for symbolic dimensions (default 2)")
+    add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
+    add("--out", help="output folder (default ditox-report)")
+    add("--cache-dir", dest="cache_dir", help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)")
+    add("--config", help="YAML config file with a 'sweep:' section")
+    add("--quiet", action="store_true", help="only errors and the final line")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", nargs="+", metavar="SRC", help="paths or named sources (default: onnx-node onnx-data)")
+    parser.add_argument("--shard", help="I/N: run shard I (0-based) of N (default 0/1)")
+    add_sweep_arguments(parser)
+
+
+def sweep_options(args: argparse.Namespace, env: Mapping[str, str], **overrides: Any) -> SweepOptions:
+    flags = {key: value for key, value in vars(args).items() if key not in {"run", "debug", "config", "quiet"}}
+    if args.passes and args.configs is None:
+        flags["configs"] = ("nop",)
+    config = load_config_file(Path(args.config), "sweep") if args.config else {}
+    return resolve(SweepOptions, flags={**flags, **overrides}, env=env, config=config)
+
+
+def finish(report: Report, options: SweepOptions, log: Log) -> int:
+    """Classify against the baseline (and previous report), write the outputs, return the gate."""
+    previous = read_report(Path(options.previous)) if options.previous else None
+    baseline = load_baseline(Path(options.baseline) if options.baseline else None)
+    report = classify(report, baseline, previous)
+    path = write_outputs(report, Path(options.out))
+    log.summary(render_summary(report))
+    new = [f for f in report.findings if f.status == "new" and f.kind != "warning"]
+    for finding in new:
+        log.error(f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[:300])
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("new", "known", "fixed"))
+    skipped = sum(1 for m in report.models if m.status != "ok")
+    log.notice(
+        f"{len(report.models)} models ({skipped} skipped), {len(report.findings)} findings ({counts}); "
+        f"report: {path}, summary: {path.parent / 'summary.md'}"
+    )
+    return EXIT_NEW_FINDINGS if new else EXIT_OK
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    log = Log(env, quiet=args.quiet)
+    options = sweep_options(args, env)
+    return finish(run_sweep(options, log), options, log)

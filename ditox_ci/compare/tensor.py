@@ -1,0 +1,130 @@
+"""The tensor oracle: element-wise closeness per output, by position, with NaN equal to NaN.
+
+Tolerances are scalar or per output name (`{"logits": 1e-3}`), Polygraphy-style. A result carries
+its numbers (max_abs, max_rel, mismatch fraction, the worst sample) and knows whether it passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ditox_ci.compare import Comparison, CompareFunc, Outputs, register
+
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-4
+
+
+def _tolerance(value: float | Mapping[str, float], name: str, fallback: float) -> float:
+    if isinstance(value, Mapping):
+        return float(value.get(name, value.get("*", fallback)))
+    return float(value)
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if isinstance(value, list):  # sequence outputs: compare element by element as one array
+        return np.asarray([np.asarray(v) for v in value], dtype=object)
+    return np.asarray(value)
+
+
+def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
+    """None when close; otherwise the numbers that show how far apart they are."""
+    a, b = _as_array(expected), _as_array(actual)
+    if a.shape != b.shape:
+        return {"reason": "shape", "expected_shape": list(a.shape), "actual_shape": list(b.shape)}
+    if a.dtype != b.dtype:
+        return {"reason": "dtype", "expected_dtype": str(a.dtype), "actual_dtype": str(b.dtype)}
+    if a.size == 0:
+        return None
+    if a.dtype.kind in "fc":
+        a64, b64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), b.astype(
+            np.complex128 if b.dtype.kind == "c" else np.float64
+        )
+        both_nan = np.isnan(a64) & np.isnan(b64)
+        same_inf = np.isinf(a64) & np.isinf(b64) & (a64 == b64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            diff = np.abs(a64 - b64)
+            bad = ~(both_nan | same_inf) & ~(diff <= atol + rtol * np.abs(a64))
+            finite = np.where(np.isfinite(diff), diff, np.inf)
+            rel = finite / np.maximum(np.abs(a64), np.finfo(np.float64).tiny)
+        if not bad.any():
+            return None
+        worst = int(np.argmax(np.where(bad, finite, -1.0)))
+        return {
+            "reason": "values",
+            "max_abs": float(np.max(np.where(bad, finite, 0.0))),
+            "max_rel": float(np.max(np.where(bad, rel, 0.0))),
+            "mismatch_fraction": float(bad.mean()),
+            "worst_index": [int(i) for i in np.unravel_index(worst, a.shape)] if a.ndim else [],
+            "expected_value": repr(a.flat[worst]),
+            "actual_value": repr(b.flat[worst]),
+        }
+    if a.dtype == object:
+        bad = np.array([not _equal_objects(x, y) for x, y in zip(a.flat, b.flat)])
+    else:
+        bad = a != b
+    if not np.any(bad):
+        return None
+    worst = int(np.argmax(bad))
+    metrics: dict[str, Any] = {
+        "reason": "values",
+        "mismatch_fraction": float(np.mean(bad)),
+        "worst_index": [int(i) for i in np.unravel_index(worst, a.shape)] if a.ndim else [],
+        "expected_value": repr(a.flat[worst]),
+        "actual_value": repr(b.flat[worst]),
+    }
+    if a.dtype.kind in "iub":
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+        metrics["max_abs"] = float(diff.max())
+        metrics["max_rel"] = float((diff / np.maximum(np.abs(a.astype(np.float64)), 1.0)).max())
+    return metrics
+
+
+def _equal_objects(x: Any, y: Any) -> bool:
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return compare_arrays(x, y, DEFAULT_RTOL, DEFAULT_ATOL) is None
+    return bool(x == y)
+
+
+@register("tensor")
+def tensor(options: Mapping[str, Any]) -> CompareFunc:
+    rtol = options.get("rtol", DEFAULT_RTOL)
+    atol = options.get("atol", DEFAULT_ATOL)
+
+    def compare(
+        expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
+    ) -> Comparison:
+        worst: tuple[float, str, int, dict[str, Any]] | None = None
+        for sample, (want, got) in enumerate(zip(expected, actual)):
+            for position, (a, b) in enumerate(zip(want, got)):
+                name = names[position] if position < len(names) else f"#{position}"
+                metrics = compare_arrays(
+                    a, b, _tolerance(rtol, name, DEFAULT_RTOL), _tolerance(atol, name, DEFAULT_ATOL)
+                )
+                if metrics is None:
+                    continue
+                score = float(metrics.get("max_abs", np.inf))
+                if worst is None or score > worst[0]:
+                    worst = (score, name, sample, metrics)
+        if worst is None:
+            return Comparison(passed=True, comparator="tensor")
+        _, name, sample, metrics = worst
+        if metrics["reason"] == "values":
+            message = (
+                f"output '{name}' differs: max_abs={metrics.get('max_abs', 'n/a')}, "
+                f"max_rel={metrics.get('max_rel', 'n/a')}, "
+                f"{metrics['mismatch_fraction']:.2%} of elements beyond tolerance"
+            )
+        else:
+            message = f"output '{name}' {metrics['reason']} differs: {metrics}"
+        return Comparison(
+            passed=False,
+            comparator="tensor",
+            message=message,
+            output=name,
+            metrics={**metrics, "sample": sample},
+        )
+
+    return compare

@@ -1,0 +1,311 @@
+"""Original vs optimized for one model: the oracles that turn an optimizer call into an Outcome.
+
+Runs inside a worker process (see `worker.py`): the optimizer and ONNX Runtime are native code that
+can crash, and this module assumes nothing survives that. The original model is prepared once
+(parsed, run on every sample) and its outputs are reused by every step; an optimized model whose
+bytes were already judged is not run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ditox_ci import runner
+from ditox_ci.compare import COMPARATORS, Comparison
+from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
+from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import InputSpecError, has_recorded_inputs, make_feeds
+from ditox_ci.corpus.loading import ModelLoadError, load_model
+from ditox_ci.optimizers import LoadedOptimizer
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import Step
+
+MAX_REDRAWS = 3
+PhaseCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    samples: int = 1
+    seed: int = 0
+    dynamic_dim: int = 2
+    rtol: float | dict[str, float] = DEFAULT_RTOL
+    atol: float | dict[str, float] = DEFAULT_ATOL
+    threads: int = 1
+
+
+@dataclass
+class ModelContext:
+    """Everything about the original that every step reuses."""
+
+    ref: ModelRef
+    model: onnx.ModelProto
+    data: bytes
+    digest: str
+    feeds: list[dict[str, Any]]
+    outputs: list[list[np.ndarray]]
+    output_names: list[str]
+    checker_error: str | None
+    info: dict[str, Any] = field(default_factory=dict)
+    judged: dict[str, Outcome] = field(default_factory=dict)
+    runtime_runs: int = 0
+    cache_hits: int = 0
+
+
+class SkipModel(Exception):
+    """The original itself cannot be tested (unreadable, or ONNX Runtime cannot run it)."""
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check(model: onnx.ModelProto) -> str | None:
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".strip()
+    return None
+
+
+def _finite(outputs: Sequence[Sequence[Any]]) -> bool:
+    for sample in outputs:
+        for value in sample:
+            array = np.asarray(value) if not isinstance(value, list) else None
+            if array is not None and array.dtype.kind in "fc" and not np.isfinite(array).all():
+                return False
+    return True
+
+
+def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
+    """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf)."""
+    try:
+        model = load_model(ref)
+    except ModelLoadError as exc:
+        raise SkipModel(f"unreadable model: {exc}") from None
+    data = model.SerializeToString()
+    try:
+        session = runner.load_session(data, settings.threads)
+    except runner.RuntimeLoadError as exc:
+        raise SkipModel(f"ONNX Runtime cannot load the original: {exc}") from None
+    recorded = has_recorded_inputs(ref)
+    info: dict[str, Any] = {"inputs": "recorded" if recorded else "random"}
+    for attempt in range(MAX_REDRAWS + 1):
+        try:
+            feeds = make_feeds(model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt)
+        except InputSpecError as exc:
+            raise SkipModel(f"cannot make inputs: {exc}") from None
+        try:
+            outputs = runner.run_all(session, feeds)
+        except runner.RuntimeRunError as exc:
+            raise SkipModel(f"ONNX Runtime cannot run the original: {exc}") from None
+        if recorded or _finite(outputs):
+            break
+        info["redraws"] = attempt + 1
+    else:
+        info["original_nonfinite"] = True
+    return ModelContext(
+        ref=ref,
+        model=model,
+        data=data,
+        digest=_sha256(data),
+        feeds=feeds,
+        outputs=outputs,
+        output_names=[o.name for o in session.get_outputs()],
+        checker_error=_check(model),
+        info=info,
+        runtime_runs=len(feeds),
+    )
+
+
+def _real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
+    initialized = {init.name for init in graph.initializer}
+    return [value for value in graph.input if value.name not in initialized]
+
+
+def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] | None]:
+    tensor = value.type.tensor_type
+    if not value.type.HasField("tensor_type"):
+        return (-1, None)
+    shape = (
+        tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+        if tensor.HasField("shape")
+        else None
+    )
+    return (tensor.elem_type, shape)
+
+
+def _shapes_conflict(a: tuple[int | None, ...] | None, b: tuple[int | None, ...] | None) -> bool:
+    if a is None or b is None:
+        return False
+    return len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b))
+
+
+def interface_change(original: onnx.GraphProto, optimized: onnx.GraphProto) -> str | None:
+    """Compare inputs and outputs by position: count, element type, static dims (names may change)."""
+    for what, before, after in (
+        ("input", _real_inputs(original), _real_inputs(optimized)),
+        ("output", list(original.output), list(optimized.output)),
+    ):
+        if len(before) != len(after):
+            return f"graph {what} count changed from {len(before)} to {len(after)}"
+        for position, (a, b) in enumerate(zip(before, after)):
+            (type_a, shape_a), (type_b, shape_b) = _signature(a), _signature(b)
+            if type_a != type_b:
+                names = (onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor" for t in (type_a, type_b))
+                return f"graph {what} #{position} ('{a.name}') element type changed: {' -> '.join(names)}"
+            if _shapes_conflict(shape_a, shape_b):
+                return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
+    return None
+
+
+def _used_names(graph: onnx.GraphProto) -> set[str]:
+    used = {o.name for o in graph.output}
+    for node in graph.node:
+        used.update(node.input)
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                used |= _used_names(sub)
+    return used
+
+
+def unused_initializers(graph: onnx.GraphProto) -> set[str]:
+    used = _used_names(graph)
+    return {init.name for init in graph.initializer if init.name not in used}
+
+
+def op_changes(original: onnx.GraphProto, optimized: onnx.GraphProto) -> dict[str, list[str]]:
+    """Op types whose count went down / up: what the optimizer rewrote, independent of node names."""
+    before = Counter(node.op_type for node in original.node)
+    after = Counter(node.op_type for node in optimized.node)
+    return {
+        "ops_removed": sorted(op for op in before if before[op] > after[op]),
+        "ops_added": sorted(op for op in after if after[op] > before[op]),
+    }
+
+
+def _notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[str]:
+    """Differences that are not failures, recorded as information."""
+    notes = []
+    if original.ir_version != optimized.ir_version:
+        notes.append(f"ir_version {original.ir_version} -> {optimized.ir_version}")
+    if len(original.metadata_props) != len(optimized.metadata_props):
+        notes.append("metadata_props changed")
+    renamed = [
+        f"{a.name} -> {b.name}"
+        for a, b in zip(original.graph.output, optimized.graph.output)
+        if a.name != b.name
+    ]
+    if renamed:
+        notes.append("outputs renamed: " + ", ".join(renamed))
+    return notes
+
+
+def _rebind(feeds: Sequence[Mapping[str, Any]], original: onnx.GraphProto, optimized: onnx.GraphProto) -> list[dict[str, Any]]:
+    """Feed the optimized graph by input position, since a pass may rename inputs by design."""
+    mapping = {a.name: b.name for a, b in zip(_real_inputs(original), _real_inputs(optimized))}
+    return [{mapping.get(name, name): value for name, value in feed.items()} for feed in feeds]
+
+
+def judge(
+    context: ModelContext,
+    optimized: onnx.ModelProto,
+    comparators: Sequence[str] = ("tensor",),
+    settings: EvalSettings | None = None,
+    on_phase: PhaseCallback | None = None,
+) -> Outcome:
+    """Run the oracles on an optimized model the optimizer already produced."""
+    settings = settings or EvalSettings()
+    data = optimized.SerializeToString()
+    digest = _sha256(data)
+    if data == context.data:
+        return Outcome(kind=None, digest=digest, changed=False)
+    if digest in context.judged:
+        context.cache_hits += 1
+        return context.judged[digest]
+    outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
+    outcome = Outcome(outcome.kind, outcome.message, outcome.evidence, digest, True)
+    context.judged[digest] = outcome
+    return outcome
+
+
+def _judge_changed(
+    context: ModelContext,
+    optimized: onnx.ModelProto,
+    data: bytes,
+    comparators: Sequence[str],
+    settings: EvalSettings,
+    on_phase: PhaseCallback | None,
+) -> Outcome:
+    evidence: dict[str, Any] = op_changes(context.model.graph, optimized.graph)
+    notes = _notes(context.model, optimized)
+    if notes:
+        evidence["info"] = notes
+    if context.checker_error is None:
+        error = _check(optimized)
+        if error is not None:
+            return Outcome("invalid-model", error, {**evidence, "message": error})
+    change = interface_change(context.model.graph, optimized.graph)
+    if change is not None:
+        return Outcome("interface-change", change, {**evidence, "message": change})
+    if on_phase:
+        on_phase("run")
+    try:
+        session = runner.load_session(data, settings.threads)
+    except runner.RuntimeLoadError as exc:
+        return Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
+    feeds = _rebind(context.feeds, context.model.graph, optimized.graph)
+    try:
+        outputs = runner.run_all(session, feeds)
+    except runner.RuntimeRunError as exc:
+        return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
+    finally:
+        context.runtime_runs += len(feeds)
+    options = {"rtol": settings.rtol, "atol": settings.atol}
+    for name in comparators:
+        result: Comparison = COMPARATORS[name](options)(context.outputs, outputs, context.output_names)
+        if not result.passed:
+            return Outcome(
+                "output-mismatch",
+                result.message,
+                {**evidence, **result.metrics, "message": result.message,
+                 "output": result.output, "comparator": result.comparator},
+            )
+    introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)
+    if introduced:
+        message = f"optimizer introduced {len(introduced)} unused initializer(s)"
+        return Outcome("warning", message, {**evidence, "message": message, "initializers": sorted(introduced)[:20]})
+    return Outcome(None, "", evidence)
+
+
+def run_step(
+    context: ModelContext,
+    optimizer: LoadedOptimizer,
+    step: Step,
+    comparators: Sequence[str] = ("tensor",),
+    settings: EvalSettings | None = None,
+    on_phase: PhaseCallback | None = None,
+) -> Outcome:
+    """Optimize the original with the step's passes and judge the result."""
+    if on_phase:
+        on_phase("optimize")
+    model = context.model
+    if optimizer.mutates_input:
+        model = onnx.ModelProto()
+        model.ParseFromString(context.data)
+    try:
+        optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}".strip()
+        return Outcome("optimizer-error", message, {"message": message})
+    if not isinstance(optimized, onnx.ModelProto):
+        message = f"optimizer returned {type(optimized).__name__}, not ModelProto"
+        return Outcome("optimizer-error", message, {"message": message})
+    return judge(context, optimized, comparators, settings, on_phase)

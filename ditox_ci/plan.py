@@ -1,0 +1,85 @@
+"""What each model is put through: configs (`default`, `fixed-point`, `nop`, `single`, explicit
+pass lists) expanded into Steps, each one optimizer call with an explicit ordered pass list.
+
+The engine always hands the optimizer an explicit list, so localization can split it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ditox_ci.errors import UsageError
+from ditox_ci.optimizers import OptimizerInfo
+
+NOP_PASS = "nop"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One optimizer call: `label` is the report's `config` value."""
+
+    label: str
+    passes: tuple[str, ...]
+    fixed_point: bool = False
+
+    @property
+    def single_pass(self) -> str | None:
+        return self.passes[0] if self.label.startswith("pass:") else None
+
+
+def _nop(info: OptimizerInfo) -> list[Step]:
+    return [Step("nop", (NOP_PASS,) if NOP_PASS in info.passes else ())]
+
+
+def _default(info: OptimizerInfo) -> list[Step]:
+    return [Step("default", info.default_passes)]
+
+
+def _fixed_point(info: OptimizerInfo) -> list[Step]:
+    return [Step("fixed-point", info.default_passes, fixed_point=True)]
+
+
+def _single(info: OptimizerInfo) -> list[Step]:
+    return [Step(f"pass:{name}", (name,)) for name in info.passes if name != NOP_PASS]
+
+
+CONFIGS: dict[str, Callable[[OptimizerInfo], list[Step]]] = {
+    "nop": _nop,
+    "default": _default,
+    "fixed-point": _fixed_point,
+    "single": _single,
+}
+DEFAULT_CONFIGS = ("default", "fixed-point", "nop", "single")
+
+
+def check_passes(passes: Sequence[str], info: OptimizerInfo) -> None:
+    unknown = [name for name in passes if name not in info.passes]
+    if unknown:
+        raise UsageError(
+            f"unknown pass(es) {', '.join(unknown)} for {info.name} {info.version}; "
+            "`python -c 'import onnxoptimizer; print(onnxoptimizer.get_available_passes())'` lists them"
+        )
+
+
+def build_steps(
+    configs: Sequence[str], passes: Sequence[str], info: OptimizerInfo
+) -> tuple[Step, ...]:
+    """Expand configs (and an explicit pass list) into steps; `nop` always runs first as control."""
+    unknown = [name for name in configs if name not in CONFIGS and not name.startswith("pass:")]
+    if unknown:
+        raise UsageError(
+            f"unknown config(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)} or pass:<name>"
+        )
+    steps: list[Step] = _nop(info)
+    for name in configs:
+        if name.startswith("pass:"):
+            check_passes([name[5:]], info)
+            steps.append(Step(name, (name[5:],)))
+        elif name != "nop":
+            steps.extend(CONFIGS[name](info))
+    if passes:
+        check_passes(passes, info)
+        steps.append(Step("passes:" + ",".join(passes), tuple(passes)))
+    unique = {step.label: step for step in steps}
+    return tuple(unique.values())

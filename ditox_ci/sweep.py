@@ -1,0 +1,249 @@
+"""The sweep: every model of the corpus (this shard's share) through every step, into one Report.
+
+corpus → plan → worker pool (optimize, run, compare) → findings (nop control collapses
+infrastructure failures into one finding) → coverage and stats → report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+import onnxruntime
+
+from ditox_ci import __version__
+from ditox_ci.compare import COMPARATORS
+from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.errors import UsageError
+from ditox_ci.evaluate import EvalSettings
+from ditox_ci.fingerprint import fingerprint
+from ditox_ci.log import Log
+from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import DEFAULT_CONFIGS, Step, build_steps
+from ditox_ci.progress import Progress
+from ditox_ci.report import Culprit, Finding, ModelEntry, Report
+from ditox_ci.report import read_report
+from ditox_ci.shard import parse_shard, previous_costs, select
+from ditox_ci.worker import Job, JobResult, WorkerConfig, WorkerPool
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    models: tuple[str, ...] = ()
+    configs: tuple[str, ...] = DEFAULT_CONFIGS
+    passes: tuple[str, ...] = ()
+    optimizer: str = "onnxoptimizer"
+    optimizer_path: str | None = None
+    baseline: str | None = None
+    previous: str | None = None
+    shard: str = "0/1"
+    jobs: int = 0
+    timeout: float = 60.0
+    memory_limit: int = 6144
+    samples: int = 1
+    seed: int = 0
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
+    dynamic_dim: int = 2
+    comparator: str | None = None
+    out: str = "ditox-report"
+    cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
+
+    def __post_init__(self) -> None:
+        for name in ("jobs", "samples", "dynamic_dim"):
+            if getattr(self, name) < (0 if name == "jobs" else 1):
+                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        if self.timeout <= 0 or self.rtol < 0 or self.atol < 0:
+            raise UsageError("--timeout must be > 0 and --rtol/--atol must be >= 0")
+        if self.comparator is not None and self.comparator not in COMPARATORS:
+            raise UsageError(
+                f"unknown comparator '{self.comparator}'; known: {', '.join(sorted(COMPARATORS))}"
+            )
+
+
+def _file_sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        return ""
+    return digest.hexdigest()
+
+
+def culprit_for(step: Step) -> Culprit:
+    """What the sweep alone can say; multi-pass configs are narrowed by localization later."""
+    if step.label == "nop":
+        return Culprit("infrastructure", (), "nop-control", 0)
+    if step.single_pass:
+        return Culprit("pass", step.passes, "single-pass", 0)
+    return Culprit("unknown", (), "not-localized: multi-pass config", 0)
+
+
+def finding_fingerprint(outcome: Outcome, culprit: Culprit, config: str) -> str:
+    """Semantic: kind, culprit passes (the config when not localized), message, ops rewritten."""
+    blame = culprit.passes or ((config,) if culprit.scope == "unknown" else ())
+    message = f"{outcome.message} {outcome.evidence.get('signal', '')}"
+    ops = [*outcome.evidence.get("ops_removed", ()), *outcome.evidence.get("ops_added", ())]
+    return fingerprint(outcome.kind or "", blame, message, ops)
+
+
+def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
+    """One finding per failing step, except that what the nop control already shows is reported once,
+    as infrastructure, with the configs that showed it too."""
+    nop = result.outcomes.get("nop")
+    shared_with_nop: list[str] = []
+    findings: list[Finding] = []
+    for step in steps:
+        outcome = result.outcomes.get(step.label)
+        if outcome is None or outcome.kind is None:
+            continue
+        if step.label != "nop" and nop is not None and outcome.same_failure(nop):
+            shared_with_nop.append(step.label)
+            continue
+        culprit = culprit_for(step)
+        findings.append(
+            Finding(
+                fingerprint=finding_fingerprint(outcome, culprit, step.label),
+                kind=outcome.kind,
+                model=result.ref.id,
+                config=step.label,
+                culprit=culprit,
+                evidence=dict(outcome.evidence),
+            )
+        )
+    if shared_with_nop:
+        findings = [
+            Finding(**{**f.__dict__, "evidence": {**f.evidence, "also_in": shared_with_nop}})
+            if f.config == "nop" else f
+            for f in findings
+        ]
+    return findings
+
+
+def coverage_of(results: Iterable[JobResult], steps: Sequence[Step]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Per pass: models it changed beyond what the nop control changes, and models checked."""
+    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
+    by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for result in results:
+        if result.status != "ok":
+            continue
+        nop = result.outcomes.get("nop")
+        unchanged = {result.sha256, nop.digest if nop else ""}
+        for step in steps:
+            name = step.single_pass
+            outcome = result.outcomes.get(step.label)
+            if name is None or outcome is None:
+                continue
+            coverage[name]["models_checked"] += 1
+            changed = outcome.changed and outcome.digest not in unchanged
+            coverage[name]["models_changed"] += int(changed)
+            by_family[name][result.ref.family or "other"] += int(changed)
+    return coverage, {name: dict(families) for name, families in by_family.items()}
+
+
+def environment_info() -> dict[str, str]:
+    return {
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "python": platform.python_version(),
+        "platform": f"{sys.platform}-{platform.machine()}",
+    }
+
+
+def plan_sweep(options: SweepOptions) -> tuple[OptimizerInfo, tuple[Step, ...], list[ModelRef]]:
+    """Resolve optimizer, steps and this shard's models; every error here is the user's to fix."""
+    info = load_optimizer(options.optimizer, options.optimizer_path).info
+    steps = build_steps(options.configs, options.passes, info)
+    index, count = parse_shard(options.shard)
+    refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed))
+    if count > 1:
+        costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
+        refs = select(refs, index, count, costs)
+    return info, steps, sorted(refs, key=lambda ref: ref.id)
+
+
+def run_sweep(
+    options: SweepOptions,
+    log: Log,
+    on_result: Callable[[JobResult], None] | None = None,
+) -> Report:
+    started = time.monotonic()
+    with log.group("plan"):
+        info, steps, refs = plan_sweep(options)
+        log.info(f"{len(refs)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}")
+    comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
+    config = WorkerConfig(
+        optimizer=options.optimizer,
+        optimizer_path=options.optimizer_path,
+        settings=EvalSettings(
+            samples=options.samples,
+            seed=options.seed,
+            dynamic_dim=options.dynamic_dim,
+            rtol=options.rtol,
+            atol=options.atol,
+        ),
+        comparators=comparators,
+        timeout_s=options.timeout,
+        memory_limit_mb=options.memory_limit,
+    )
+    jobs = options.jobs or os.cpu_count() or 1
+    results: list[JobResult] = []
+    findings: list[Finding] = []
+    with log.group("sweep"), WorkerPool(config, jobs) as pool, Progress(log, len(refs), "models") as progress:
+        for result in pool.run(Job(ref, steps) for ref in refs):
+            results.append(result)
+            new = findings_for(result, steps)
+            findings.extend(new)
+            progress.advance(findings=len(findings))
+            if on_result:
+                on_result(result)
+    results.sort(key=lambda r: r.ref.id)
+    coverage, by_family = coverage_of(results, steps)
+    models = tuple(
+        ModelEntry(
+            id=r.ref.id,
+            source=r.ref.source,
+            sha256=_file_sha256(r.ref.path),
+            status=r.status,
+            reason=r.reason,
+            nodes=r.nodes,
+            cost_s=round(r.wall_s, 4),
+        )
+        for r in results
+    )
+    stats: dict[str, Any] = {
+        "wall_s": round(time.monotonic() - started, 2),
+        "optimizer_runs": sum(r.optimizer_runs for r in results),
+        "runtime_runs": sum(r.runtime_runs for r in results),
+        "cache_hits": sum(r.cache_hits for r in results),
+        "worker_restarts": sum(r.restarts for r in results),
+        "models_total": len(results),
+        "models_skipped": sum(1 for r in results if r.status != "ok"),
+        "configs": [s.label for s in steps],
+        "jobs": jobs,
+        "coverage_by_family": by_family,
+    }
+    index, count = parse_shard(options.shard)
+    return Report(
+        tool={"name": "ditox-ci", "version": __version__},
+        optimizer=info.to_json(),
+        environment=environment_info(),
+        shard={"index": index, "count": count},
+        models=models,
+        findings=tuple(sorted(findings, key=lambda f: (f.model, f.config))),
+        coverage=coverage,
+        stats=stats,
+    )

@@ -1,0 +1,368 @@
+"""Dangerous work runs here: a pool of worker processes that the parent outlives.
+
+The optimizer and ONNX Runtime are native code that can segfault, abort, hang or eat memory. Each
+worker takes one model at a time (a Job: the model and its steps), prepares the original once and
+streams back a message per phase and per step. When a worker dies, times out or exceeds its memory
+limit, the parent knows which step and phase it was in, turns that into a finding of the right kind
+with the signal and the worker's last stderr lines, starts a fresh worker, and resumes the model at
+the next step. Nothing else is lost.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import tempfile
+import time
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.evaluate import EvalSettings, ModelContext, SkipModel, prepare, run_step
+from ditox_ci.optimizers import load_optimizer
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import Step
+
+POLL_S = 0.2
+CONTEXTS_KEPT = 2
+STDERR_TAIL = 1500
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    optimizer: str = "onnxoptimizer"
+    optimizer_path: str | None = None
+    settings: EvalSettings = field(default_factory=EvalSettings)
+    comparators: tuple[str, ...] = ("tensor",)
+    timeout_s: float = 60.0
+    memory_limit_mb: int = 6144
+
+
+@dataclass(frozen=True)
+class Job:
+    ref: ModelRef
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class JobResult:
+    ref: ModelRef
+    status: str
+    reason: str = ""
+    nodes: int = 0
+    sha256: str = ""
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    optimizer_runs: int = 0
+    runtime_runs: int = 0
+    cache_hits: int = 0
+    restarts: int = 0
+
+
+# ---------------------------------------------------------------- child side
+
+
+def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
+    descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(descriptor, 2)
+    try:
+        optimizer = load_optimizer(config.optimizer, config.optimizer_path)
+    except OptimizerLoadError as exc:
+        conn.send(("fatal", str(exc)))
+        return
+    contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
+    while True:
+        job: Job | None = conn.recv()
+        if job is None:
+            return
+        conn.send(("phase", -1, "prepare"))
+        key = (job.ref.id, job.ref.path)
+        context = contexts.get(key)
+        fresh = context is None
+        if context is None:
+            try:
+                context = prepare(job.ref, config.settings)
+            except SkipModel as exc:
+                conn.send(("skipped", str(exc)))
+                continue
+        contexts[key] = context
+        contexts.move_to_end(key)
+        while len(contexts) > CONTEXTS_KEPT:
+            contexts.popitem(last=False)
+        # a freshly prepared context's runs are the original's, which count too
+        runs_before = 0 if fresh else context.runtime_runs
+        hits_before = context.cache_hits
+        extra = job.ref.comparator
+        comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
+        conn.send(("original", {"nodes": len(context.model.graph.node), "sha256": context.digest,
+                                "info": context.info}))
+        for index, step in enumerate(job.steps):
+
+            def on_phase(phase: str, index: int = index) -> None:
+                conn.send(("phase", index, phase))
+
+            outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+            conn.send(("step", index, outcome))
+        conn.send(("done", {"runtime_runs": context.runtime_runs - runs_before,
+                            "cache_hits": context.cache_hits - hits_before}))
+
+
+# ---------------------------------------------------------------- parent side
+
+
+@dataclass
+class _Running:
+    """Book-keeping for the model a slot is working on, across worker restarts."""
+
+    job: Job
+    started: float
+    remaining: tuple[Step, ...]
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    original: dict[str, Any] | None = None
+    phase: str = "prepare"
+    step_index: int = -1
+    phase_started: float = 0.0
+    optimizer_runs: int = 0
+    runtime_runs: int = 0
+    cache_hits: int = 0
+    restarts: int = 0
+
+
+@dataclass
+class _Slot:
+    process: Any
+    conn: multiprocessing.connection.Connection
+    stderr_path: Path
+    running: _Running | None = None
+
+
+def _signal_name(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "killed"
+    if exitcode < 0:
+        try:
+            return signal.Signals(-exitcode).name
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["ditox_ci.worker"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class WorkerPool:
+    """`run(jobs)` yields one JobResult per job, in completion order, whatever the workers do."""
+
+    def __init__(self, config: WorkerConfig, jobs: int = 1):
+        self.config = config
+        self.size = max(1, jobs)
+        self._context = _mp_context()
+        self._tmp = tempfile.TemporaryDirectory(prefix="ditox-workers-")
+        self._slots: list[_Slot] = []
+        self._spawned = 0
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for slot in self._slots:
+            try:
+                slot.conn.send(None)
+            except (OSError, BrokenPipeError):
+                pass
+        for slot in self._slots:
+            slot.process.join(timeout=2)
+            if slot.process.is_alive():
+                slot.process.kill()
+                slot.process.join()
+        self._slots.clear()
+        self._tmp.cleanup()
+
+    def _spawn(self) -> _Slot:
+        self._spawned += 1
+        stderr_path = Path(self._tmp.name) / f"worker-{self._spawned}.stderr"
+        parent_conn, child_conn = self._context.Pipe()
+        process = self._context.Process(  # type: ignore[attr-defined]
+            target=_child_main, args=(child_conn, self.config, str(stderr_path)), daemon=True
+        )
+        process.start()
+        child_conn.close()
+        return _Slot(process=process, conn=parent_conn, stderr_path=stderr_path)
+
+    def _restart(self, slot: _Slot) -> str:
+        """Kill the slot's worker (if still alive) and start a fresh one; returns its stderr tail."""
+        if slot.process.is_alive():
+            slot.process.kill()
+        slot.process.join()
+        stderr = self._stderr_tail(slot)
+        slot.conn.close()
+        fresh = self._spawn()
+        slot.process, slot.conn, slot.stderr_path, slot.running = (
+            fresh.process, fresh.conn, fresh.stderr_path, None,
+        )
+        return stderr
+
+    def _send(self, slot: _Slot, running: _Running) -> None:
+        if slot.process.exitcode is not None:
+            self._restart(slot)
+        running.phase, running.step_index = "prepare", -1
+        running.phase_started = time.monotonic()
+        slot.running = running
+        slot.conn.send(Job(running.job.ref, running.remaining))
+
+    def _stderr_tail(self, slot: _Slot) -> str:
+        try:
+            data = slot.stderr_path.read_bytes()[-STDERR_TAIL:]
+        except OSError:
+            return ""
+        return data.decode(errors="replace").strip()
+
+    def _finish(self, running: _Running, status: str, reason: str = "") -> JobResult:
+        original = running.original or {}
+        return JobResult(
+            ref=running.job.ref,
+            status=status,
+            reason=reason,
+            nodes=int(original.get("nodes", 0)),
+            sha256=str(original.get("sha256", "")),
+            outcomes=running.outcomes,
+            info=dict(original.get("info", {})),
+            wall_s=time.monotonic() - running.started,
+            optimizer_runs=running.optimizer_runs,
+            runtime_runs=running.runtime_runs,
+            cache_hits=running.cache_hits,
+            restarts=running.restarts,
+        )
+
+    def _handle(self, slot: _Slot, message: tuple[Any, ...]) -> JobResult | None:
+        running = slot.running
+        tag = message[0]
+        if tag == "fatal":
+            raise OptimizerLoadError(message[1])
+        assert running is not None, f"message {tag} from an idle worker"
+        if tag == "phase":
+            running.step_index, running.phase = message[1], message[2]
+            running.phase_started = time.monotonic()
+            if running.phase == "optimize":
+                running.optimizer_runs += 1
+        elif tag == "original":
+            running.original = message[1]
+        elif tag == "step":
+            step = running.remaining[message[1]]
+            running.outcomes[step.label] = message[2]
+        elif tag == "skipped":
+            slot.running = None
+            return self._finish(running, "skipped", message[1])
+        elif tag == "done":
+            running.runtime_runs += message[1]["runtime_runs"]
+            running.cache_hits += message[1]["cache_hits"]
+            slot.running = None
+            return self._finish(running, "ok")
+        return None
+
+    def _failure(self, running: _Running, cause: str, detail: str, stderr: str) -> JobResult | None:
+        """Turn a dead/stuck worker into an outcome for the step it was on; resume or finish."""
+        if running.step_index < 0 or running.original is None:
+            return self._finish(running, "skipped", f"the original model {cause} while loading/running: {detail}".strip())
+        step = running.remaining[running.step_index]
+        in_optimizer = running.phase == "optimize"
+        if cause == "timed out":
+            kind = "optimizer-timeout" if in_optimizer else "runtime-error"
+        else:
+            kind = "optimizer-crash" if in_optimizer else "runtime-error"
+        where = "optimizer" if in_optimizer else "ONNX Runtime on the optimized model"
+        message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
+        evidence: dict[str, Any] = {"message": message, "phase": running.phase}
+        if detail:
+            evidence["signal" if cause == "crashed" else "detail"] = detail
+        if stderr:
+            evidence["stderr"] = stderr
+        running.outcomes[step.label] = Outcome(kind, message, evidence)
+        running.remaining = running.remaining[running.step_index + 1 :]
+        running.restarts += 1
+        if not running.remaining:
+            return self._finish(running, "ok")
+        return None
+
+    def _replace(self, slot: _Slot, cause: str, detail: str) -> JobResult | None:
+        running = slot.running
+        stderr = self._restart(slot)
+        if running is None:
+            return None
+        result = self._failure(running, cause, detail, stderr)
+        if result is None and running.remaining and running.original is not None:
+            self._send(slot, running)
+        return result
+
+    def _drain(self, slot: _Slot) -> tuple[list[JobResult], bool]:
+        results, alive = [], True
+        try:
+            while slot.conn.poll():
+                result = self._handle(slot, slot.conn.recv())
+                if result is not None:
+                    results.append(result)
+        except (EOFError, OSError):
+            alive = False
+        return results, alive
+
+    def _watch(self, slot: _Slot) -> JobResult | None:
+        running = slot.running
+        if running is None:
+            return None
+        if slot.process.exitcode is not None:
+            return self._replace(slot, "crashed", _signal_name(slot.process.exitcode))
+        elapsed = time.monotonic() - running.phase_started
+        if elapsed > self.config.timeout_s:
+            return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")
+        rss = _rss_mb(slot.process.pid)
+        if rss > self.config.memory_limit_mb:
+            return self._replace(slot, "exceeded the memory limit", f"{rss:.0f} MiB > {self.config.memory_limit_mb} MiB")
+        return None
+
+    def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
+        queue = deque(jobs)
+        while len(self._slots) < min(self.size, max(1, len(queue))):
+            self._slots.append(self._spawn())
+        while True:
+            for slot in self._slots:
+                if slot.running is None and queue:
+                    job = queue.popleft()
+                    self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
+            busy = [slot for slot in self._slots if slot.running is not None]
+            if not busy:
+                return
+            waitables: list[Any] = [s.conn for s in busy] + [s.process.sentinel for s in busy]
+            multiprocessing.connection.wait(waitables, timeout=POLL_S)
+            for slot in busy:
+                results, alive = self._drain(slot)
+                yield from results
+                if not alive and slot.running is not None and slot.process.exitcode is None:
+                    slot.process.join(timeout=1)
+                watched = self._watch(slot)
+                if watched is not None:
+                    yield watched

@@ -1,0 +1,53 @@
+"""Planted faulty optimizers: the true culprit is known, so tests can check the verdict.
+
+Each wraps the real onnxoptimizer and misbehaves only for models whose graph name says so, so one
+sweep mixes healthy and broken models and must keep going past the broken ones.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from collections.abc import Sequence
+
+import onnx
+import onnxoptimizer
+
+BROKEN_PASS = "eliminate_identity"
+
+
+def _flip_add_to_sub(model: onnx.ModelProto) -> onnx.ModelProto:
+    for node in model.graph.node:
+        if node.op_type == "Add":
+            node.op_type = "Sub"
+            break
+    return model
+
+
+def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False) -> onnx.ModelProto:
+    """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add."""
+    name = model.graph.name
+    rewriting = [p for p in passes if p != "nop"]
+    if name.startswith("segv") and rewriting:
+        ctypes.string_at(0)
+    if name.startswith("hang") and rewriting:
+        time.sleep(3600)
+    result = onnxoptimizer.optimize(model, list(passes), fixed_point)
+    if name.startswith("wrong") and BROKEN_PASS in passes:
+        result = _flip_add_to_sub(result)
+    return result
+
+
+def optimize_always_broken(
+    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False
+) -> onnx.ModelProto:
+    """Breaks every run, the nop control included: an infrastructure fault."""
+    return _flip_add_to_sub(onnxoptimizer.optimize(model, list(passes), fixed_point))
+
+
+def get_available_passes() -> list[str]:
+    return ["nop", "eliminate_identity", "eliminate_deadend", "fuse_bn_into_conv"]
+
+
+def get_fuse_and_elimination_passes() -> list[str]:
+    return ["eliminate_identity", "eliminate_deadend", "fuse_bn_into_conv"]
