@@ -1,6 +1,7 @@
 """The Action's entrypoint: INPUT_* → `ditox-ci` stages; the exit code is the gate.
 
-Thin on purpose: the mapping lives in `ditox_ci.action`, the work in the CLI. A stage that exits
+Thin on purpose: the mapping lives in `ditox_ci.action`, the work in the CLI (which also writes
+the step summary). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
 """
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ditox_ci import action
-from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError, OptimizerLoadError
+from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
 
@@ -33,20 +34,12 @@ def main() -> int:
     child_env = action.stage_env(inputs, env)
     child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
 
-    for command in action.install_commands(inputs, sys.executable):
-        with log.group(f"install optimizer under test: {inputs.optimizer}"):
-            if subprocess.run(command, env=child_env).returncode != 0:
-                log.error(f"could not install optimizer '{inputs.optimizer}'; check the input")
-                return OptimizerLoadError.exit_code
-
-    for argv in action.stage_argv(inputs):
-        with log.group(f"ditox-ci {argv[0]}"):
-            code = subprocess.run(
-                [sys.executable, "-m", "ditox_ci", *argv], env=child_env
-            ).returncode
-        if code > EXIT_NEW_FINDINGS:
-            log.error(f"ditox-ci {argv[0]} failed with exit code {code}; see the log above")
-            return code
+    for step in action.plan(inputs, sys.executable):
+        with log.group(step.title):
+            code = subprocess.run(step.command, env=child_env).returncode
+        if code > EXIT_NEW_FINDINGS or (code and step.failure_code is not None):
+            log.error(f"{step.title} failed with exit code {code}; see the log above")
+            return step.failure_code or code
 
     path = action.report_path(inputs)
     try:
@@ -55,9 +48,6 @@ def main() -> int:
         log.error(str(exc))
         return exc.exit_code
     action.write_outputs(action.outputs(report, path), env)
-    summary = path.parent / "summary.md"
-    if summary.is_file():
-        log.summary(summary.read_text(encoding="utf-8"))
     return action.gate(report, inputs.fail_on)
 
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ditox_ci.errors import ConfigError
+from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Report
 
@@ -52,10 +52,16 @@ MODES: dict[str, tuple[str, ...]] = {
     "all": ("sweep", "publish"),
 }
 
-# fail_on → which findings make the job fail (exit code 1).
+
+def _failing(report: Report, statuses: tuple[str, ...]) -> int:
+    """Findings with one of `statuses`; warnings never fail a job (as in `ditox-ci sweep`)."""
+    return sum(1 for f in report.findings if f.status in statuses and f.kind != "warning")
+
+
+# fail_on → how many findings make the job fail (exit code 1).
 GATES: dict[str, Callable[[Report], int]] = {
-    "new": lambda report: report.count("new"),
-    "any": lambda report: report.count("new") + report.count("known"),
+    "new": lambda report: _failing(report, ("new",)),
+    "any": lambda report: _failing(report, ("new", "known")),
     "never": lambda report: 0,
 }
 
@@ -113,30 +119,33 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
             "mode 'all' publishes the report of one job, so it cannot run a shard; use mode "
             "'sweep' in the shard jobs and 'merge' then 'publish' in a job that needs them"
         )
+    if inputs.base_optimizer and inputs.previous:
+        raise ConfigError(
+            "inputs base_optimizer and previous both name what counts as known; give only one"
+        )
     if inputs.mode == "merge" and not inputs.reports:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
     return inputs
 
 
-def install_commands(inputs: ActionInputs, python: str) -> list[list[str]]:
-    """pip commands that put the optimizer under test in place (none for an import path).
+def install_commands(spec: str, python: str) -> list[list[str]]:
+    """pip commands that put an optimizer build in place (none for an import path).
 
     The build replaces whatever version the image ships, even when its version number is the
     same (a PR build usually is); the second command then adds any dependency it lacks.
     """
-    if optimizer_kind(inputs.optimizer) == "import":
+    if optimizer_kind(spec) == "import":
         return []
     pip = [python, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
-    return [
-        [*pip, "--force-reinstall", "--no-deps", inputs.optimizer],
-        [*pip, inputs.optimizer],
-    ]
+    return [[*pip, "--force-reinstall", "--no-deps", spec], [*pip, spec]]
 
 
-def optimizer_argument(inputs: ActionInputs) -> str:
-    if optimizer_kind(inputs.optimizer) == "import":
-        return inputs.optimizer
-    return INSTALLED_MODULE
+def optimizer_argument(spec: str) -> str:
+    return spec if optimizer_kind(spec) == "import" else INSTALLED_MODULE
+
+
+def base_out(inputs: ActionInputs) -> str:
+    return f"{inputs.out.rstrip('/')}-base"
 
 
 def report_path(inputs: ActionInputs) -> Path:
@@ -147,8 +156,8 @@ def _optional(flag: str, value: object) -> list[str]:
     return [] if value is None or value == "" else [flag, str(value)]
 
 
-def _sweep_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["sweep", "--out", inputs.out, "--optimizer", optimizer_argument(inputs)]
+def _sweep_argv(inputs: ActionInputs, optimizer: str, out: str, previous: str) -> list[str]:
+    argv = ["sweep", "--out", out, "--optimizer", optimizer_argument(optimizer)]
     if inputs.models:
         argv += ["--models", *inputs.models]
     if inputs.configs:
@@ -157,14 +166,31 @@ def _sweep_argv(inputs: ActionInputs) -> list[str]:
         argv += ["--passes", ",".join(inputs.passes)]
     if inputs.shard_count > 1:
         argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
-    argv += _optional("--base-optimizer", inputs.base_optimizer)
     argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", inputs.previous)
+    argv += _optional("--previous", previous)
     argv += _optional("--rtol", inputs.rtol)
     argv += _optional("--atol", inputs.atol)
     argv += _optional("--jobs", inputs.jobs)
     argv += _optional("--timeout", inputs.timeout)
     return argv
+
+
+def _sweep_stages(inputs: ActionInputs) -> list[tuple[str, list[str]]]:
+    """(optimizer spec to install first, argv) per sweep.
+
+    With a base optimizer the base build is swept first, the same shard of the same corpus, and
+    its report becomes `--previous` of the real sweep: what the base branch already shows is
+    known, only what the PR introduces is new.
+    """
+    if not inputs.base_optimizer:
+        return [
+            (inputs.optimizer, _sweep_argv(inputs, inputs.optimizer, inputs.out, inputs.previous))
+        ]
+    base_report = str(Path(base_out(inputs)) / "report.json")
+    return [
+        (inputs.base_optimizer, _sweep_argv(inputs, inputs.base_optimizer, base_out(inputs), "")),
+        (inputs.optimizer, _sweep_argv(inputs, inputs.optimizer, inputs.out, base_report)),
+    ]
 
 
 def _merge_argv(inputs: ActionInputs) -> list[str]:
@@ -180,20 +206,51 @@ def _publish_argv(inputs: ActionInputs) -> list[str]:
     return argv
 
 
-STAGES: dict[str, Callable[[ActionInputs], list[str]]] = {
-    "sweep": _sweep_argv,
-    "merge": _merge_argv,
-    "publish": _publish_argv,
+@dataclass(frozen=True)
+class Step:
+    """One command of the plan; `failure_code` replaces its exit code when it fails (pip's codes
+    mean nothing to the user), None passes the CLI's own code through."""
+
+    title: str
+    command: tuple[str, ...]
+    failure_code: int | None = None
+
+
+def _cli(python: str, argv: list[str]) -> Step:
+    return Step(f"ditox-ci {argv[0]}", (python, "-m", "ditox_ci", *argv))
+
+
+def _install(python: str, spec: str) -> list[Step]:
+    return [
+        Step(f"install optimizer {spec}", tuple(command), OptimizerLoadError.exit_code)
+        for command in install_commands(spec, python)
+    ]
+
+
+def _sweep_steps(inputs: ActionInputs, python: str) -> list[Step]:
+    return [
+        step
+        for spec, argv in _sweep_stages(inputs)
+        for step in (*_install(python, spec), _cli(python, argv))
+    ]
+
+
+STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
+    "sweep": _sweep_steps,
+    "merge": lambda inputs, python: [_cli(python, _merge_argv(inputs))],
+    "publish": lambda inputs, python: [_cli(python, _publish_argv(inputs))],
 }
 
 
-def stage_argv(inputs: ActionInputs) -> list[list[str]]:
-    return [STAGES[stage](inputs) for stage in MODES[inputs.mode]]
+def plan(inputs: ActionInputs, python: str) -> list[Step]:
+    """Every command the mode runs, in order: optimizer installs and `ditox-ci` stages."""
+    return [step for stage in MODES[inputs.mode] for step in STAGES[stage](inputs, python)]
 
 
 def build_argv(env: Mapping[str, str]) -> list[list[str]]:
-    """One `ditox-ci` argv (without the program name) per stage of the requested mode."""
-    return stage_argv(read_inputs(env))
+    """One `ditox-ci` argv (without the program name) per CLI stage of the requested mode."""
+    steps = plan(read_inputs(env), "python")
+    return [list(step.command[3:]) for step in steps if step.command[1:3] == ("-m", "ditox_ci")]
 
 
 def stage_env(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:

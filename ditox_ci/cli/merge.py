@@ -10,7 +10,8 @@ from pathlib import Path
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.merge import merge_reports
-from ditox_ci.report.model import read_report, write_report
+from ditox_ci.report.model import read_report
+from ditox_ci.report.outputs import render_summary, write_outputs
 
 NAME = "merge"
 HELP = "merge the shard reports of a sharded sweep into one report"
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         report = merge_reports([read_report(path) for path in paths])
         for path in paths:
             _copy_repro(path.parent, out_dir)
-        write_report(report, out_dir / "report.json")
+        write_outputs(report, out_dir)
+    log.summary(render_summary(report))
     log.info(
         f"merged {len(paths)} shards: {len(report.models)} models, "
         f"{report.count('new')} new, {report.count('known')} known, {report.count('fixed')} fixed"

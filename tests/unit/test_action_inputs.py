@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from ditox_ci.action import (
     install_commands,
     optimizer_kind,
     outputs,
+    plan,
     read_inputs,
     stage_env,
     write_outputs,
@@ -168,16 +170,44 @@ def test_optimizer_kinds(spec: str, kind: str) -> None:
 
 def test_source_checkout_is_installed_then_swept_as_onnxoptimizer(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
-    inputs = read_inputs({"INPUT_OPTIMIZER": str(tmp_path), "INPUT_MODE": "sweep"})
-    assert optimizer_kind(str(tmp_path)) == "source"
-    commands = install_commands(inputs, "/usr/bin/python3")
-    assert commands[0][-3:] == ["--force-reinstall", "--no-deps", str(tmp_path)]
-    assert commands[1][-1] == str(tmp_path) and "--no-deps" not in commands[1]
-    assert build_argv({"INPUT_OPTIMIZER": str(tmp_path), "INPUT_MODE": "sweep"})[0][3:5] == [
+    spec = str(tmp_path)
+    assert optimizer_kind(spec) == "source"
+    first, second = install_commands(spec, "/usr/bin/python3")
+    assert first[-3:] == ["--force-reinstall", "--no-deps", spec]
+    assert second[-1] == spec and "--no-deps" not in second
+    steps = plan(read_inputs({"INPUT_OPTIMIZER": spec, "INPUT_MODE": "sweep"}), "py")
+    assert [step.failure_code for step in steps] == [5, 5, None]
+    assert steps[2].command[:8] == (
+        "py",
+        "-m",
+        "ditox_ci",
+        "sweep",
+        "--out",
+        "ditox-report",
         "--optimizer",
         "onnxoptimizer",
-    ]
-    assert install_commands(read_inputs({}), "python") == []
+    )
+    assert install_commands("onnxoptimizer", "python") == []
+
+
+def test_base_optimizer_sweeps_first_and_becomes_previous() -> None:
+    env = {
+        "INPUT_MODE": "sweep",
+        "INPUT_OPTIMIZER": "dist/pr.whl",
+        "INPUT_BASE_OPTIMIZER": "onnxoptimizer==0.4.2",
+        "INPUT_OUT": "shard-1/",
+        "INPUT_SHARD_INDEX": "1",
+        "INPUT_SHARD_COUNT": "2",
+    }
+    steps = plan(read_inputs(env), "py")
+    installs = [step.command[-1] for step in steps if step.failure_code]
+    assert installs == ["onnxoptimizer==0.4.2"] * 2 + ["dist/pr.whl"] * 2
+    base, pr = build_argv(env)
+    assert base[:3] == ["sweep", "--out", "shard-1-base"] and "--previous" not in base
+    assert pr[pr.index("--previous") + 1] == "shard-1-base/report.json"
+    assert base[base.index("--shard") + 1] == pr[pr.index("--shard") + 1] == "1/2"
+    with pytest.raises(ConfigError, match="only one"):
+        read_inputs({**env, "INPUT_PREVIOUS": "old/report.json"})
 
 
 def test_token_goes_to_env_not_inputs() -> None:
@@ -194,10 +224,17 @@ def test_token_goes_to_env_not_inputs() -> None:
         (("known",), "any", 1),
         (("fixed",), "any", 0),
         (("new",), "never", 0),
+        (("new",), "warning-only", 0),
     ],
 )
 def test_gate(statuses: tuple[str, ...], fail_on: str, code: int) -> None:
-    assert gate(_report(*statuses), fail_on) == code
+    report = _report(*statuses)
+    if fail_on == "warning-only":
+        report = replace(
+            report, findings=tuple(replace(f, kind="warning") for f in report.findings)
+        )
+        fail_on = "any"
+    assert gate(report, fail_on) == code
 
 
 def test_outputs_are_counts_and_report_path() -> None:
