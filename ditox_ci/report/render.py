@@ -17,11 +17,14 @@ import jinja2
 TEMPLATES_DIR = Path(os.environ.get("DITOX_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
+# C0/C1 controls and Unicode bidi overrides: invisible, and able to make text read differently
+# from what it is ("Trojan Source"). Newlines and tabs are handled by each filter.
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def md(value: Any) -> str:
     """Escape text for inline Markdown: no HTML, no @mentions or #refs, no emphasis or links."""
-    text = str(value).replace("\r", " ").replace("\n", " ")
+    text = _INVISIBLE.sub("", str(value).replace("\r", " ").replace("\n", " "))
     text = text.replace("&", "&amp;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("@", "@\u200b")
@@ -29,7 +32,7 @@ def md(value: Any) -> str:
 
 def code(value: Any, language: str = "") -> str:
     """A fenced block whose fence is longer than any backtick run inside the text."""
-    text = str(value).replace("@", "@\u200b")
+    text = _INVISIBLE.sub("", str(value).replace("\r\n", "\n")).replace("@", "@\u200b")
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}"

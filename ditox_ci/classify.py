@@ -1,0 +1,126 @@
+"""Classification: each finding becomes `new` or `known`, and what no longer reproduces `fixed`.
+
+Sources of "known", strongest first: an unexpired baseline entry, the engine itself (a finding it
+already marked known, e.g. because it reproduces on `--base-optimizer`), the previous report.
+Why a finding is known is kept in `evidence["known_by"]` so the bot can say so. Baseline health
+(stale, expired, out-of-scope entries) goes to `report.stats["baseline"]`; the rest of the
+report keeps schema_version 1 unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+
+from ditox_ci.baseline import Baseline, BaselineEntry
+from ditox_ci.report.model import Culprit, Finding, Report
+
+
+def _known(finding: Finding, by: str) -> Finding:
+    return replace(finding, status="known", evidence={**finding.evidence, "known_by": by})
+
+
+def _new(finding: Finding) -> Finding:
+    evidence = {k: v for k, v in finding.evidence.items() if k != "known_by"}
+    return replace(finding, status="new", evidence=evidence)
+
+
+def _fixed_from_entry(entry: BaselineEntry) -> Finding:
+    """A `fixed` record for a baseline entry that named one exact finding and no longer matches."""
+    return Finding(
+        fingerprint=entry.fingerprint or "",
+        kind=entry.kinds[0] if entry.kinds else "warning",
+        model=entry.model,
+        config="",
+        culprit=Culprit(scope="pass" if entry.passes else "unknown", passes=entry.passes),
+        status="fixed",
+        evidence={
+            "message": f"baseline entry '{entry.id}' no longer matches any finding",
+            "baseline_entry": entry.id,
+        },
+    )
+
+
+def classify(
+    report: Report,
+    baseline: Baseline,
+    previous: Report | None = None,
+    today: dt.date | None = None,
+) -> Report:
+    """Return `report` with statuses set, `fixed` records appended and `stats["baseline"]` filled.
+
+    Idempotent: classifying an already classified report gives the same report.
+    """
+    today = today or dt.date.today()
+    previous_open = {
+        f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != "fixed"
+    }
+    matched: dict[str, int] = {e.id: 0 for e in baseline.entries}
+    expired_hits: dict[str, list[str]] = {}
+    findings: list[Finding] = []
+    for finding in report.findings:
+        if finding.status == "fixed":
+            findings.append(finding)
+            continue
+        for entry in baseline.entries:
+            if entry.matches(finding):
+                matched[entry.id] += 1
+        entry = baseline.match(finding, today)
+        stale_known = str(finding.evidence.get("known_by", "")).startswith(
+            ("baseline:", "previous")
+        )
+        if entry:
+            findings.append(_known(finding, f"baseline:{entry.id}"))
+        elif finding.status == "known" and not stale_known:
+            findings.append(_known(finding, str(finding.evidence.get("known_by", "engine"))))
+        elif finding.fingerprint in previous_open:
+            findings.append(_known(finding, "previous"))
+        else:
+            findings.append(_new(finding))
+        expired = baseline.expired_match(finding, today)
+        if expired and not entry:
+            expired_hits.setdefault(expired.id, []).append(finding.fingerprint)
+
+    present = {f.fingerprint for f in findings}
+    checked_models = {m.id for m in report.models if m.status == "ok"}
+    for old in previous_open.values():
+        # A model this run did not check (another shard, a narrower --models) proves nothing.
+        if old.fingerprint not in present and old.model in checked_models:
+            findings.append(replace(old, status="fixed", evidence=dict(old.evidence)))
+            present.add(old.fingerprint)
+
+    stale, unchecked = [], []
+    for entry in baseline.entries:
+        if matched[entry.id] or entry.expired(today):
+            continue
+        if not entry.in_scope(report):
+            unchecked.append(entry.id)
+            continue
+        stale.append(entry.id)
+        if entry.fingerprint and entry.fingerprint not in present:
+            findings.append(_fixed_from_entry(entry))
+            present.add(entry.fingerprint)
+
+    stats = {
+        **report.stats,
+        "baseline": {
+            "sources": list(baseline.sources),
+            "entries": len(baseline.entries),
+            "matched": {k: v for k, v in matched.items() if v},
+            "stale": stale,
+            "expired": [e.id for e in baseline.entries if e.expired(today)],
+            "expired_matches": expired_hits,
+            "unchecked": unchecked,
+        },
+    }
+    return replace(report, findings=tuple(findings), stats=stats)
+
+
+def issue_worthy(finding: Finding) -> bool:
+    """A real, open bug: not fixed, not by design (baseline), not a warning or infrastructure."""
+    return (
+        finding.status != "fixed"
+        and finding.kind != "warning"
+        and finding.culprit.scope != "infrastructure"
+        and not str(finding.evidence.get("known_by", "")).startswith("baseline:")
+    )

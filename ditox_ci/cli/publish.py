@@ -1,0 +1,95 @@
+"""`ditox-ci publish`: classify a report and publish it to GitHub (comment, check, issues)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ditox_ci.baseline import load_baseline
+from ditox_ci.classify import classify
+from ditox_ci.errors import EXIT_OK, GitHubError
+from ditox_ci.github import GitHubContext, Publisher, PublishOptions, Texts
+from ditox_ci.log import Log
+from ditox_ci.options import load_config_file, resolve
+from ditox_ci.report.model import read_report
+
+NAME = "publish"
+HELP = "publish a report to GitHub: sticky PR comment, check run, one issue per bug"
+DESCRIPTION = """\
+Classify the findings of a report (baseline, previous report) as new / known / fixed and
+publish them: one sticky pull-request comment edited in place, a check run (or a commit status
+when the token cannot create check runs) and, with --file-issues, one issue per fingerprint.
+Re-running is safe: everything the bot wrote is found again through hidden markers.
+
+Reads GITHUB_API_URL, GITHUB_REPOSITORY, GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, GITHUB_SHA and the
+token from INPUT_GITHUB_TOKEN or GITHUB_TOKEN; options also from INPUT_<NAME> / DITOX_<NAME>.
+
+examples:
+  ditox-ci publish --report out/report.json --dry-run            # print every action
+  ditox-ci publish --report out/report.json --baseline .ditox-baseline.yml \\
+      --previous nightly/report.json --file-issues --close-fixed
+"""
+
+
+@dataclass(frozen=True)
+class PublishSettings(PublishOptions):
+    report: str = "ditox-report/report.json"
+    baseline: str | None = None
+    previous: str | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--report", metavar="FILE", help="report.json to publish")
+    parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
+    parser.add_argument(
+        "--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known"
+    )
+    parser.add_argument(
+        "--config", metavar="FILE", type=Path, help="YAML config, `publish:` section"
+    )
+    flag = argparse.BooleanOptionalAction
+    parser.add_argument("--dry-run", action=flag, help="print every action instead of doing it")
+    parser.add_argument("--comment", action=flag, help="sticky pull-request comment (default on)")
+    parser.add_argument("--check", action=flag, help="check run / commit status (default on)")
+    parser.add_argument("--file-issues", action=flag, help="one issue per fingerprint")
+    parser.add_argument("--close-fixed", action=flag, help="comment on and close fixed issues")
+    parser.add_argument("--comment-key", help="tells apart the comments of several jobs on one PR")
+    parser.add_argument("--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s)")
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    flags = {k: v for k, v in vars(args).items() if k not in ("run", "config", "debug", "command")}
+    settings = resolve(
+        PublishSettings,
+        flags=flags,
+        env=env,
+        config=load_config_file(args.config, "publish"),
+    )
+    log = Log(env)
+    context = GitHubContext.from_env(env)
+    log.mask(context.token)
+
+    report = read_report(Path(settings.report))
+    previous = read_report(Path(settings.previous)) if settings.previous else None
+    baseline = load_baseline(Path(settings.baseline) if settings.baseline else None)
+    report = classify(report, baseline, previous)
+    texts = Texts(report, context.sha, settings.artifact, context.run_url)
+    # The summary goes first: it is the one output a read-only token cannot take away.
+    log.summary(texts.comment(settings.comment_key))
+
+    with log.group("publish to GitHub"):
+        try:
+            result = Publisher(context, settings, log, out=sys.stdout).publish(report)
+        except GitHubError as exc:
+            log.summary(f"\n> ditox-ci could not publish to GitHub: {exc}\n")
+            raise
+    verb = "planned" if settings.dry_run else "done"
+    log.info(f"   {len(result.done)} GitHub actions {verb}, {len(result.failed)} failed")
+    for failure in result.failed:
+        log.warning(f"GitHub: {failure}")
+    if result.read_only:
+        log.summary("\n> The token was read-only (fork pull request?): results are only here.\n")
+    return EXIT_OK

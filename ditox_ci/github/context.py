@@ -1,0 +1,84 @@
+"""Where a publish runs: repository, pull request, commit and token, read from the GITHUB_* env."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.errors import ConfigError, InputError
+
+_PR_EVENTS = ("pull_request", "pull_request_target")
+
+
+@dataclass(frozen=True)
+class GitHubContext:
+    api_url: str
+    server_url: str
+    repository: str
+    event_name: str
+    sha: str
+    pr_number: int | None = None
+    run_url: str | None = None
+    token: str = ""
+
+    def __repr__(self) -> str:
+        # The token must never reach logs, tracebacks or test output.
+        return (
+            f"GitHubContext(repository={self.repository!r}, event={self.event_name!r}, "
+            f"sha={self.sha!r}, pr={self.pr_number!r}, token={'***' if self.token else ''!r})"
+        )
+
+    __str__ = __repr__
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> GitHubContext:
+        """The GitHub Actions variables; the token from INPUT_GITHUB_TOKEN, else GITHUB_TOKEN.
+
+        On pull requests GITHUB_SHA is the synthetic merge commit; checks and statuses belong on
+        the PR head, so the head sha is taken from the event payload.
+        """
+        repository = env.get("GITHUB_REPOSITORY", "")
+        if repository and repository.count("/") != 1:
+            raise ConfigError(
+                f"GITHUB_REPOSITORY must look like owner/name, got {repository!r}; fix the variable"
+            )
+        event_name = env.get("GITHUB_EVENT_NAME", "")
+        event = _read_event(env.get("GITHUB_EVENT_PATH"))
+        pull = event.get("pull_request") if event_name in _PR_EVENTS else None
+        sha = env.get("GITHUB_SHA", "")
+        pr_number = None
+        if isinstance(pull, dict):
+            pr_number = int(pull.get("number") or event.get("number") or 0) or None
+            sha = str((pull.get("head") or {}).get("sha") or sha)
+        server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+        run_id = env.get("GITHUB_RUN_ID")
+        run_url = (
+            f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
+        )
+        return cls(
+            api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
+            server_url=server_url,
+            repository=repository,
+            event_name=event_name,
+            sha=sha,
+            pr_number=pr_number,
+            run_url=run_url,
+            token=env.get("INPUT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or "",
+        )
+
+
+def _read_event(path: str | None) -> dict[str, Any]:
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InputError(
+            f"GITHUB_EVENT_PATH {path} does not exist; unset it or fix the path"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"GITHUB_EVENT_PATH {path} is not a readable JSON event ({exc})") from None
+    return data if isinstance(data, dict) else {}
