@@ -113,13 +113,25 @@ def _merge_coverage(reports: Sequence[Report]) -> dict[str, dict[str, int]]:
     return {pass_name: coverage[pass_name] for pass_name in sorted(coverage)}
 
 
+def _add(total: Any, value: Any) -> Any:
+    """Numbers add up, mappings add up key by key; anything else keeps the first shard's value."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value if total is None else total + value
+    if isinstance(value, dict):
+        base = dict(total) if isinstance(total, dict) else {}
+        return {
+            key: _add(base.get(key), value[key]) if key in value else base[key]
+            for key in {**base, **value}
+        }
+    return value if total is None else total
+
+
 def _merge_stats(reports: Sequence[Report]) -> dict[str, Any]:
     """Counters add up; wall time is the slowest shard (they run in parallel), each one kept."""
     stats: dict[str, Any] = {}
     for report in reports:
         for name, value in report.stats.items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                stats[name] = stats.get(name, 0) + value
+            stats[name] = _add(stats.get(name), value)
     walls = [float(report.stats.get("wall_s", 0.0)) for report in reports]
     stats["wall_s"] = max(walls)
     stats["shard_wall_s"] = walls

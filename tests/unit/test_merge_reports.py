@@ -168,3 +168,16 @@ def test_fixed_only_when_no_shard_matched_the_baseline_entry() -> None:
         ("c0ffee", "m1", "known"),
         ("e1", "*", "fixed"),
     ]
+
+
+def test_nested_stats_add_up_key_by_key_and_lists_keep_the_first() -> None:
+    shards = _three_shards()
+    shards[0] = replace(
+        shards[0], stats={**shards[0].stats, "by": {"a": 1, "b": 2}, "configs": ["x"]}
+    )
+    shards[1] = replace(
+        shards[1], stats={**shards[1].stats, "by": {"a": 10, "c": 5}, "configs": ["y"]}
+    )
+    stats = merge_reports(shards).stats
+    assert stats["by"] == {"a": 11, "b": 2, "c": 5}
+    assert stats["configs"] == ["x"]
