@@ -32,12 +32,12 @@ FLOAT_RANGE = (-2.0, 2.0)
 POSITIVE_FLOAT_RANGE = (0.25, 2.0)
 STRING_ALPHABET = np.array(list("abcdefghij"))
 
-_FLOAT_TYPES = {
+_FLOAT_TYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.FLOAT16: np.float16,
     onnx.TensorProto.FLOAT: np.float32,
     onnx.TensorProto.DOUBLE: np.float64,
 }
-_INT_TYPES = {
+_INT_TYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.INT8: np.int8,
     onnx.TensorProto.INT16: np.int16,
     onnx.TensorProto.INT32: np.int32,
