@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ditox_ci.cli import corpus, merge, sweep
+from ditox_ci.cli import corpus, fuzz, merge, reduce, sweep
 
-COMMANDS: tuple[ModuleType, ...] = (sweep, merge, corpus)
+COMMANDS: tuple[ModuleType, ...] = (sweep, merge, reduce, corpus, fuzz)

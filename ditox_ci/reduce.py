@@ -1,0 +1,303 @@
+"""The reduce stage: shrink a failing model to a minimal subgraph that still shows the same finding.
+
+A candidate is a subset of the original's top-level nodes, rebuilt as a model: tensors it consumes
+but no longer produces become graph inputs fed with the values the original computed for them (all
+intermediates are recorded once, by running the original with every node output exposed), its
+outputs are the values the original graph output or a dropped node consumed (never values that
+were dead before, so passes that need an unused output still fire), and only the initializers it
+uses stay. Strategies propose candidates (each output's cone, then delta debugging over the node
+list); one is accepted only if it is strictly smaller, not tried before, checker-valid and still
+failing, until nothing smaller fails or the time budget is spent.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ditox_ci import runner
+from ditox_ci.outcome import Outcome
+
+Feeds = list[dict[str, np.ndarray]]
+StillFails = Callable[[onnx.ModelProto, Feeds], bool]
+
+
+@dataclass(frozen=True, eq=False)
+class ReductionResult:
+    """The smallest failing model found, the feeds it fails on, and how the search went.
+
+    `reason` says why the search stopped: minimal | budget | not-reproducible | unrecordable."""
+
+    model: onnx.ModelProto
+    feeds: Feeds
+    nodes_before: int
+    nodes_after: int
+    checks: int
+    reason: str
+    elapsed_s: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "checks": self.checks,
+            "reason": self.reason,
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """Every value a node reads, including outer-scope values its subgraphs (If/Loop/Scan) use."""
+    names = [name for name in node.input if name]
+    for attribute in node.attribute:
+        for graph in (
+            [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs
+        ):
+            names.extend(sorted(_outer_references(graph)))
+    return names
+
+
+def _outer_references(graph: onnx.GraphProto) -> set[str]:
+    defined = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    defined |= {name for node in graph.node for name in node.output}
+    used = {name for node in graph.node for name in node_inputs(node)}
+    used |= {v.name for v in graph.output}
+    return used - defined
+
+
+def record_values(model: onnx.ModelProto, feeds: Sequence[dict[str, np.ndarray]]) -> Feeds:
+    """Every top-level tensor value the model computes, per sample, by name (feeds included).
+
+    Raises runner.RuntimeLoadError / RuntimeRunError when ONNX Runtime cannot run the model."""
+    exposed = onnx.ModelProto()
+    exposed.CopyFrom(model)
+    present = {v.name for v in exposed.graph.output}
+    for node in exposed.graph.node:
+        for name in node.output:
+            if name and name not in present:
+                exposed.graph.output.append(onnx.ValueInfoProto(name=name))
+                present.add(name)
+    session = runner.load_session(exposed.SerializeToString())
+    names = [v.name for v in exposed.graph.output]
+    recorded: Feeds = []
+    for feed in feeds:
+        values = dict(feed)
+        for name, value in zip(names, runner.run(session, feed), strict=True):
+            if isinstance(value, np.ndarray) and value.dtype != object:
+                values[name] = value
+        recorded.append(values)
+    return recorded
+
+
+def _value_info(name: str, samples: Sequence[np.ndarray]) -> onnx.ValueInfoProto:
+    """Type from the recorded values; a dimension that varies between samples stays symbolic."""
+    dtype = helper.np_dtype_to_tensor_dtype(samples[0].dtype)
+    if len({s.ndim for s in samples}) != 1:
+        return helper.make_tensor_value_info(name, dtype, None)
+    dims = zip(*(s.shape for s in samples), strict=True)
+    shape = [sizes[0] if len(set(sizes)) == 1 else None for sizes in dims]
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+class Subgraphs:
+    """Builds the model for a subset of the original's top-level nodes (by index)."""
+
+    def __init__(self, model: onnx.ModelProto, recorded: Feeds) -> None:
+        self.model = model
+        self.nodes = list(model.graph.node)
+        self.recorded = recorded
+        self.initializers = {t.name: t for t in model.graph.initializer}
+        self.graph_outputs = [v.name for v in model.graph.output]
+        self.consumers: dict[str, set[int]] = {}
+        for index, node in enumerate(self.nodes):
+            for name in node_inputs(node):
+                self.consumers.setdefault(name, set()).add(index)
+
+    def outputs(self, kept: Sequence[int]) -> list[str]:
+        """Values of `kept` the original graph output or a dropped node read."""
+        inside = set(kept)
+        names: list[str] = []
+        for index in kept:
+            for name in self.nodes[index].output:
+                readers = self.consumers.get(name, set())
+                if name and (name in self.graph_outputs or readers - inside) and name not in names:
+                    names.append(name)
+        return names
+
+    def cone(self, kept: Sequence[int], output: str) -> tuple[int, ...]:
+        """The nodes of `kept` that `output` depends on."""
+        producer = {name: i for i in kept for name in self.nodes[i].output if name}
+        wanted, stack = set(), [output]
+        while stack:
+            name = stack.pop()
+            index = producer.get(name)
+            if index is not None and index not in wanted:
+                wanted.add(index)
+                stack.extend(node_inputs(self.nodes[index]))
+        return tuple(sorted(wanted))
+
+    def build(self, kept: Sequence[int]) -> tuple[onnx.ModelProto, Feeds] | None:
+        """The model and feeds for these nodes, or None when it cannot be fed or is invalid."""
+        nodes = [self.nodes[i] for i in kept]
+        produced = {name for node in nodes for name in node.output if name}
+        reads: list[str] = []
+        for node in nodes:
+            reads.extend(n for n in node_inputs(node) if n not in produced and n not in reads)
+        initializers = [self.initializers[n] for n in reads if n in self.initializers]
+        fed = [n for n in reads if n not in self.initializers]
+        outputs = self.outputs(kept)
+        if not outputs or any(n not in sample for n in fed + outputs for sample in self.recorded):
+            return None
+        graph = helper.make_graph(
+            nodes,
+            self.model.graph.name or "reduced",
+            [_value_info(n, [s[n] for s in self.recorded]) for n in fed],
+            [_value_info(n, [s[n] for s in self.recorded]) for n in outputs],
+            initializers,
+        )
+        candidate = onnx.ModelProto()
+        candidate.CopyFrom(self.model)
+        candidate.graph.CopyFrom(graph)
+        try:
+            onnx.checker.check_model(candidate)
+        except (onnx.checker.ValidationError, ValueError):
+            return None
+        return candidate, [{n: sample[n] for n in fed} for sample in self.recorded]
+
+
+def _chunks(items: tuple[int, ...], parts: int) -> list[tuple[int, ...]]:
+    size, extra = divmod(len(items), parts)
+    chunks, start = [], 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        chunks.append(items[start:end])
+        start = end
+    return [c for c in chunks if c]
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+class Reducer:
+    """Hypothesis-style shrinker over node subsets: `offer` accepts only strictly smaller, untried,
+    buildable, checker-valid and still-failing candidates."""
+
+    def __init__(
+        self, subgraphs: Subgraphs, still_fails: StillFails, deadline: float, checks: int
+    ) -> None:
+        self.subgraphs = subgraphs
+        self.still_fails = still_fails
+        self.deadline = deadline
+        self.checks = checks
+        self.current: tuple[int, ...] = tuple(range(len(subgraphs.nodes)))
+        self.best: tuple[onnx.ModelProto, Feeds] | None = None
+        self.tried: set[tuple[int, ...]] = set()
+
+    def offer(self, kept: Sequence[int]) -> bool:
+        key = tuple(sorted(kept))
+        if not key or len(key) >= len(self.current) or key in self.tried:
+            return False
+        if time.monotonic() > self.deadline:
+            raise _BudgetSpent
+        self.tried.add(key)
+        built = self.subgraphs.build(key)
+        if built is None:
+            return False
+        self.checks += 1
+        if not self.still_fails(*built):
+            return False
+        self.current, self.best = key, built
+        return True
+
+    def cones(self) -> bool:
+        """Keep only what one output needs: big cuts for one check each."""
+        return any(
+            self.offer(self.subgraphs.cone(self.current, name))
+            for name in self.subgraphs.outputs(self.current)
+        )
+
+    def ddmin(self) -> bool:
+        """One round of delta debugging over the current node list; True when it shrank."""
+        granularity = 2
+        shrank = False
+        while len(self.current) >= 2:
+            chunks = _chunks(self.current, min(granularity, len(self.current)))
+            progress = False
+            for index, chunk in enumerate(chunks):
+                rest = tuple(i for j, other in enumerate(chunks) if j != index for i in other)
+                if self.offer(chunk):
+                    granularity, progress = 2, True
+                    break
+                if self.offer(rest):
+                    granularity, progress = max(granularity - 1, 2), True
+                    break
+            shrank |= progress
+            if progress:
+                continue
+            if granularity >= len(self.current):
+                break
+            granularity = min(granularity * 2, len(self.current))
+        return shrank
+
+    def run(self) -> None:
+        """Alternate both strategies until neither finds a smaller failing candidate."""
+        while self.cones() or self.ddmin():
+            pass
+
+
+def same_finding(
+    evaluate: Callable[[onnx.ModelProto, Feeds], Outcome], failure: Outcome
+) -> StillFails:
+    """A `still_fails` from an evaluator that returns the Outcome of a candidate on its feeds."""
+
+    def still_fails(model: onnx.ModelProto, feeds: Feeds) -> bool:
+        return evaluate(model, feeds).same_failure(failure)
+
+    return still_fails
+
+
+def reduce(
+    model: onnx.ModelProto, feeds: Feeds, still_fails: StillFails, budget_s: float
+) -> ReductionResult:
+    """Shrink `model` while `still_fails(candidate, candidate_feeds)` holds, for at most budget_s.
+
+    `still_fails` must check the same finding on all samples (same kind; for mismatches, still
+    beyond tolerance) under the culprit passes; it should never raise."""
+    start = time.monotonic()
+    before = len(model.graph.node)
+
+    def result(
+        found: onnx.ModelProto, found_feeds: Feeds, checks: int, reason: str
+    ) -> ReductionResult:
+        return ReductionResult(
+            model=found,
+            feeds=found_feeds,
+            nodes_before=before,
+            nodes_after=len(found.graph.node),
+            checks=checks,
+            reason=reason,
+            elapsed_s=time.monotonic() - start,
+        )
+
+    if not still_fails(model, feeds):
+        return result(model, feeds, 1, "not-reproducible")
+    try:
+        recorded = record_values(model, feeds)
+    except (runner.RuntimeLoadError, runner.RuntimeRunError):
+        return result(model, feeds, 1, "unrecordable")
+    reducer = Reducer(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
+    reason = "minimal"
+    try:
+        reducer.run()
+    except _BudgetSpent:
+        reason = "budget"
+    if reducer.best is None:
+        return result(model, feeds, reducer.checks, reason)
+    return result(*reducer.best, reducer.checks, reason)

@@ -1,0 +1,121 @@
+"""Repro bundles: everything an upstream maintainer needs to see a finding with one command.
+
+`repro/<fingerprint>/` holds the reduced `model.onnx` (and `original.onnx`), `inputs.npz`,
+`expected.npz`, `requirements.txt` with the exact versions seen, a standalone `repro.py` (exits 1
+while the bug is present, 0 once fixed) and a `README.md` written like a good bug report.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ditox_ci.localize_nodes import Divergence
+from ditox_ci.report.model import Finding
+from ditox_ci.report.render import render
+
+BASE_REQUIREMENTS = ("onnx", "onnxruntime", "numpy")
+GRAPH_TEXT_LIMIT = 6000
+EVIDENCE_NUMBERS = ("output", "sample", "max_abs", "max_rel", "signal")
+
+
+def _samples_npz(path: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
+    """One '<sample>/<name>' entry per tensor, so names with any characters survive."""
+    arrays = {
+        f"{index}/{name}": np.asarray(value)
+        for index, sample in enumerate(samples)
+        for name, value in sample.items()
+    }
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
+def _distribution(optimizer_spec: str) -> str | None:
+    module = optimizer_spec.partition(":")[0].split(".")[0]
+    names = importlib.metadata.packages_distributions().get(module, [])
+    return names[0] if names else None
+
+
+def requirements(optimizer_spec: str) -> str:
+    """Pinned lines for the runtime stack and the optimizer, as installed right now."""
+    lines = []
+    optimizer = _distribution(optimizer_spec)
+    for name in (*BASE_REQUIREMENTS, *([optimizer] if optimizer else [])):
+        try:
+            lines.append(f"{name}=={importlib.metadata.version(name)}")
+        except importlib.metadata.PackageNotFoundError:
+            lines.append(f"# {name}: not installed as a distribution")
+    if optimizer is None:
+        lines.append(f"# optimizer {optimizer_spec}: not an installed distribution, bring it along")
+    return "\n".join(lines) + "\n"
+
+
+def _graph_text(model: onnx.ModelProto) -> str:
+    try:
+        text = onnx.printer.to_text(model.graph)
+    except Exception:  # the printer rejects some valid graphs; the op list still informs
+        text = "\n".join(
+            f"{n.op_type}({', '.join(n.input)}) -> {', '.join(n.output)}" for n in model.graph.node
+        )
+    return text if len(text) <= GRAPH_TEXT_LIMIT else text[:GRAPH_TEXT_LIMIT] + "\n…"
+
+
+def write_bundle(
+    directory: Path,
+    *,
+    finding: Finding,
+    model: onnx.ModelProto,
+    original_model: onnx.ModelProto,
+    feeds: Sequence[Mapping[str, np.ndarray]],
+    expected: Sequence[Mapping[str, np.ndarray]],
+    optimizer_spec: str,
+    passes: Sequence[str],
+    fixed_point: bool,
+    rtol: float,
+    atol: float,
+    divergence: Divergence | None = None,
+) -> Path:
+    """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
+
+    `model` is the reduced model, `feeds` its inputs per sample, `expected` the unoptimized
+    model's outputs per sample by output name."""
+    bundle = directory / finding.fingerprint
+    if bundle.exists():
+        shutil.rmtree(bundle)
+    bundle.mkdir(parents=True)
+    onnx.save(model, str(bundle / "model.onnx"))
+    onnx.save(original_model, str(bundle / "original.onnx"))
+    _samples_npz(bundle / "inputs.npz", feeds)
+    _samples_npz(bundle / "expected.npz", expected)
+    (bundle / "requirements.txt").write_text(requirements(optimizer_spec))
+    optimizer = _distribution(optimizer_spec)
+    context: dict[str, Any] = {
+        "finding": finding,
+        "passes": list(passes),
+        "fixed_point": fixed_point,
+        "optimizer_spec": optimizer_spec,
+        "optimizer_version": importlib.metadata.version(optimizer) if optimizer else "",
+        "rtol": rtol,
+        "atol": atol,
+    }
+    (bundle / "repro.py").write_text(render("repro.py.j2", **context))
+    culprit = finding.culprit
+    (bundle / "README.md").write_text(
+        render(
+            "repro_README.md.j2",
+            **context,
+            culprit_text=", ".join(culprit.passes) or f"{culprit.scope} fault",
+            message=finding.evidence.get("message", ""),
+            numbers=[(k, finding.evidence[k]) for k in EVIDENCE_NUMBERS if k in finding.evidence],
+            divergence=divergence,
+            nodes_before=len(original_model.graph.node),
+            nodes_after=len(model.graph.node),
+            graph_text=_graph_text(model),
+        )
+    )
+    return bundle
