@@ -1,0 +1,129 @@
+"""The generator registry: one pattern generator per optimizer pass, keyed by pass name.
+
+A generator draws a model that contains the pattern its pass rewrites (or, as a near-miss, a
+look-alike the pass must leave alone) inside random context, checks it with the ONNX checker and
+runs it in ONNX Runtime, re-drawing until every output is finite.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ditox_ci import runner
+from ditox_ci.errors import InternalError, UsageError
+from ditox_ci.fuzz.builder import GraphBuilder
+
+DEFAULT_OPSETS = (13, 21)
+FEEDS_PER_MODEL = 2
+MAX_DRAWS = 20
+
+BuildFunc = Callable[[GraphBuilder, bool], None]
+
+
+@dataclass(frozen=True)
+class GeneratedModel:
+    model: onnx.ModelProto
+    feeds: list[dict[str, np.ndarray]]
+    target_pass: str
+    near_miss: bool
+    seed: int
+    value_ranges: dict[str, Any] = field(default_factory=dict)
+    family: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.target_pass}-{self.seed}" + ("-near" if self.near_miss else "")
+
+
+@dataclass(frozen=True)
+class Generator:
+    """`build(builder, near_miss)` fills a GraphBuilder; the rest is shared.
+
+    `fires` is False for a pass that cannot change any model (`nop`); `near_misses` is False for a
+    pass that fires on every model it is given, so no look-alike exists.
+    """
+
+    target_pass: str
+    family: str
+    build: BuildFunc
+    opsets: tuple[int, int] = DEFAULT_OPSETS
+    fires: bool = True
+    near_misses: bool = True
+    doc: str = ""
+
+    def __call__(self, rng: np.random.Generator, near_miss: bool | None = None,
+                 seed: int = 0) -> GeneratedModel:
+        if near_miss is None:
+            near_miss = self.near_misses and bool(rng.random() < 0.3)
+        failures: list[str] = []
+        for _ in range(MAX_DRAWS):
+            opset = int(rng.integers(self.opsets[0], self.opsets[1] + 1))
+            builder = GraphBuilder(rng, opset)
+            self.build(builder, near_miss)
+            model = builder.model(f"{self.target_pass}_{seed}")
+            feeds = builder.feeds(FEEDS_PER_MODEL)
+            problem = _execution_problem(model, feeds)
+            if problem is None:
+                ranges = builder.value_ranges()
+                _stamp(model, self.target_pass, seed, near_miss, ranges, self.family)
+                return GeneratedModel(model, feeds, self.target_pass, near_miss, seed, ranges,
+                                      self.family)
+            failures.append(problem)
+        raise InternalError(
+            f"generator for {self.target_pass} produced no finite model in {MAX_DRAWS} draws "
+            f"(seed {seed}): {failures[-1]}"
+        )
+
+
+def _execution_problem(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> str | None:
+    """None when the model is checker-valid and runs with all-finite outputs on every feed."""
+    onnx.checker.check_model(model, full_check=True)
+    session = runner.load_session(model.SerializeToString())
+    for outputs in runner.run_all(session, feeds):
+        for value in outputs:
+            if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+                return "non-finite output"
+    return None
+
+
+def _stamp(model: onnx.ModelProto, target_pass: str, seed: int, near_miss: bool,
+           ranges: dict[str, Any], family: str) -> None:
+    """Record how to replay the model in its metadata, so a repro bundle carries it."""
+    onnx.helper.set_model_props(model, {
+        "ditox.generator": target_pass,
+        "ditox.family": family,
+        "ditox.seed": str(seed),
+        "ditox.near_miss": "1" if near_miss else "0",
+        "ditox.value_ranges": json.dumps(ranges, sort_keys=True),
+    })
+
+
+GENERATORS: dict[str, Generator] = {}
+
+
+def register(target_pass: str, *, opsets: tuple[int, int] = DEFAULT_OPSETS, fires: bool = True,
+             near_misses: bool = True) -> Callable[[BuildFunc], BuildFunc]:
+    """Register `build` as the generator for `target_pass`; its module name is the family."""
+
+    def decorate(build: BuildFunc) -> BuildFunc:
+        family = build.__module__.rsplit(".", 1)[-1]
+        GENERATORS[target_pass] = Generator(
+            target_pass, family, build, opsets, fires, near_misses, (build.__doc__ or "").strip()
+        )
+        return build
+
+    return decorate
+
+
+def generate(target_pass: str, seed: int, near_miss: bool | None = None) -> GeneratedModel:
+    """The model for (pass, seed): the same bytes every time, on every machine."""
+    if target_pass not in GENERATORS:
+        known = ", ".join(sorted(GENERATORS))
+        raise UsageError(f"no fuzz generator for pass '{target_pass}'; choose from: {known}")
+    return GENERATORS[target_pass](np.random.default_rng(seed), near_miss, seed)
