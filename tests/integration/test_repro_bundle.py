@@ -1,0 +1,181 @@
+"""Every bundle's repro.py fails (exit 1) against the planted faulty optimizer and passes (exit 0)
+against the real onnxoptimizer; `ditox-ci reduce` writes such a bundle end to end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import localize_planted as planted
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+
+from ditox_ci import runner
+from ditox_ci.cli.reduce import evaluate
+from ditox_ci.fingerprint import finding_fingerprint
+from ditox_ci.localize_nodes import first_divergence
+from ditox_ci.outcome import Outcome
+from ditox_ci.reduce import Feeds, reduce, same_finding
+from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.repro import write_bundle
+
+RTOL, ATOL = 1e-4, 1e-5
+PLANTED_DIR = str(Path(planted.__file__).parent)
+
+
+def run_repro(bundle: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": PLANTED_DIR}
+    return subprocess.run(
+        [sys.executable, str(bundle / "repro.py"), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=bundle.parent,
+    )
+
+
+def make_bundle(tmp_path: Path, spec: str, passes: Sequence[str], nodes: int) -> Path:
+    model, feeds = planted.chain_model(nodes=nodes, fault_at=nodes // 2), planted.feeds()
+
+    def judge(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome:
+        data = candidate.SerializeToString()
+        return evaluate(data, candidate_feeds, spec, passes, False, RTOL, ATOL)
+
+    failure = judge(model, feeds)
+    result = reduce(model, feeds, same_finding(judge, failure), 60.0)
+    reduced = result.model
+    expected = runner.run_all(runner.load_session(reduced.SerializeToString()), result.feeds)
+    names = [v.name for v in reduced.graph.output]
+    optimized = getattr(planted, spec.partition(":")[2])(reduced, passes, False)
+    divergence = first_divergence(reduced, optimized, result.feeds, rtol=RTOL, atol=ATOL)
+    scope = "pass" if len(passes) == 1 else "interaction"
+    finding = Finding(
+        fingerprint=finding_fingerprint(str(failure.kind), passes, failure.message, reduced),
+        kind=str(failure.kind),
+        model="chain.onnx",
+        config="default",
+        culprit=Culprit(scope, tuple(passes), "bisect+ddmin", 8),
+        evidence={"message": failure.message, **failure.evidence},
+    )
+    return write_bundle(
+        tmp_path / "repro",
+        finding=finding,
+        model=reduced,
+        original_model=model,
+        feeds=result.feeds,
+        expected=[dict(zip(names, s, strict=True)) for s in expected],
+        optimizer_spec=spec,
+        passes=passes,
+        fixed_point=False,
+        rtol=RTOL,
+        atol=ATOL,
+        divergence=divergence,
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "passes"),
+    [
+        ("localize_planted:single_pass_fault", [planted.SINGLE_CULPRIT]),
+        ("localize_planted:pair_fault", list(planted.PAIR_CULPRITS)),
+    ],
+)
+def test_bundle_repro_fails_with_the_fault_and_passes_when_fixed(
+    tmp_path: Path, spec: str, passes: list[str]
+) -> None:
+    bundle = make_bundle(tmp_path, spec, passes, nodes=80)
+
+    broken = run_repro(bundle)
+    fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
+
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "BUG PRESENT" in broken.stdout
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert len(onnx.load(str(bundle / "model.onnx")).graph.node) <= 10
+    assert len(onnx.load(str(bundle / "original.onnx")).graph.node) == 80
+
+
+def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) -> None:
+    bundle = make_bundle(tmp_path, "localize_planted:single_pass_fault", ["eliminate_identity"], 60)
+    assert sorted(p.name for p in bundle.iterdir()) == [
+        "README.md",
+        "expected.npz",
+        "inputs.npz",
+        "model.onnx",
+        "original.onnx",
+        "repro.py",
+        "requirements.txt",
+    ]
+    requirements = (bundle / "requirements.txt").read_text().splitlines()
+    assert f"onnxruntime=={onnxruntime.__version__}" in requirements
+    assert f"numpy=={np.__version__}" in requirements
+    assert any(line.startswith("onnx==") for line in requirements)
+    readme = (bundle / "README.md").read_text()
+    assert "`eliminate_identity`" in readme
+    assert "of 60 nodes" in readme
+    assert "python repro.py" in readme
+    assert "v30\\_add" in readme, "the first diverging tensor is named (escaped)"
+    inputs = np.load(bundle / "inputs.npz")
+    assert all(key.split("/")[0] in {"0", "1"} for key in inputs.files)
+
+
+def test_reduce_command_writes_a_bundle_whose_repro_fails(tmp_path: Path) -> None:
+    model_path = tmp_path / "chain.onnx"
+    onnx.save(planted.chain_model(nodes=100, fault_at=50), str(model_path))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([PLANTED_DIR, *sys.path])}
+    command = [
+        sys.executable,
+        "-m",
+        "ditox_ci",
+        "reduce",
+        str(model_path),
+        "--passes",
+        planted.SINGLE_CULPRIT,
+        "--optimizer",
+        "localize_planted:single_pass_fault",
+        "--out",
+        str(tmp_path / "out"),
+        "--budget",
+        "60",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+    assert done.returncode == 1, done.stderr
+    bundle = Path(done.stdout.strip())
+    assert bundle.parent == tmp_path / "out"
+    assert sorted(n.op_type for n in onnx.load(str(bundle / "model.onnx")).graph.node) == [
+        "Add",
+        "Mul",
+    ]
+    assert run_repro(bundle).returncode == 1
+    assert run_repro(bundle, "--optimizer", "onnxoptimizer").returncode == 0
+
+
+def test_reduce_command_says_when_nothing_fails(tmp_path: Path) -> None:
+    model_path = tmp_path / "chain.onnx"
+    onnx.save(planted.chain_model(nodes=20, fault_at=10), str(model_path))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ditox_ci",
+            "reduce",
+            str(model_path),
+            "--passes",
+            "nop",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "nothing to reduce" in done.stderr
+    assert not (tmp_path / "out").exists()
