@@ -94,14 +94,21 @@ def _rows(array: np.ndarray) -> np.ndarray:
 
 
 def _stack(
-    expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str], which: int | str
+    expected: Sequence[Outputs],
+    actual: Sequence[Outputs],
+    names: Sequence[str],
+    which: int | str,
+    rows: Callable[[np.ndarray], np.ndarray] = _rows,
 ) -> tuple[np.ndarray, np.ndarray, str]:
+    """One output of every sample, as rows pooled across samples (original, optimized)."""
     want_rows, got_rows, label = [], [], ""
     for want, got in zip(expected, actual, strict=True):
         a, label = _select(want, names, which)
         b, _ = _select(got, names, which)
-        want_rows.append(_rows(a))
-        got_rows.append(_rows(b))
+        if a.shape != b.shape:
+            return a, b, label
+        want_rows.append(rows(a))
+        got_rows.append(rows(b))
     if not want_rows:
         return np.zeros((0, 1)), np.zeros((0, 1)), label
     return np.concatenate(want_rows), np.concatenate(got_rows), label
@@ -567,8 +574,20 @@ def embedding(options: Mapping[str, Any]) -> CompareFunc:
 # --- binary / sentiment -----------------------------------------------------------------------
 
 
+def _probability_rows(array: np.ndarray) -> np.ndarray:
+    return np.asarray(array, dtype=np.float64).reshape(-1, 1)
+
+
+BINARY_MODES: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    # auto: one probability per row when the last axis is 1 (or there is none), else class scores
+    "auto": lambda a: _probability_rows(a) if a.ndim <= 1 or a.shape[-1] == 1 else _rows(a),
+    "probability": _probability_rows,
+    "argmax": _rows,
+}
+
+
 def binary_labels(scores: np.ndarray, threshold: float) -> np.ndarray:
-    """One label per row: two or more columns → argmax; a single probability → above threshold."""
+    """One label per row: a single probability → above threshold; class scores → argmax."""
     if scores.shape[-1] == 1:
         return (scores[:, 0] > threshold).astype(np.int64)
     return np.argmax(scores, axis=-1)
@@ -579,13 +598,17 @@ def binary(options: Mapping[str, Any]) -> CompareFunc:
     opts = _options(
         "binary",
         options,
-        {"output": 0, "threshold": 0.5, "max_flip_rate": 0.0},
+        {"output": 0, "mode": "auto", "threshold": 0.5, "max_flip_rate": 0.0},
     )
+    if opts["mode"] not in BINARY_MODES:
+        known = ", ".join(sorted(BINARY_MODES))
+        raise ConfigError(f"binary mode '{opts['mode']}' is unknown; use one of {known}")
+    as_rows = BINARY_MODES[opts["mode"]]
 
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
     ) -> Comparison:
-        want, got, label = _stack(expected, actual, names, opts["output"])
+        want, got, label = _stack(expected, actual, names, opts["output"], as_rows)
         failure = _shape_failure("binary", label, want, got) or _nonfinite_failure(
             "binary", label, want, got
         )
@@ -594,11 +617,11 @@ def binary(options: Mapping[str, Any]) -> CompareFunc:
         labels_a = binary_labels(want, opts["threshold"])
         labels_b = binary_labels(got, opts["threshold"])
         flipped = np.flatnonzero(labels_a != labels_b)
-        rows = len(labels_a)
+        count = len(labels_a)
         metrics = {
-            "rows": rows,
+            "rows": count,
             "flips": int(flipped.size),
-            "flip_rate": flipped.size / rows if rows else 0.0,
+            "flip_rate": flipped.size / count if count else 0.0,
             "max_score_delta": float(np.max(np.abs(want - got))) if want.size else 0.0,
             "flipped_rows": flipped[:20].tolist(),
         }

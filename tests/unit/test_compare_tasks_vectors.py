@@ -60,3 +60,13 @@ def test_binary_two_class_softmax_uses_argmax_per_sample() -> None:
     result = compare(samples_a, flipped, ["prob"])
     assert not result.passed and result.metrics["flips"] == 1 and result.metrics["rows"] == 2
     assert result.metrics["max_score_delta"] == pytest.approx(0.3)
+
+
+def test_binary_one_dimensional_sequence_probabilities_count_each_frame() -> None:
+    want = np.array([0.9, 0.1, 0.8, 0.2])
+    got = np.array([0.9, 0.6, 0.8, 0.2])
+    for mode in ("auto", "probability"):
+        result = COMPARATORS["binary"]({"mode": mode})([[want]], [[got]], ["speech_probs"])
+        assert result.metrics["rows"] == 4 and result.metrics["flipped_rows"] == [1]
+    with pytest.raises(ConfigError, match="mode"):
+        COMPARATORS["binary"]({"mode": "softmax"})
