@@ -136,7 +136,9 @@ class GraphBuilder:
         outputs = {info.name: info for info in inferred.graph.value_info}
         del inferred.graph.output[:]
         inferred.graph.output.extend(outputs[name] for name in self.outputs)
-        keep = [info for info in inferred.graph.value_info if info.name not in self.outputs]
+        # A type without a shape fails the full checker; such a value just stays unannotated.
+        keep = [info for info in inferred.graph.value_info
+                if info.name not in self.outputs and info.type.tensor_type.HasField("shape")]
         del inferred.graph.value_info[:]
         inferred.graph.value_info.extend(keep)
         return inferred

@@ -82,12 +82,12 @@ def concat_into_reshape(b: GraphBuilder, near: bool) -> None:
         pieces = [b.op("Shape", [b.input(target, np.float32)])]
         if cast:
             pieces = [b.op("Cast", [pieces[0]], to=6)]
-    elif b.chance():
+    elif not cast and b.chance():
+        # ONNX shape inference cannot see through a Cast of shape data, so the output's shape
+        # (required by the checker) is only known on the int64 path
         unknown = b.op("Gather", [b.op("Shape", [x]), b.const(np.array([0], np.int64), "i")],
                        axis=0)
         pieces = [unknown, b.const(np.array([total // shape[0]], dtype), "dim")]
-        if cast:
-            pieces[0] = b.op("Cast", [unknown], to=6)
     joined = b.op("Concat", pieces, axis=0)
     if cast:
         joined = b.op("Cast", [joined], to=7)

@@ -1,4 +1,4 @@
-"""coverage_svg: a well-formed heatmap, one cell per pass × family, never-fired passes called out."""
+"""coverage_svg: well-formed heatmap, one cell per pass × family, never-fired passes called out."""
 
 from __future__ import annotations
 

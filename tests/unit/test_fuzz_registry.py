@@ -1,4 +1,4 @@
-"""The generator registry: one generator per optimizer pass, seeds that replay, the corpus layout."""
+"""Generator registry: one generator per optimizer pass, seeds that replay, corpus layout."""
 
 from __future__ import annotations
 
@@ -70,6 +70,7 @@ def test_write_corpus_backend_test_layout(tmp_path: Path) -> None:
         for k, feed in enumerate(item.feeds):
             for i, graph_input in enumerate(model.graph.input):
                 tensor = onnx.TensorProto()
-                tensor.ParseFromString((folder / f"test_data_set_{k}" / f"input_{i}.pb").read_bytes())
+                data = folder / f"test_data_set_{k}" / f"input_{i}.pb"
+                tensor.ParseFromString(data.read_bytes())
                 assert tensor.name == graph_input.name
                 assert np.array_equal(numpy_helper.to_array(tensor), feed[graph_input.name])
