@@ -306,7 +306,7 @@ def audio_chunks(model: onnx.ModelProto, ref: ModelRef, samples: int, seed: int)
     spec = _spec(ref)
     name = str(spec.get("input", "input"))
     shape: Sequence[int] = spec.get("shape", (1, 512))
-    sample_rate = int(spec.get("sample_rate", 16000))
+    sample_rate = int(spec.setdefault("sample_rate", 16000))
     rng = np.random.default_rng(seed)
     feeds = []
     for sample in range(samples):
