@@ -1,0 +1,179 @@
+"""The publisher against a local GitHub REST server, driven by the real PyGithub over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.cli import publish
+from ditox_ci.errors import GitHubError
+from tests.integration.github_fixtures import (
+    BUG_A,
+    BUG_B,
+    BUG_B_OTHER_MODEL,
+    BY_DESIGN,
+    PR,
+    SHA,
+    github_env,
+    report,
+    write,
+)
+from tests.integration.github_server import GitHubServer
+
+
+def run_publish(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    publish.add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.config = None
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = publish.run(args, env)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def server():
+    with GitHubServer() as srv:
+        srv.open_pull(PR, SHA)
+        yield srv
+
+
+def sticky_comments(server: GitHubServer) -> list[dict]:
+    return [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
+
+
+def test_publish_twice_one_issue_per_fingerprint_and_one_comment(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url)
+    path = write(tmp_path, "r1.json", report(BUG_A, BUG_B, BUG_B_OTHER_MODEL, BY_DESIGN))
+    argv = ["--report", str(path), "--file-issues"]
+
+    assert run_publish(argv, env)[0] == 0
+    first_comment = sticky_comments(server)
+    assert len(first_comment) == 1
+    issues = server.bot_issues()
+    # BUG_B is one bug on two models: one issue; BY_DESIGN is baselined (split_init): no issue.
+    assert sorted(BUG_A.fingerprint in (i["body"] or "") for i in issues) == [False, True]
+    assert len(issues) == 2
+    assert "test\\_pad2/model.onnx" in next(i["body"] for i in issues if BUG_B.fingerprint in i["body"])
+    assert {lb["name"] for lb in issues[0]["labels"]} >= {"ditox-ci"}
+
+    # Second run on a new commit: same issues, same comment edited in place, one "seen" each.
+    env["GITHUB_EVENT_PATH"] = str(tmp_path / "event2.json")
+    (tmp_path / "event2.json").write_text(
+        '{"pull_request": {"number": 7, "head": {"sha": "' + "c" * 40 + '"}}}'
+    )
+    path2 = write(tmp_path, "r2.json", report(BUG_A, BUG_B))
+    assert run_publish(["--report", str(path2), "--file-issues"], env)[0] == 0
+    assert len(server.bot_issues()) == 2
+    comments = sticky_comments(server)
+    assert len(comments) == 1 and comments[0]["id"] == first_comment[0]["id"]
+    assert "1 new" not in comments[0]["body"] or "2 new" in comments[0]["body"]
+    for issue in server.bot_issues():
+        seen = [c for c in server.comments_on(issue["number"]) if "ditox-ci:seen" in c["body"]]
+        assert len(seen) == 1 and "c" * 12 in seen[0]["body"]
+
+    # Re-running the very same commit adds nothing at all.
+    before = len(server.repo.comments)
+    assert run_publish(["--report", str(path2), "--file-issues"], env)[0] == 0
+    assert len(server.repo.comments) == before
+    assert len(server.bot_issues()) == 2
+
+
+def test_fixed_is_noted_closed_and_regression_reopens(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url)
+    first = write(tmp_path, "nightly1.json", report(BUG_A, BUG_B))
+    assert run_publish(["--report", str(first), "--file-issues"], env)[0] == 0
+
+    # BUG_B disappears: the previous report makes it "fixed"; --close-fixed closes its issue.
+    second = write(tmp_path, "nightly2.json", report(BUG_A))
+    argv = ["--report", str(second), "--previous", str(first), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, env)[0] == 0
+    comment = sticky_comments(server)[0]["body"]
+    assert "### Fixed (1)" in comment and BUG_B.fingerprint in comment
+    issue_b = next(i for i in server.bot_issues() if BUG_B.fingerprint in i["body"])
+    assert issue_b["state"] == "closed" and issue_b["state_reason"] == "completed"
+    assert any("ditox-ci:fixed" in c["body"] for c in server.comments_on(issue_b["number"]))
+
+    # BUG_B comes back: the closed issue is reopened with a comment, not filed again.
+    third = write(tmp_path, "nightly3.json", report(BUG_A, BUG_B))
+    assert run_publish(["--report", str(third), "--file-issues"], env)[0] == 0
+    assert len(server.bot_issues()) == 2
+    assert issue_b["state"] == "open"
+    assert any("ditox-ci:regressed" in c["body"] for c in server.comments_on(issue_b["number"]))
+
+
+def test_not_planned_issue_stays_closed(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url)
+    path = write(tmp_path, "r.json", report(BUG_A))
+    run_publish(["--report", str(path), "--file-issues"], env)
+    issue = server.bot_issues()[0]
+    issue.update(state="closed", state_reason="not_planned")
+    run_publish(["--report", str(path), "--file-issues"], env)
+    assert issue["state"] == "closed" and len(server.bot_issues()) == 1
+
+
+def test_check_run_with_annotations_and_status_fallback(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url)
+    path = write(tmp_path, "r.json", report(BUG_A, BUG_B, BY_DESIGN))
+    run_publish(["--report", str(path)], env)
+    runs = list(server.repo.check_runs.values())
+    assert len(runs) == 1 and runs[0]["head_sha"] == SHA and runs[0]["conclusion"] == "failure"
+    assert runs[0]["output"]["annotations_count"] == 2
+    run_publish(["--report", str(path)], env)  # a re-run edits, and does not double annotations
+    assert len(server.repo.check_runs) == 1 and runs[0]["output"]["annotations_count"] == 2
+
+    server.no_checks_tokens.add("write-token")
+    server.repo.check_runs.clear()
+    code, _, err = run_publish(["--report", str(path)], env)
+    assert code == 0 and "commit status instead" in err
+    assert [s["state"] for s in server.repo.statuses[SHA]] == ["failure"]
+    assert server.repo.statuses[SHA][0]["target_url"] == "https://github.com/octo/optimizer/actions/runs/42"
+
+
+def test_read_only_token_gives_clear_message_and_summary(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url, token="read-token")
+    path = write(tmp_path, "r.json", report(BUG_A))
+    with pytest.raises(GitHubError) as raised:
+        run_publish(["--report", str(path), "--file-issues"], env)
+    assert raised.value.exit_code == GitHubError.exit_code
+    assert "Resource not accessible" in str(raised.value)
+    summary = (tmp_path / "summary.md").read_text()
+    assert "ditox-ci: 1 new finding" in summary and "could not publish" in summary
+    assert not server.repo.comments and not server.bot_issues()
+    writes = [x for x in server.exchanges if x.method != "GET"]
+    assert len(writes) == 1  # the first denied write stops the others
+    assert all("read-token" not in text for text in (str(raised.value), summary))
+
+
+def test_dry_run_prints_actions_and_writes_nothing(server, tmp_path: Path):
+    env = github_env(tmp_path, server.url)
+    path = write(tmp_path, "r.json", report(BUG_A, BUG_B))
+    code, out, err = run_publish(["--report", str(path), "--file-issues", "--dry-run"], env)
+    assert code == 0
+    assert "[dry-run] would create the ditox-ci comment on #7" in out
+    assert out.count("[dry-run] would open issue") == 2
+    assert "[dry-run] would create check run ditox-ci (failure)" in out
+    assert all(x.method == "GET" for x in server.exchanges)
+    # The only place the token appears is GitHub's own masking command, which hides it.
+    assert "::add-mask::write-token" in err
+    assert "write-token" not in out + err.replace("::add-mask::write-token", "")
+
+
+def test_pagination_finds_issues_beyond_the_first_page(tmp_path: Path):
+    with GitHubServer(per_page_max=2) as server:
+        server.open_pull(PR, SHA)
+        env = github_env(tmp_path, server.url)
+        fillers = [f"{i:020x}" for i in range(5)]
+        for fp in fillers:
+            server._new_issue(f"old {fp}", f"<!-- ditox-ci:fingerprint={fp} -->", ["ditox-ci"])
+        path = write(tmp_path, "r.json", report(BUG_A))
+        run_publish(["--report", str(path), "--file-issues"], env)
+        run_publish(["--report", str(path), "--file-issues"], env)
+        assert len(server.bot_issues()) == 6
+        listed = [x for x in server.exchanges if x.path.endswith("/issues") and x.method == "GET"]
+        assert len(listed) >= 2 * 3  # three pages of two issues each, on both runs
