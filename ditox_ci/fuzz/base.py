@@ -82,8 +82,14 @@ class Generator:
 
 
 def _execution_problem(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]]) -> str | None:
-    """None when the model is checker-valid and runs with all-finite outputs on every feed."""
-    onnx.checker.check_model(model, full_check=True)
+    """None when the model is checker-valid and runs with all-finite outputs on every feed.
+
+    A draw whose output shape ONNX inference cannot derive fails the full check: re-drawn too.
+    """
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except onnx.checker.ValidationError as exc:
+        return f"invalid model: {exc}"
     session = runner.load_session(model.SerializeToString())
     for outputs in runner.run_all(session, feeds):
         for value in outputs:

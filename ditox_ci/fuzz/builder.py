@@ -43,6 +43,7 @@ class GraphBuilder:
         self.inputs: list[InputSpec] = []
         self.input_shapes: dict[str, list[int | str]] = {}
         self.outputs: list[str] = []
+        self.annotations: list[onnx.ValueInfoProto] = []
         self.name_nodes = True
         self._counter = 0
 
@@ -116,6 +117,11 @@ class GraphBuilder:
     def output(self, value: str) -> None:
         self.outputs.append(value)
 
+    def annotate(self, value: str, dtype: Any, shape: Sequence[int]) -> None:
+        """Declare a shape that ONNX shape inference cannot derive (e.g. through a Cast of shape
+        data), so downstream values and outputs get one."""
+        self.annotations.append(helper.make_tensor_value_info(value, tensor_type(dtype), shape))
+
     # --- results ------------------------------------------------------------------------------
     def model(self, graph_name: str = "fuzz") -> onnx.ModelProto:
         inputs = [
@@ -126,7 +132,8 @@ class GraphBuilder:
             for spec in self.inputs
         ]
         untyped = [onnx.ValueInfoProto(name=name) for name in self.outputs]
-        graph = helper.make_graph(self.nodes, graph_name, inputs, untyped, self.initializers)
+        graph = helper.make_graph(self.nodes, graph_name, inputs, untyped, self.initializers,
+                                  value_info=self.annotations)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
         if self.ir_version is not None:
             model.ir_version = self.ir_version

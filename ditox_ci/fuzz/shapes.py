@@ -80,15 +80,18 @@ def concat_into_reshape(b: GraphBuilder, near: bool) -> None:
     if near:
         # a two-element piece that is only known at run time: the pass needs constants
         pieces = [b.op("Shape", [b.input(target, np.float32)])]
-        if cast:
-            pieces = [b.op("Cast", [pieces[0]], to=6)]
+        cast = False
     elif not cast and b.chance():
         # ONNX shape inference cannot see through a Cast of shape data, so the output's shape
         # (required by the checker) is only known on the int64 path
         unknown = b.op("Gather", [b.op("Shape", [x]), b.const(np.array([0], np.int64), "i")],
                        axis=0)
-        pieces = [unknown, b.const(np.array([total // shape[0]], dtype), "dim")]
+        target = [shape[0], total // shape[0]]
+        pieces = [unknown, b.const(np.array(target[1:], dtype), "dim")]
     joined = b.op("Concat", pieces, axis=0)
     if cast:
         joined = b.op("Cast", [joined], to=7)
-    b.output(b.wrap(b.op("Reshape", [x, joined])))
+    reshaped = b.op("Reshape", [x, joined])
+    if cast:
+        b.annotate(reshaped, b.inputs[0].dtype, target)
+    b.output(b.wrap(reshaped))
