@@ -175,7 +175,9 @@ def localize(
     """
     single = dict(single or {})
     nop = nop if nop is not None else single.get(NOP_PASSES[0])
-    known = {(name,): outcome.same_failure(failure) for name, outcome in single.items()}
+    known: dict[tuple[str, ...], bool] = {
+        (name,): outcome.same_failure(failure) for name, outcome in single.items()
+    }
     search = Search(passes, failure, probe, known=known, max_runs=max_runs)
     if nop is not None:
         search.verdicts[NOP_PASSES] = nop.same_failure(failure)

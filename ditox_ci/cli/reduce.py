@@ -86,6 +86,7 @@ def evaluate(
     fixed_point: bool,
     rtol: float,
     atol: float,
+    *,
     stage: Callable[[str], None] = lambda _stage: None,
 ) -> Outcome:
     """Optimize, check, run and compare one model in this process; `stage` announces each step so
@@ -271,9 +272,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         kind=kind,
         model=args.model.name,
         config=f"passes:{','.join(passes)}",
-        culprit=Culprit(
-            scope=scope, passes=tuple(passes), method="given", optimizer_runs=result.checks
-        ),
+        culprit=Culprit(scope=scope, passes=tuple(passes), method="--passes of ditox-ci reduce"),
         evidence={"message": failure.message, **failure.evidence, "reduction": result.to_json()},
         repro=f"{fingerprint}/",
     )
