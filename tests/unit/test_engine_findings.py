@@ -1,0 +1,53 @@
+"""The nop control: a failure it already shows becomes ONE infrastructure finding."""
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import Step
+from ditox_ci.sweep import coverage_of, findings_for
+from ditox_ci.worker import JobResult
+
+STEPS = (Step("nop", ("nop",)), Step("default", ("a", "b")), Step("pass:a", ("a",)), Step("pass:b", ("b",)))
+REF = ModelRef(id="m.onnx", source="dir", path="/nonexistent/m.onnx", family="Conv")
+
+
+def _result(**outcomes: Outcome) -> JobResult:
+    labels = {"nop": "nop", "default": "default", "a": "pass:a", "b": "pass:b"}
+    return JobResult(ref=REF, status="ok", sha256="orig", outcomes={labels[k]: v for k, v in outcomes.items()})
+
+
+def test_failure_in_nop_is_reported_once_as_infrastructure():
+    broken = Outcome("runtime-error", "node 'x' failed at 0x7ffe", digest="d1", changed=True)
+    same = Outcome("runtime-error", "node 'y' failed at 0x1234", digest="d2", changed=True)
+    findings = findings_for(_result(nop=broken, default=same, a=same, b=same), STEPS)
+    assert len(findings) == 1
+    assert findings[0].culprit.scope == "infrastructure"
+    assert findings[0].evidence["also_in"] == ["default", "pass:a", "pass:b"]
+
+
+def test_pass_failure_different_from_nop_is_its_own_finding():
+    nop_fail = Outcome("runtime-error", "boom", digest="d1", changed=True)
+    mismatch = Outcome("output-mismatch", "output 'y' differs", digest="d3", changed=True)
+    findings = findings_for(_result(nop=nop_fail, a=mismatch), STEPS)
+    by_config = {f.config: f for f in findings}
+    assert set(by_config) == {"nop", "pass:a"}
+    assert by_config["pass:a"].culprit.scope == "pass"
+    assert by_config["pass:a"].culprit.passes == ("a",)
+
+
+def test_multi_pass_failure_is_unknown_until_localized_and_fingerprints_differ_by_config():
+    mismatch = Outcome("output-mismatch", "output 'y' differs", digest="d3", changed=True)
+    findings = findings_for(_result(nop=Outcome(None), default=mismatch, a=mismatch), STEPS)
+    default, single = sorted(findings, key=lambda f: f.config)
+    assert default.culprit.scope == "unknown"
+    assert default.fingerprint != single.fingerprint
+
+
+def test_coverage_counts_only_changes_beyond_the_nop_control():
+    nop = Outcome(None, digest="nopdigest", changed=True)
+    results = [
+        _result(nop=nop, a=Outcome(None, digest="nopdigest", changed=True), b=Outcome(None, digest="new", changed=True))
+    ]
+    coverage, by_family = coverage_of(results, STEPS)
+    assert coverage["a"] == {"models_changed": 0, "models_checked": 1}
+    assert coverage["b"] == {"models_changed": 1, "models_checked": 1}
+    assert by_family["b"] == {"Conv": 1}

@@ -1,0 +1,36 @@
+import pytest
+
+from ditox_ci.errors import ConfigError, UsageError
+from ditox_ci.options import resolve
+from ditox_ci.sweep import SweepOptions
+
+
+def test_precedence_defaults_config_env_flags():
+    options = resolve(
+        SweepOptions,
+        config={"samples": 2, "rtol": 0.5, "timeout": 9},
+        env={"DITOX_SAMPLES": "3", "INPUT_RTOL": "0.25"},
+        flags={"rtol": 0.125, "seed": None},
+    )
+    assert options.samples == 3
+    assert options.rtol == 0.125
+    assert options.timeout == 9
+    assert options.seed == 0
+
+
+def test_unknown_config_key_is_an_error():
+    with pytest.raises(ConfigError, match="unknown key 'sample'"):
+        resolve(SweepOptions, config={"sample": 2})
+
+
+def test_bad_values_are_errors_not_defaults():
+    with pytest.raises(ConfigError, match="'jobs' must be int"):
+        resolve(SweepOptions, env={"INPUT_JOBS": "many"})
+    with pytest.raises(UsageError):
+        resolve(SweepOptions, flags={"samples": 0})
+
+
+def test_list_values_from_env_and_flags():
+    options = resolve(SweepOptions, env={"INPUT_MODELS": "a.onnx\nb_dir"}, flags={"configs": ["nop"]})
+    assert options.models == ("a.onnx", "b_dir")
+    assert options.configs == ("nop",)

@@ -1,0 +1,31 @@
+import pytest
+
+from ditox_ci.errors import UsageError
+from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.plan import build_steps
+
+INFO = OptimizerInfo("opt", "1", ("nop", "a", "b", "c"), ("a", "b"))
+
+
+def test_nop_control_always_runs_first():
+    steps = build_steps(["default"], [], INFO)
+    assert [s.label for s in steps] == ["nop", "default"]
+    assert steps[1].passes == ("a", "b") and not steps[1].fixed_point
+
+
+def test_single_expands_every_pass_but_nop():
+    labels = [s.label for s in build_steps(["single"], [], INFO)]
+    assert labels == ["nop", "pass:a", "pass:b", "pass:c"]
+
+
+def test_fixed_point_and_explicit_pass_list():
+    steps = {s.label: s for s in build_steps(["fixed-point"], ["c", "a"], INFO)}
+    assert steps["fixed-point"].fixed_point
+    assert steps["passes:c,a"].passes == ("c", "a")
+
+
+def test_unknown_pass_and_config_are_usage_errors():
+    with pytest.raises(UsageError, match="unknown pass"):
+        build_steps(["nop"], ["zzz"], INFO)
+    with pytest.raises(UsageError, match="unknown config"):
+        build_steps(["everything"], [], INFO)
