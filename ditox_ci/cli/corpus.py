@@ -58,13 +58,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--json", action="store_true", default=None, help="print a JSON list")
 
 
+def _inputs_kind(ref: ModelRef) -> str:
+    """Mirrors make_feeds' precedence: a registered generator, recorded data sets, random."""
+    if "inputs" in ref.meta:
+        return f"generator:{ref.meta['inputs']}"
+    return "recorded" if has_recorded_inputs(ref) else "random"
+
+
 def _row(ref: ModelRef) -> dict[str, str]:
-    return {
-        "id": ref.id,
-        "source": ref.source,
-        "inputs": "recorded" if has_recorded_inputs(ref) else "random",
-        "path": ref.path,
-    }
+    return {"id": ref.id, "source": ref.source, "inputs": _inputs_kind(ref), "path": ref.path}
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -84,11 +86,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         print(json.dumps(rows, indent=1))
         log.info(f"{len(rows)} models")
         return 0
-    widths = {key: max([len(key), *(len(row[key]) for row in rows)]) for key in ("id", "source")}
+    widths = {
+        key: max([len(key), *(len(row[key]) for row in rows)]) for key in ("id", "source", "inputs")
+    }
     for row in rows:
         print(
             f"{row['id']:<{widths['id']}}  {row['source']:<{widths['source']}}  "
-            f"{row['inputs']:<8}  {row['path']}"
+            f"{row['inputs']:<{widths['inputs']}}  {row['path']}"
         )
     print(f"{len(rows)} models")
     return 0
