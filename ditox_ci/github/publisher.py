@@ -301,18 +301,22 @@ class Publisher:
 
         return self._read("list the ditox-ci issues", scan)
 
+    def _label_names(self) -> set[str]:
+        if self.offline:
+            return set()
+        return self._read("list labels", lambda: {label.name for label in self.repo.get_labels()})
+
     def _ensure_labels(self, names: list[str]) -> None:
+        """Create missing labels ourselves: GitHub would auto-create them, but colourless."""
+        existing = self._label_names()
         for name in dict.fromkeys(names):
-            exists = not self.offline and self._read(
-                f"look up label {name}", lambda name=name: _label_exists(self.repo, name)
-            )
-            if not exists:
+            if name not in existing:
                 self._write(
                     f"create label {name}",
                     lambda name=name: self.repo.create_label(
                         name, _LABEL_COLOUR, "filed by ditox-ci"
                     ),
-                    lookup=lambda name=name: _label_exists(self.repo, name) or None,
+                    lookup=lambda name=name: name if name in self._label_names() else None,
                 )
 
     def _issues(self, report: Report, texts: Texts) -> None:
@@ -400,16 +404,6 @@ def _group(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
 def _batches(items: list[T], size: int) -> Iterator[list[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
-
-
-def _label_exists(repo: Repository, name: str) -> bool:
-    try:
-        repo.get_label(name)
-    except GithubException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
 
 
 def _annotation(finding: Finding) -> dict[str, Any]:
