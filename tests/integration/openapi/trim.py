@@ -23,6 +23,7 @@ OPERATIONS = {
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "get"): "200",
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"): "201",
     ("/repos/{owner}/{repo}/issues/comments/{comment_id}", "patch"): "200",
+    ("/repos/{owner}/{repo}/labels", "get"): "200",
     ("/repos/{owner}/{repo}/labels", "post"): "201",
     ("/repos/{owner}/{repo}/labels/{name}", "get"): "200",
     ("/repos/{owner}/{repo}/statuses/{sha}", "post"): "201",
