@@ -129,9 +129,7 @@ class BaselineEntry:
             raise ConfigError(f"{where} must be a mapping with at least 'id' and 'reason'")
         unknown = sorted(set(map(str, data)) - set(_ENTRY_KEYS))
         if unknown:
-            raise ConfigError(
-                f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(_ENTRY_KEYS)})"
-            )
+            raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(_ENTRY_KEYS)})")
         for required in ("id", "reason"):
             if not str(data.get(required) or "").strip():
                 raise ConfigError(f"{where}: '{required}' is required; say why this is expected")
@@ -211,15 +209,12 @@ def parse_baseline(text: str, origin: str) -> tuple[Baseline, bool]:
         )
     version = data.get("version", BASELINE_VERSION)
     if version != BASELINE_VERSION:
-        raise ConfigError(
-            f"baseline {origin} has version {version!r}; this ditox-ci reads version 1"
-        )
+        raise ConfigError(f"baseline {origin} has version {version!r}; this ditox-ci reads version 1")
     raw_entries = data.get("entries") or []
     if not isinstance(raw_entries, list):
         raise ConfigError(f"baseline {origin}: 'entries' must be a list")
     entries = tuple(
-        BaselineEntry.from_yaml(raw, f"baseline {origin} entry {i + 1}")
-        for i, raw in enumerate(raw_entries)
+        BaselineEntry.from_yaml(raw, f"baseline {origin} entry {i + 1}") for i, raw in enumerate(raw_entries)
     )
     ids = [e.id for e in entries]
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
@@ -233,8 +228,7 @@ def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
         text = path.read_text()
     except FileNotFoundError:
         raise InputError(
-            f"baseline {path} does not exist; "
-            "create it with `ditox-ci baseline update` or fix the path"
+            f"baseline {path} does not exist; create it with `ditox-ci baseline update` or fix the path"
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"baseline {path} cannot be read ({exc})") from None

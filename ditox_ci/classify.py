@@ -52,9 +52,7 @@ def classify(
     Idempotent: classifying an already classified report gives the same report.
     """
     today = today or dt.date.today()
-    previous_open = {
-        f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != "fixed"
-    }
+    previous_open = {f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != "fixed"}
     matched: dict[str, int] = {e.id: 0 for e in baseline.entries}
     expired_hits: dict[str, list[str]] = {}
     findings: list[Finding] = []
@@ -66,9 +64,7 @@ def classify(
             if entry.matches(finding):
                 matched[entry.id] += 1
         entry = baseline.match(finding, today)
-        stale_known = str(finding.evidence.get("known_by", "")).startswith(
-            ("baseline:", "previous")
-        )
+        stale_known = str(finding.evidence.get("known_by", "")).startswith(("baseline:", "previous"))
         if entry:
             findings.append(_known(finding, f"baseline:{entry.id}"))
         elif finding.status == "known" and not stale_known:

@@ -40,16 +40,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     try:
         expires = dt.date.fromisoformat(args.expires) if args.expires else None
     except ValueError:
-        raise UsageError(
-            f"--expires must be a date like 2026-06-30, got {args.expires!r}"
-        ) from None
+        raise UsageError(f"--expires must be a date like 2026-06-30, got {args.expires!r}") from None
     report = read_report(Path(args.report))
     reason = args.reason or DEFAULT_REASON.format(date=today.isoformat())
     result = update_baseline(Path(args.baseline), report.findings, reason, expires, today)
     log = Log(env)
     log.info(
-        f"{args.baseline}: {len(result.added)} entries added, "
-        f"{result.already_known} findings already covered"
+        f"{args.baseline}: {len(result.added)} entries added, {result.already_known} findings already covered"
     )
     for entry in result.added:
         log.info(f"  + {entry.id}: {entry.kinds[0]} on {entry.model}")

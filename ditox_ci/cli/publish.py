@@ -44,12 +44,8 @@ class PublishSettings(PublishOptions):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE", help="report.json to publish")
     parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
-    parser.add_argument(
-        "--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known"
-    )
-    parser.add_argument(
-        "--config", metavar="FILE", type=Path, help="YAML config, `publish:` section"
-    )
+    parser.add_argument("--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known")
+    parser.add_argument("--config", metavar="FILE", type=Path, help="YAML config, `publish:` section")
     flag = argparse.BooleanOptionalAction
     parser.add_argument("--dry-run", action=flag, help="print every action instead of doing it")
     parser.add_argument("--comment", action=flag, help="sticky pull-request comment (default on)")

@@ -72,9 +72,7 @@ def _is_rate_limited(exc: GithubException) -> bool:
 class Retrier:
     """Runs one GitHub call with backoff; turns what cannot be retried into clear outcomes."""
 
-    def __init__(
-        self, policy: RetryPolicy, log: Log, sleep: Callable[[float], None] = time.sleep
-    ) -> None:
+    def __init__(self, policy: RetryPolicy, log: Log, sleep: Callable[[float], None] = time.sleep) -> None:
         self.policy = policy
         self.log = log
         self.sleep = sleep
@@ -97,8 +95,7 @@ class Retrier:
             except GithubException as exc:
                 if exc.status == 401:
                     raise GitHubError(
-                        f"GitHub rejected the token while trying to {what} (401); "
-                        "pass a valid github_token"
+                        f"GitHub rejected the token while trying to {what} (401); pass a valid github_token"
                     ) from None
                 if write and exc.status == 403 and not _is_rate_limited(exc):
                     raise WriteDenied(f"{what}: {exc.status} {_message(exc)}") from None

@@ -55,9 +55,7 @@ class GitHubContext:
             sha = str((pull.get("head") or {}).get("sha") or sha)
         server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         run_id = env.get("GITHUB_RUN_ID")
-        run_url = (
-            f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
-        )
+        run_url = f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
         return cls(
             api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
             server_url=server_url,
@@ -76,9 +74,7 @@ def _read_event(path: str | None) -> dict[str, Any]:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise InputError(
-            f"GITHUB_EVENT_PATH {path} does not exist; unset it or fix the path"
-        ) from None
+        raise InputError(f"GITHUB_EVENT_PATH {path} does not exist; unset it or fix the path") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"GITHUB_EVENT_PATH {path} is not a readable JSON event ({exc})") from None
     return data if isinstance(data, dict) else {}

@@ -166,13 +166,9 @@ class Publisher:
                 self.state.failed.append(f"{name}: {exc}")
                 self.log.error(str(exc))
                 break
-        result = PublishResult(
-            tuple(self.state.done), tuple(self.state.failed), self.state.read_only
-        )
+        result = PublishResult(tuple(self.state.done), tuple(self.state.failed), self.state.read_only)
         if result.failed and not result.done:
-            raise GitHubError(
-                f"nothing could be published to {self.context.repository}: {result.failed[0]}"
-            )
+            raise GitHubError(f"nothing could be published to {self.context.repository}: {result.failed[0]}")
         return result
 
     # -- sticky comment -------------------------------------------------------------------------
@@ -211,9 +207,7 @@ class Publisher:
     def _check(self, report: Report, texts: Texts) -> None:
         new = [f for f in report.findings if f.status == "new"]
         conclusion = "failure" if new else "success"
-        title = (
-            f"{len(new)} new finding{'s' if len(new) != 1 else ''}" if new else "no new findings"
-        )
+        title = f"{len(new)} new finding{'s' if len(new) != 1 else ''}" if new else "no new findings"
         summary = texts.check_summary()
         annotations = [_annotation(f) for f in new]
         try:
@@ -313,9 +307,7 @@ class Publisher:
             if name not in existing:
                 self._write(
                     f"create label {name}",
-                    lambda name=name: self.repo.create_label(
-                        name, _LABEL_COLOUR, "filed by ditox-ci"
-                    ),
+                    lambda name=name: self.repo.create_label(name, _LABEL_COLOUR, "filed by ditox-ci"),
                     lookup=lambda name=name: name if name in self._label_names() else None,
                 )
 
@@ -337,14 +329,10 @@ class Publisher:
                 self._file_issue(finding, group, texts)
             elif issue.state == "closed":
                 if issue.state_reason == "not_planned":
-                    self.log.info(
-                        f"   GitHub: #{issue.number} was closed as not planned; left closed"
-                    )
+                    self.log.info(f"   GitHub: #{issue.number} was closed as not planned; left closed")
                     continue
                 self._comment_once(issue, finding, "regressed", texts)
-                self._write(
-                    f"reopen issue #{issue.number}", lambda issue=issue: issue.edit(state="open")
-                )
+                self._write(f"reopen issue #{issue.number}", lambda issue=issue: issue.edit(state="open"))
             else:
                 self._comment_once(issue, finding, "seen", texts)
         if not self.options.close_fixed:
@@ -417,8 +405,7 @@ def _annotation(finding: Finding) -> dict[str, Any]:
         "end_line": 1,
         "annotation_level": "failure",
         "title": f"{finding.kind} in {passes}"[:255],
-        "message": f"{finding.model} ({finding.config}): {message}\n"
-        f"fingerprint {finding.fingerprint}",
+        "message": f"{finding.model} ({finding.config}): {message}\nfingerprint {finding.fingerprint}",
     }
 
 

@@ -29,9 +29,7 @@ def fingerprint_marker(fingerprint: str) -> str:
 
 
 def event_marker(event: str, fingerprint: str, sha: str) -> str:
-    return (
-        f"<!-- ditox-ci:{event} fingerprint={_marker_safe(fingerprint)} sha={_marker_safe(sha)} -->"
-    )
+    return f"<!-- ditox-ci:{event} fingerprint={_marker_safe(fingerprint)} sha={_marker_safe(sha)} -->"
 
 
 def fingerprint_in(body: str | None) -> str | None:

@@ -25,14 +25,30 @@ def finding(fp: str, kind: str, model: str, passes: tuple[str, ...], message: st
     )
 
 
-BUG_A = finding("0123456789abcdef0001", "output-mismatch", HOSTILE_MODEL,
-                ("fuse_bn_into_conv",), HOSTILE_MESSAGE)
-BUG_B = finding("0123456789abcdef0002", "optimizer-crash", "test_pad/model.onnx",
-                ("fuse_pad_into_conv", "eliminate_nop_pad"), "Segmentation fault (signal 11)")
-BUG_B_OTHER_MODEL = finding("0123456789abcdef0002", "optimizer-crash", "test_pad2/model.onnx",
-                            ("fuse_pad_into_conv", "eliminate_nop_pad"), "Segmentation fault")
-BY_DESIGN = finding("0123456789abcdef0003", "interface-change", "test_conv/model.onnx",
-                    ("split_init",), "outputs differ: 1 vs 2")
+BUG_A = finding(
+    "0123456789abcdef0001", "output-mismatch", HOSTILE_MODEL, ("fuse_bn_into_conv",), HOSTILE_MESSAGE
+)
+BUG_B = finding(
+    "0123456789abcdef0002",
+    "optimizer-crash",
+    "test_pad/model.onnx",
+    ("fuse_pad_into_conv", "eliminate_nop_pad"),
+    "Segmentation fault (signal 11)",
+)
+BUG_B_OTHER_MODEL = finding(
+    "0123456789abcdef0002",
+    "optimizer-crash",
+    "test_pad2/model.onnx",
+    ("fuse_pad_into_conv", "eliminate_nop_pad"),
+    "Segmentation fault",
+)
+BY_DESIGN = finding(
+    "0123456789abcdef0003",
+    "interface-change",
+    "test_conv/model.onnx",
+    ("split_init",),
+    "outputs differ: 1 vs 2",
+)
 MODELS = (HOSTILE_MODEL, "test_pad/model.onnx", "test_pad2/model.onnx", "test_conv/model.onnx")
 
 

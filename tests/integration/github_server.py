@@ -85,8 +85,12 @@ class GitHubServer:
 
     def open_pull(self, number: int, head_sha: str) -> None:
         issue = self._new_issue(f"PR {number}", "a pull request", [], number=number)
-        issue["pull_request"] = {"url": f"{self._api()}/pulls/{number}", "html_url": "",
-                                 "diff_url": "", "patch_url": ""}
+        issue["pull_request"] = {
+            "url": f"{self._api()}/pulls/{number}",
+            "html_url": "",
+            "diff_url": "",
+            "patch_url": "",
+        }
         issue["_head_sha"] = head_sha
 
     def bot_issues(self) -> list[dict[str, Any]]:
@@ -103,22 +107,34 @@ class GitHubServer:
     def user(self, login: str = "github-actions[bot]") -> dict[str, Any]:
         base = f"{self.url}/users/{login}"
         return {
-            "login": login, "id": 41898282, "node_id": "MDM6Qm90NDE4OTgyODI=",
-            "avatar_url": "https://avatars.githubusercontent.com/in/15368", "gravatar_id": "",
-            "url": base, "html_url": f"https://github.com/{login}", "type": "Bot",
-            "site_admin": False, "followers_url": f"{base}/followers",
+            "login": login,
+            "id": 41898282,
+            "node_id": "MDM6Qm90NDE4OTgyODI=",
+            "avatar_url": "https://avatars.githubusercontent.com/in/15368",
+            "gravatar_id": "",
+            "url": base,
+            "html_url": f"https://github.com/{login}",
+            "type": "Bot",
+            "site_admin": False,
+            "followers_url": f"{base}/followers",
             "following_url": f"{base}/following{{/other_user}}",
-            "gists_url": f"{base}/gists{{/gist_id}}", "starred_url": f"{base}/starred{{/owner}}",
+            "gists_url": f"{base}/gists{{/gist_id}}",
+            "starred_url": f"{base}/starred{{/owner}}",
             "subscriptions_url": f"{base}/subscriptions",
-            "organizations_url": f"{base}/orgs", "repos_url": f"{base}/repos",
+            "organizations_url": f"{base}/orgs",
+            "repos_url": f"{base}/repos",
             "events_url": f"{base}/events{{/privacy}}",
             "received_events_url": f"{base}/received_events",
         }
 
     def _label(self, name: str, color: str = "ededed", description: str | None = None) -> dict:
         return {
-            "id": next(self._ids), "node_id": f"LA_{name}", "name": name, "color": color,
-            "description": description, "default": False,
+            "id": next(self._ids),
+            "node_id": f"LA_{name}",
+            "name": name,
+            "color": color,
+            "description": description,
+            "default": False,
             "url": f"{self._api()}/labels/{quote(name)}",
         }
 
@@ -128,14 +144,29 @@ class GitHubServer:
             self.repo.labels.setdefault(name, self._label(name))
         url = f"{self._api()}/issues/{number}"
         issue = {
-            "id": next(self._ids), "node_id": f"I_{number}", "number": number, "url": url,
-            "repository_url": self._api(), "labels_url": f"{url}/labels{{/name}}",
-            "comments_url": f"{url}/comments", "events_url": f"{url}/events",
+            "id": next(self._ids),
+            "node_id": f"I_{number}",
+            "number": number,
+            "url": url,
+            "repository_url": self._api(),
+            "labels_url": f"{url}/labels{{/name}}",
+            "comments_url": f"{url}/comments",
+            "events_url": f"{url}/events",
             "html_url": f"https://github.com/{self.repo.owner}/{self.repo.name}/issues/{number}",
-            "title": title, "body": body, "user": self.user(), "state": "open",
-            "state_reason": None, "locked": False, "assignee": None, "assignees": [],
-            "milestone": None, "comments": 0, "closed_at": None, "created_at": NOW,
-            "updated_at": NOW, "author_association": "NONE",
+            "title": title,
+            "body": body,
+            "user": self.user(),
+            "state": "open",
+            "state_reason": None,
+            "locked": False,
+            "assignee": None,
+            "assignees": [],
+            "milestone": None,
+            "comments": 0,
+            "closed_at": None,
+            "created_at": NOW,
+            "updated_at": NOW,
+            "author_association": "NONE",
             "labels": [self.repo.labels[n] for n in labels],
         }
         self.repo.issues[number] = issue
@@ -144,11 +175,18 @@ class GitHubServer:
     def _new_comment(self, number: int, body: str) -> dict[str, Any]:
         cid = next(self._ids)
         comment = {
-            "id": cid, "node_id": f"IC_{cid}", "url": f"{self._api()}/issues/comments/{cid}",
+            "id": cid,
+            "node_id": f"IC_{cid}",
+            "url": f"{self._api()}/issues/comments/{cid}",
             "html_url": f"https://github.com/{self.repo.owner}/{self.repo.name}/issues/"
-                        f"{number}#issuecomment-{cid}",
-            "issue_url": f"{self._api()}/issues/{number}", "body": body, "user": self.user(),
-            "created_at": NOW, "updated_at": NOW, "author_association": "NONE", "_issue": number,
+            f"{number}#issuecomment-{cid}",
+            "issue_url": f"{self._api()}/issues/{number}",
+            "body": body,
+            "user": self.user(),
+            "created_at": NOW,
+            "updated_at": NOW,
+            "author_association": "NONE",
+            "_issue": number,
         }
         self.repo.comments[cid] = comment
         self.repo.issues[number]["comments"] += 1
@@ -157,21 +195,41 @@ class GitHubServer:
     def _check_run(self, data: dict[str, Any]) -> dict[str, Any]:
         rid = next(self._ids)
         app = {
-            "id": 15368, "node_id": "MDM6QXBwMTUzNjg=", "owner": self.user("github"),
-            "name": "GitHub Actions", "description": "", "external_url": "https://github.com",
-            "html_url": "https://github.com/apps/github-actions", "created_at": NOW,
-            "updated_at": NOW, "permissions": {"checks": "write"}, "events": [],
+            "id": 15368,
+            "node_id": "MDM6QXBwMTUzNjg=",
+            "owner": self.user("github"),
+            "name": "GitHub Actions",
+            "description": "",
+            "external_url": "https://github.com",
+            "html_url": "https://github.com/apps/github-actions",
+            "created_at": NOW,
+            "updated_at": NOW,
+            "permissions": {"checks": "write"},
+            "events": [],
         }
         run = {
-            "id": rid, "node_id": f"CR_{rid}", "head_sha": data["head_sha"], "name": data["name"],
-            "url": f"{self._api()}/check-runs/{rid}", "html_url": f"https://github.com/x/runs/{rid}",
-            "details_url": data.get("details_url"), "status": data.get("status", "queued"),
-            "conclusion": data.get("conclusion"), "started_at": NOW,
+            "id": rid,
+            "node_id": f"CR_{rid}",
+            "head_sha": data["head_sha"],
+            "name": data["name"],
+            "url": f"{self._api()}/check-runs/{rid}",
+            "html_url": f"https://github.com/x/runs/{rid}",
+            "details_url": data.get("details_url"),
+            "status": data.get("status", "queued"),
+            "conclusion": data.get("conclusion"),
+            "started_at": NOW,
             "completed_at": NOW if data.get("status") == "completed" else None,
-            "external_id": data.get("external_id"), "check_suite": {"id": 1}, "app": app,
+            "external_id": data.get("external_id"),
+            "check_suite": {"id": 1},
+            "app": app,
             "pull_requests": [],
-            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
-                       "annotations_url": f"{self._api()}/check-runs/{rid}/annotations"},
+            "output": {
+                "title": None,
+                "summary": None,
+                "text": None,
+                "annotations_count": 0,
+                "annotations_url": f"{self._api()}/check-runs/{rid}/annotations",
+            },
             "_annotations": [],
         }
         self.repo.check_runs[rid] = run
@@ -257,15 +315,17 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                     raise _ApiError(500, "Server Error")
                 if fault == "rate-limit":
                     reset = str(int(time.time()) + 1)
-                    raise _ApiError(403, "API rate limit exceeded for installation ID 1.",
-                                    {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset})
+                    raise _ApiError(
+                        403,
+                        "API rate limit exceeded for installation ID 1.",
+                        {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
+                    )
                 if fault == "429":
                     raise _ApiError(429, "Too many requests", {"Retry-After": "1"})
                 status, payload, headers, route = self._dispatch(method, parts, raw, auth, fault)
             except _ApiError as exc:
                 status, headers, route = exc.status, exc.headers, ""
-                payload = {"message": exc.message,
-                           "documentation_url": "https://docs.github.com/rest"}
+                payload = {"message": exc.message, "documentation_url": "https://docs.github.com/rest"}
             with server._lock:
                 server.exchanges.append(Exchange(method, parts.path, status, auth, route, payload))
             if fault == "drop-after":
@@ -335,10 +395,19 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
         # -- routes ---------------------------------------------------------------------------
 
         def repo(self, args, query, body):
-            return 200, {"id": 1, "name": server.repo.name,
-                         "full_name": f"{server.repo.owner}/{server.repo.name}",
-                         "owner": server.user(server.repo.owner), "private": False,
-                         "url": server._api(), "default_branch": "main"}, {}
+            return (
+                200,
+                {
+                    "id": 1,
+                    "name": server.repo.name,
+                    "full_name": f"{server.repo.owner}/{server.repo.name}",
+                    "owner": server.user(server.repo.owner),
+                    "private": False,
+                    "url": server._api(),
+                    "default_branch": "main",
+                },
+                {},
+            )
 
         def list_issues(self, args, query, body):
             issues = sorted(server.repo.issues.values(), key=lambda i: i["number"])
@@ -413,10 +482,17 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
         def create_status(self, args, query, body):
             sid = next(server._ids)
             status = {
-                "id": sid, "node_id": f"SC_{sid}", "url": f"{server._api()}/statuses/{args['sha']}",
-                "avatar_url": None, "state": body["state"], "description": body.get("description"),
-                "target_url": body.get("target_url"), "context": body.get("context", "default"),
-                "created_at": NOW, "updated_at": NOW, "creator": server.user(),
+                "id": sid,
+                "node_id": f"SC_{sid}",
+                "url": f"{server._api()}/statuses/{args['sha']}",
+                "avatar_url": None,
+                "state": body["state"],
+                "description": body.get("description"),
+                "target_url": body.get("target_url"),
+                "context": body.get("context", "default"),
+                "created_at": NOW,
+                "updated_at": NOW,
+                "creator": server.user(),
             }
             server.repo.statuses.setdefault(args["sha"], []).append(status)
             return 201, status, {}
@@ -450,9 +526,18 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             issue = self.get_issue(args, query, body)[1]
             if "pull_request" not in issue:
                 raise _ApiError(404, "Not Found")
-            return 200, {"id": issue["id"], "number": issue["number"], "state": issue["state"],
-                         "title": issue["title"], "url": f"{server._api()}/pulls/{issue['number']}",
-                         "head": {"sha": issue["_head_sha"], "ref": "feature"},
-                         "base": {"sha": "0" * 40, "ref": "main"}}, {}
+            return (
+                200,
+                {
+                    "id": issue["id"],
+                    "number": issue["number"],
+                    "state": issue["state"],
+                    "title": issue["title"],
+                    "url": f"{server._api()}/pulls/{issue['number']}",
+                    "head": {"sha": issue["_head_sha"], "ref": "feature"},
+                    "base": {"sha": "0" * 40, "ref": "main"},
+                },
+                {},
+            )
 
     return Handler

@@ -29,7 +29,7 @@ def json_schema(schema: Any) -> Any:
 
 
 def openapi_path(route: str) -> str:
-    method, pattern = route.split(" ", 1)
+    pattern = route.split(" ", 1)[1]
     names = {"n": "{issue_number}", "id": "{comment_id}", "sha": "{sha}", "name": "{name}"}
     path = re.sub(r"\(\?P<o>[^)]*\)", "{owner}", pattern)
     path = re.sub(r"\(\?P<r>[^)]*\)", "{repo}", path)
@@ -45,8 +45,9 @@ def test_every_response_the_publisher_saw_matches_the_openapi_schema(tmp_path: P
         first = write(tmp_path, "r1.json", report(BUG_A, BUG_B))
         second = write(tmp_path, "r2.json", report(BUG_A))
         run_publish(["--report", str(first), "--file-issues"], env)
-        run_publish(["--report", str(second), "--previous", str(first), "--file-issues",
-                     "--close-fixed"], env)
+        run_publish(
+            ["--report", str(second), "--previous", str(first), "--file-issues", "--close-fixed"], env
+        )
         server.no_checks_tokens.add("write-token")
         server.repo.check_runs.clear()
         run_publish(["--report", str(second)], env)

@@ -31,8 +31,7 @@ OPERATIONS = {
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}", "patch"): "200",
     ("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get"): "200",
 }
-_KEEP = ("type", "enum", "format", "nullable", "required", "items", "properties", "anyOf", "oneOf",
-         "allOf")
+_KEEP = ("type", "enum", "format", "nullable", "required", "items", "properties", "anyOf", "oneOf", "allOf")
 
 
 def trim(schema: Any) -> Any:

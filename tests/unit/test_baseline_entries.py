@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.baseline import load_baseline, parse_baseline, update_baseline
+from ditox_ci.errors import ConfigError
+from ditox_ci.report.model import Culprit, Finding
+
+TODAY = dt.date(2025, 6, 1)
+
+
+def make(
+    fp="f" * 20,
+    kind="output-mismatch",
+    model="m/a.onnx",
+    passes=("fuse_bn_into_conv",),
+    message="max abs 2.0",
+):
+    return Finding(
+        fp,
+        kind,
+        model,
+        f"pass:{passes[0]}" if passes else "default",
+        Culprit("pass", passes),
+        evidence={"message": message},
+    )
+
+
+def test_entry_matches_every_given_field():
+    baseline, _ = parse_baseline(
+        "entries:\n- id: e\n  kind: output-mismatch\n  passes: [fuse_bn_into_conv]\n"
+        "  model: 'm/*'\n  message: 'max abs'\n  reason: known\n",
+        "b.yml",
+    )
+    assert baseline.match(make(), TODAY)
+    assert not baseline.match(make(kind="optimizer-crash"), TODAY)
+    assert not baseline.match(make(model="other.onnx"), TODAY)
+    assert not baseline.match(make(passes=("eliminate_identity",)), TODAY)
+    assert not baseline.match(make(message="shape"), TODAY)
+
+
+def test_expired_entry_no_longer_applies():
+    baseline, _ = parse_baseline("entries:\n- {id: e, reason: r, expires: 2025-05-31}\n", "b")
+    assert baseline.match(make(), TODAY) is None
+    assert baseline.expired_match(make(), TODAY).id == "e"
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("entries:\n- {id: e}\n", "'reason' is required"),
+        ("entries:\n- {id: e, reason: r, kinds: x}\n", "unknown key 'kinds'"),
+        ("entries:\n- {id: e, reason: r, kind: crash}\n", "unknown kind 'crash'"),
+        ("entries:\n- {id: e, reason: r, message: '('}\n", "not a valid regex"),
+        ("entries:\n- {id: e, reason: r}\n- {id: e, reason: r}\n", "used twice"),
+        ("version: 2\n", "version 1"),
+    ],
+)
+def test_mistakes_are_config_errors_naming_the_fix(text, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        parse_baseline(text, "b.yml")
+
+
+def test_shipped_default_knows_split_passes_with_reasons():
+    default = load_baseline(None)
+    for name in ("split_init", "split_predict"):
+        entry = default.match(make(kind="interface-change", passes=(name,)), TODAY)
+        assert entry is not None and "split.h" in entry.reason
+    assert default.match(make(), TODAY) is None
+
+
+def test_user_baseline_layers_on_default_unless_opted_out(tmp_path: Path):
+    path = tmp_path / "b.yml"
+    path.write_text("entries:\n- {id: mine, reason: r, passes: [fuse_bn_into_conv]}\n")
+    assert {e.id for e in load_baseline(path).entries} >= {"mine", "split-init-by-design"}
+    path.write_text("include_default: false\n" + path.read_text())
+    assert [e.id for e in load_baseline(path).entries] == ["mine"]
+
+
+def test_update_appends_and_keeps_comments(tmp_path: Path):
+    path = tmp_path / "b.yml"
+    path.write_text(
+        "# reviewed by the team\nversion: 1\nentries:\n  - id: old  # keep me\n"
+        "    reason: r\n    passes: [eliminate_identity]\n"
+    )
+    split = make(fp="s" * 20, kind="interface-change", passes=("split_init",))
+    result = update_baseline(path, [make(), make(), split], "tracked upstream", None, TODAY)
+    assert [e.fingerprint for e in result.added] == ["f" * 20]
+    assert result.already_known == 2  # the duplicate and the split_init (shipped default) one
+    text = path.read_text()
+    assert "# keep me" in text and "# reviewed by the team" in text
+    assert load_baseline(path).match(make(), TODAY).reason == "tracked upstream"
+    again = update_baseline(path, [make()], "x", None, TODAY)
+    assert again.added == () and path.read_text() == text
+
+
+def test_update_creates_a_new_file(tmp_path: Path):
+    path = tmp_path / "new.yml"
+    update_baseline(path, [make(model="odd[1]*.onnx")], "why", dt.date(2026, 1, 1), TODAY)
+    entry = load_baseline(path).match(make(model="odd[1]*.onnx"), TODAY)
+    assert entry is not None and entry.expires == dt.date(2026, 1, 1)
+    assert load_baseline(path).match(make(model="odd1x.onnx"), TODAY) is None

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import replace
+
+from ditox_ci.baseline import load_baseline, parse_baseline
+from ditox_ci.classify import classify, issue_worthy
+from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
+
+TODAY = dt.date(2025, 6, 1)
+
+
+def finding(fp, model="a.onnx", passes=("fuse_bn_into_conv",), kind="output-mismatch", status="new"):
+    return Finding(fp, kind, model, f"pass:{passes[0]}", Culprit("pass", passes), status, {"message": "diff"})
+
+
+def report(*findings, models=("a.onnx", "b.onnx"), coverage=None):
+    return Report(
+        {},
+        {},
+        {},
+        {"index": 0, "count": 1},
+        tuple(ModelEntry(m, "s", "") for m in models),
+        findings,
+        coverage or {"split_init": {"models_changed": 1, "models_checked": 2}},
+        {},
+    )
+
+
+def test_default_baseline_makes_split_findings_known():
+    out = classify(
+        report(finding("s1", passes=("split_init",)), finding("n1")), load_baseline(None), today=TODAY
+    )
+    assert [(f.status, f.evidence.get("known_by")) for f in out.findings] == [
+        ("known", "baseline:split-init-by-design"),
+        ("new", None),
+    ]
+    assert out.stats["baseline"]["matched"] == {"split-init-by-design": 1}
+    assert out.to_json()["schema_version"] == 1
+
+
+def test_previous_report_makes_known_and_fixed():
+    previous = report(finding("old"), finding("gone"), finding("elsewhere", model="c.onnx"))
+    out = classify(report(finding("old"), finding("brand")), load_baseline(None), previous, TODAY)
+    statuses = {f.fingerprint: f.status for f in out.findings}
+    # c.onnx was not checked in this run, so its finding is not claimed fixed.
+    assert statuses == {"old": "known", "brand": "new", "gone": "fixed"}
+
+
+def test_engine_known_is_kept_and_classify_is_idempotent():
+    engine_known = replace(
+        finding("base"), status="known", evidence={"message": "d", "known_by": "base-optimizer"}
+    )
+    previous = report(finding("gone"))
+    once = classify(report(engine_known, finding("x")), load_baseline(None), previous, TODAY)
+    twice = classify(once, load_baseline(None), previous, TODAY)
+    assert once == twice
+    assert {f.fingerprint: f.status for f in once.findings} == {"base": "known", "x": "new", "gone": "fixed"}
+
+
+def test_stale_expired_and_unchecked_entries_are_flagged():
+    baseline, _ = parse_baseline(
+        "entries:\n"
+        "- {id: stale, reason: r, fingerprint: dead, kind: optimizer-crash, model: a.onnx}\n"
+        "- {id: old, reason: r, expires: 2025-01-01, passes: [fuse_bn_into_conv]}\n"
+        "- {id: far, reason: r, model: 'zoo/*'}\n",
+        "b.yml",
+    )
+    out = classify(report(finding("n1")), baseline, today=TODAY)
+    stats = out.stats["baseline"]
+    assert stats["stale"] == ["stale"] and stats["expired"] == ["old"]
+    assert stats["unchecked"] == ["far"] and stats["expired_matches"] == {"old": ["n1"]}
+    fixed = [f for f in out.findings if f.status == "fixed"]
+    assert [(f.fingerprint, f.kind, f.evidence["baseline_entry"]) for f in fixed] == [
+        ("dead", "optimizer-crash", "stale")
+    ]
+    assert out.findings[0].status == "new"  # the expired entry no longer covers it
+
+
+def test_issue_worthy_excludes_by_design_warnings_and_fixed():
+    out = classify(
+        report(finding("s", passes=("split_init",)), finding("w", kind="warning"), finding("bug")),
+        load_baseline(None),
+        today=TODAY,
+    )
+    assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["bug"]
