@@ -4,9 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT ?= ditox-report
+MODELS ?= onnx-node onnx-data packaged
 SWEEP_ARGS ?=
+MODELS_STAMP := $(VENV)/.models-$(shell cksum < ditox_ci/data/packaged-models.yml | cut -d' ' -f1)
 
-.PHONY: install sweep test test-unit test-integration lint bench clean
+.PHONY: install models sweep test test-unit test-integration lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,12 +19,21 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-sweep: $(STAMP)
-	$(BIN)/ditox-ci sweep --out $(OUT) $(SWEEP_ARGS); code=$$?; \
+# The packaged trained models, without their packages' own dependencies (see pyproject's `models`).
+$(MODELS_STAMP): $(STAMP) ditox_ci/data/packaged-models.yml
+	$(BIN)/python -m ditox_ci.corpus.packaged > $(VENV)/models-requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -r $(VENV)/models-requirements.txt
+	rm -f $(VENV)/.models-*
+	touch $@
+
+models: $(MODELS_STAMP)
+
+sweep: $(MODELS_STAMP)
+	$(BIN)/ditox-ci sweep --models $(MODELS) --out $(OUT) $(SWEEP_ARGS); code=$$?; \
 	echo "report: $(OUT)/report.json  summary: $(OUT)/summary.md  (exit $$code: 0 = no new findings, 1 = new findings)"; \
 	test $$code -le 1
 
-test: $(STAMP) lint
+test: $(MODELS_STAMP) lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 test-unit: $(STAMP)

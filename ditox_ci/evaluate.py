@@ -19,6 +19,7 @@ import onnx
 
 from ditox_ci import runner
 from ditox_ci.compare import COMPARATORS, Comparison
+from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, has_recorded_inputs, make_feeds
@@ -86,6 +87,8 @@ def _finite(outputs: Sequence[Sequence[Any]]) -> bool:
 
 def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf)."""
+    if ref.meta.get("unavailable"):
+        raise SkipModel(str(ref.meta["unavailable"]))
     try:
         model = load_model(ref)
     except ModelLoadError as exc:
@@ -99,7 +102,9 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     info: dict[str, Any] = {"inputs": "recorded" if recorded else "random"}
     for attempt in range(MAX_REDRAWS + 1):
         try:
-            feeds = make_feeds(model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt)
+            feeds = make_feeds(
+                model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
+            )
         except InputSpecError as exc:
             raise SkipModel(f"cannot make inputs: {exc}") from None
         try:
@@ -159,10 +164,15 @@ def interface_change(original: onnx.GraphProto, optimized: onnx.GraphProto) -> s
         for position, (a, b) in enumerate(zip(before, after)):
             (type_a, shape_a), (type_b, shape_b) = _signature(a), _signature(b)
             if type_a != type_b:
-                names = (onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor" for t in (type_a, type_b))
+                names = (
+                    onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor"
+                    for t in (type_a, type_b)
+                )
                 return f"graph {what} #{position} ('{a.name}') element type changed: {' -> '.join(names)}"
             if _shapes_conflict(shape_a, shape_b):
-                return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
+                return (
+                    f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
+                )
     return None
 
 
@@ -208,7 +218,9 @@ def _notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[str]:
     return notes
 
 
-def _rebind(feeds: Sequence[Mapping[str, Any]], original: onnx.GraphProto, optimized: onnx.GraphProto) -> list[dict[str, Any]]:
+def _rebind(
+    feeds: Sequence[Mapping[str, Any]], original: onnx.GraphProto, optimized: onnx.GraphProto
+) -> list[dict[str, Any]]:
     """Feed the optimized graph by input position, since a pass may rename inputs by design."""
     mapping = {a.name: b.name for a, b in zip(_real_inputs(original), _real_inputs(optimized))}
     return [{mapping.get(name, name): value for name, value in feed.items()} for feed in feeds]
@@ -270,19 +282,48 @@ def _judge_changed(
         context.runtime_runs += len(feeds)
     options = {"rtol": settings.rtol, "atol": settings.atol}
     for name in comparators:
-        result: Comparison = COMPARATORS[name](options)(context.outputs, outputs, context.output_names)
+        result: Comparison = COMPARATORS[name](options)(
+            context.outputs, outputs, context.output_names
+        )
         if not result.passed:
             return Outcome(
                 "output-mismatch",
                 result.message,
-                {**evidence, **result.metrics, "message": result.message,
-                 "output": result.output, "comparator": result.comparator},
+                {
+                    **evidence,
+                    **result.metrics,
+                    "message": result.message,
+                    "output": result.output,
+                    "comparator": result.comparator,
+                },
             )
     introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)
     if introduced:
         message = f"optimizer introduced {len(introduced)} unused initializer(s)"
-        return Outcome("warning", message, {**evidence, "message": message, "initializers": sorted(introduced)[:20]})
+        return Outcome(
+            "warning",
+            message,
+            {**evidence, "message": message, "initializers": sorted(introduced)[:20]},
+        )
     return Outcome(None, "", evidence)
+
+
+def _compare(
+    name: str, context: ModelContext, session: Any, outputs: list[list[Any]], settings: EvalSettings
+) -> Comparison:
+    """The tensor oracle takes the sweep's tolerances; a task comparator its manifest options."""
+    if name == "tensor":
+        options: Mapping[str, Any] = {"rtol": settings.rtol, "atol": settings.atol}
+    else:
+        options = context.ref.meta.get("comparator_options", {})
+    compare = COMPARATORS[name](options)
+    if not needs_context(compare):
+        return compare(context.outputs, outputs, context.output_names)
+    original = runner.load_session(context.data, settings.threads)
+    task_context = CompareContext(
+        lambda feed: runner.run(original, feed), lambda feed: runner.run(session, feed), context.feeds
+    )
+    return compare(context.outputs, outputs, context.output_names, context=task_context)  # type: ignore[call-arg]
 
 
 def run_step(

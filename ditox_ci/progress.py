@@ -18,7 +18,11 @@ class Progress:
         self.done = 0
         self.started = self.last_status = time.monotonic()
         interactive = not log.in_ci and not log.quiet and log.stream.isatty()
-        self.bar: Any = tqdm(total=total, unit=unit, file=log.stream, dynamic_ncols=True) if interactive else None
+        self.bar: Any = (
+            tqdm(total=total, unit=unit, file=log.stream, dynamic_ncols=True)
+            if interactive
+            else None
+        )
 
     def __enter__(self) -> Progress:
         return self

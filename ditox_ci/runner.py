@@ -7,6 +7,7 @@ can make them differ.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnxruntime as ort
@@ -42,17 +43,16 @@ def load_session(model_bytes: bytes, threads: int = 1) -> ort.InferenceSession:
         raise RuntimeLoadError(str(exc)) from None
 
 
-def run(session: ort.InferenceSession, feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+def run(session: ort.InferenceSession, feed: Mapping[str, Any]) -> list[Any]:
     """Run one sample; returns the outputs in the model's declared order."""
     names = {arg.name for arg in session.get_inputs()}
     try:
         outputs = session.run(None, {k: v for k, v in feed.items() if k in names})
     except Exception as exc:
         raise RuntimeRunError(str(exc)) from None
-    return [np.asarray(value) for value in outputs]
+    # sequence outputs stay lists of arrays: their elements may differ in shape
+    return [value if isinstance(value, list) else np.asarray(value) for value in outputs]
 
 
-def run_all(
-    session: ort.InferenceSession, feeds: Sequence[Mapping[str, np.ndarray]]
-) -> list[list[np.ndarray]]:
+def run_all(session: ort.InferenceSession, feeds: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     return [run(session, feed) for feed in feeds]

@@ -32,8 +32,7 @@ from ditox_ci.optimizers import OptimizerInfo, load_optimizer
 from ditox_ci.outcome import Outcome
 from ditox_ci.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.progress import Progress
-from ditox_ci.report import Culprit, Finding, ModelEntry, Report
-from ditox_ci.report import read_report
+from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
 from ditox_ci.shard import parse_shard, previous_costs, select
 from ditox_ci.worker import Job, JobResult, WorkerConfig, WorkerPool
 
@@ -63,7 +62,9 @@ class SweepOptions:
     def __post_init__(self) -> None:
         for name in ("jobs", "samples", "dynamic_dim"):
             if getattr(self, name) < (0 if name == "jobs" else 1):
-                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+                raise UsageError(
+                    f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}"
+                )
         if self.timeout <= 0 or self.rtol < 0 or self.atol < 0:
             raise UsageError("--timeout must be > 0 and --rtol/--atol must be >= 0")
         if self.comparator is not None and self.comparator not in COMPARATORS:
@@ -127,15 +128,20 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     if shared_with_nop:
         findings = [
             Finding(**{**f.__dict__, "evidence": {**f.evidence, "also_in": shared_with_nop}})
-            if f.config == "nop" else f
+            if f.config == "nop"
+            else f
             for f in findings
         ]
     return findings
 
 
-def coverage_of(results: Iterable[JobResult], steps: Sequence[Step]) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+def coverage_of(
+    results: Iterable[JobResult], steps: Sequence[Step]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """Per pass: models it changed beyond what the nop control changes, and models checked."""
-    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
+    coverage = {
+        s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass
+    }
     by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for result in results:
         if result.status != "ok":
@@ -163,12 +169,14 @@ def environment_info() -> dict[str, str]:
     }
 
 
-def plan_sweep(options: SweepOptions) -> tuple[OptimizerInfo, tuple[Step, ...], list[ModelRef]]:
+def plan_sweep(
+    options: SweepOptions, log: Log | None = None
+) -> tuple[OptimizerInfo, tuple[Step, ...], list[ModelRef]]:
     """Resolve optimizer, steps and this shard's models; every error here is the user's to fix."""
     info = load_optimizer(options.optimizer, options.optimizer_path).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
-    refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed))
+    refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
     if count > 1:
         costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
         refs = select(refs, index, count, costs)
@@ -182,8 +190,10 @@ def run_sweep(
 ) -> Report:
     started = time.monotonic()
     with log.group("plan"):
-        info, steps, refs = plan_sweep(options)
-        log.info(f"{len(refs)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}")
+        info, steps, refs = plan_sweep(options, log)
+        log.info(
+            f"{len(refs)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
+        )
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     config = WorkerConfig(
         optimizer=options.optimizer,
@@ -202,7 +212,11 @@ def run_sweep(
     jobs = options.jobs or os.cpu_count() or 1
     results: list[JobResult] = []
     findings: list[Finding] = []
-    with log.group("sweep"), WorkerPool(config, jobs) as pool, Progress(log, len(refs), "models") as progress:
+    with (
+        log.group("sweep"),
+        WorkerPool(config, jobs) as pool,
+        Progress(log, len(refs), "models") as progress,
+    ):
         for result in pool.run(Job(ref, steps) for ref in refs):
             results.append(result)
             new = findings_for(result, steps)

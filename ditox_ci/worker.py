@@ -10,6 +10,7 @@ the next step. Nothing else is lost.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -69,7 +70,9 @@ class JobResult:
 # ---------------------------------------------------------------- child side
 
 
-def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
+def _child_main(
+    conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str
+) -> None:
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(descriptor, 2)
     try:
@@ -100,9 +103,19 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         runs_before = 0 if fresh else context.runtime_runs
         hits_before = context.cache_hits
         extra = job.ref.comparator
-        comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        conn.send(("original", {"nodes": len(context.model.graph.node), "sha256": context.digest,
-                                "info": context.info}))
+        comparators = config.comparators + (
+            (extra,) if extra and extra not in config.comparators else ()
+        )
+        conn.send(
+            (
+                "original",
+                {
+                    "nodes": len(context.model.graph.node),
+                    "sha256": context.digest,
+                    "info": context.info,
+                },
+            )
+        )
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
@@ -110,8 +123,15 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
 
             outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
             conn.send(("step", index, outcome))
-        conn.send(("done", {"runtime_runs": context.runtime_runs - runs_before,
-                            "cache_hits": context.cache_hits - hits_before}))
+        conn.send(
+            (
+                "done",
+                {
+                    "runtime_runs": context.runtime_runs - runs_before,
+                    "cache_hits": context.cache_hits - hits_before,
+                },
+            )
+        )
 
 
 # ---------------------------------------------------------------- parent side
@@ -191,10 +211,8 @@ class WorkerPool:
 
     def close(self) -> None:
         for slot in self._slots:
-            try:
+            with contextlib.suppress(OSError, BrokenPipeError):
                 slot.conn.send(None)
-            except (OSError, BrokenPipeError):
-                pass
         for slot in self._slots:
             slot.process.join(timeout=2)
             if slot.process.is_alive():
@@ -223,7 +241,10 @@ class WorkerPool:
         slot.conn.close()
         fresh = self._spawn()
         slot.process, slot.conn, slot.stderr_path, slot.running = (
-            fresh.process, fresh.conn, fresh.stderr_path, None,
+            fresh.process,
+            fresh.conn,
+            fresh.stderr_path,
+            None,
         )
         return stderr
 
@@ -288,7 +309,11 @@ class WorkerPool:
     def _failure(self, running: _Running, cause: str, detail: str, stderr: str) -> JobResult | None:
         """Turn a dead/stuck worker into an outcome for the step it was on; resume or finish."""
         if running.step_index < 0 or running.original is None:
-            return self._finish(running, "skipped", f"the original model {cause} while loading/running: {detail}".strip())
+            return self._finish(
+                running,
+                "skipped",
+                f"the original model {cause} while loading/running: {detail}".strip(),
+            )
         step = running.remaining[running.step_index]
         in_optimizer = running.phase == "optimize"
         if cause == "timed out":
@@ -341,7 +366,11 @@ class WorkerPool:
             return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")
         rss = _rss_mb(slot.process.pid)
         if rss > self.config.memory_limit_mb:
-            return self._replace(slot, "exceeded the memory limit", f"{rss:.0f} MiB > {self.config.memory_limit_mb} MiB")
+            return self._replace(
+                slot,
+                "exceeded the memory limit",
+                f"{rss:.0f} MiB > {self.config.memory_limit_mb} MiB",
+            )
         return None
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
@@ -352,7 +381,9 @@ class WorkerPool:
             for slot in self._slots:
                 if slot.running is None and queue:
                     job = queue.popleft()
-                    self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
+                    self._send(
+                        slot, _Running(job=job, started=time.monotonic(), remaining=job.steps)
+                    )
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:
                 return

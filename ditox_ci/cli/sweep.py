@@ -47,11 +47,26 @@ def _csv(text: str) -> tuple[str, ...]:
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every command that sweeps accepts (sweep, fuzz)."""
     add = parser.add_argument
-    add("--configs", type=_csv, help="comma list of configs (default: default,fixed-point,nop,single)")
-    add("--passes", type=_csv, help="comma list: also run exactly this pass list (alone: with --configs nop)")
-    add("--optimizer", help="onnxoptimizer (default) or pkg.module:function shaped like optimize(model, passes, fixed_point)")
+    add(
+        "--configs",
+        type=_csv,
+        help="comma list of configs (default: default,fixed-point,nop,single)",
+    )
+    add(
+        "--passes",
+        type=_csv,
+        help="comma list: also run exactly this pass list (alone: with --configs nop)",
+    )
+    add(
+        "--optimizer",
+        help="onnxoptimizer (default), pkg.module:function or file.py:function "
+        "shaped like optimize(model, passes, fixed_point)",
+    )
     add("--baseline", help="YAML of known limitations, layered on the shipped default")
-    add("--previous", help="an earlier report.json: its findings that still show are 'known'; its timings balance shards")
+    add(
+        "--previous",
+        help="an earlier report.json: its findings that still show are 'known'; its timings balance shards",
+    )
     add("--jobs", type=int, help="worker processes (default: all cores)")
     add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
     add("--memory-limit", dest="memory_limit", type=int, help="MiB a worker may use (default 6144)")
@@ -59,22 +74,42 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, help="seed for random inputs (default 0)")
     add("--rtol", type=float, help="relative tolerance (default 1e-3)")
     add("--atol", type=float, help="absolute tolerance (default 1e-4)")
-    add("--dynamic-dim", dest="dynamic_dim", type=int, help="size for symbolic dimensions (default 2)")
+    add(
+        "--dynamic-dim",
+        dest="dynamic_dim",
+        type=int,
+        help="size for symbolic dimensions (default 2)",
+    )
     add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
     add("--out", help="output folder (default ditox-report)")
-    add("--cache-dir", dest="cache_dir", help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)")
+    add(
+        "--cache-dir",
+        dest="cache_dir",
+        help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)",
+    )
     add("--config", help="YAML config file with a 'sweep:' section")
     add("--quiet", action="store_true", help="only errors and the final line")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", nargs="+", metavar="SRC", help="paths or named sources (default: onnx-node onnx-data)")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        metavar="SRC",
+        help="paths or named sources (default: onnx-node onnx-data)",
+    )
     parser.add_argument("--shard", help="I/N: run shard I (0-based) of N (default 0/1)")
     add_sweep_arguments(parser)
 
 
-def sweep_options(args: argparse.Namespace, env: Mapping[str, str], **overrides: Any) -> SweepOptions:
-    flags = {key: value for key, value in vars(args).items() if key not in {"run", "debug", "config", "quiet"}}
+def sweep_options(
+    args: argparse.Namespace, env: Mapping[str, str], **overrides: Any
+) -> SweepOptions:
+    flags = {
+        key: value
+        for key, value in vars(args).items()
+        if key not in {"run", "debug", "config", "quiet"}
+    }
     if args.passes and args.configs is None:
         flags["configs"] = ("nop",)
     config = load_config_file(Path(args.config), "sweep") if args.config else {}
@@ -90,7 +125,11 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     log.summary(render_summary(report))
     new = [f for f in report.findings if f.status == "new" and f.kind != "warning"]
     for finding in new:
-        log.error(f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[:300])
+        log.error(
+            f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[
+                :300
+            ]
+        )
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("new", "known", "fixed"))
     skipped = sum(1 for m in report.models if m.status != "ok")
     log.notice(

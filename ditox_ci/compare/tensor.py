@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ditox_ci.compare import Comparison, CompareFunc, Outputs, register
+from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-4
@@ -39,8 +39,9 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
     if a.size == 0:
         return None
     if a.dtype.kind in "fc":
-        a64, b64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64), b.astype(
-            np.complex128 if b.dtype.kind == "c" else np.float64
+        a64, b64 = (
+            a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),
+            b.astype(np.complex128 if b.dtype.kind == "c" else np.float64),
         )
         both_nan = np.isnan(a64) & np.isnan(b64)
         same_inf = np.isinf(a64) & np.isinf(b64) & (a64 == b64)

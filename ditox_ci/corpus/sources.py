@@ -40,30 +40,38 @@ def recorded_inputs_dir(folder: Path) -> str | None:
     return None
 
 
+FAMILY_KEY = "ditox.family"
+FAMILY_PEEK_BYTES = 4 << 20
+
+
+def declared_family(path: Path) -> str:
+    """The `ditox.family` metadata of a small model (generated corpora declare it); else ""."""
+    try:
+        if path.stat().st_size > FAMILY_PEEK_BYTES:
+            return ""
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception:  # an unreadable model is reported by the sweep, not here
+        return ""
+    return next((p.value for p in model.metadata_props if p.key == FAMILY_KEY), "")
+
+
+def _path_ref(path: Path, model_id: str, spec: str) -> ModelRef:
+    return ModelRef(
+        id=model_id,
+        source=spec,
+        path=str(path),
+        inputs_dir=recorded_inputs_dir(path.parent),
+        family=declared_family(path),
+    )
+
+
 def models_from_path(spec: str) -> list[ModelRef]:
     """A `.onnx` file (id = its name) or every `*.onnx` below a folder (id = relative path)."""
     root = Path(spec).expanduser()
     if root.is_file():
-        return [
-            ModelRef(
-                id=root.name,
-                source=spec,
-                path=str(root),
-                inputs_dir=recorded_inputs_dir(root.parent),
-            )
-        ]
-    refs = []
-    for path in sorted(root.rglob("*.onnx"), key=lambda p: p.relative_to(root).as_posix()):
-        if path.is_file():
-            refs.append(
-                ModelRef(
-                    id=path.relative_to(root).as_posix(),
-                    source=spec,
-                    path=str(path),
-                    inputs_dir=recorded_inputs_dir(path.parent),
-                )
-            )
-    return refs
+        return [_path_ref(root, root.name, spec)]
+    paths = sorted(root.rglob("*.onnx"), key=lambda p: p.relative_to(root).as_posix())
+    return [_path_ref(path, path.relative_to(root).as_posix(), spec) for path in paths if path.is_file()]
 
 
 Builder = Callable[[Path], list[dict[str, Any]]]

@@ -1,8 +1,9 @@
 """The optimize stage: adapters that turn an optimizer spec into `optimize(model, passes, fixed_point)`.
 
 Built-in adapters live in OPTIMIZERS; any other spec is an import path `pkg.module:function` (or
-`path/to/file.py:function`) whose function has the onnxoptimizer shape. Its module may define `get_available_passes()` and
-`get_fuse_and_elimination_passes()`; where it does not, the installed onnxoptimizer's lists are used.
+`path/to/file.py:function`) whose function has the onnxoptimizer shape. Its module may define
+`get_available_passes()` and `get_fuse_and_elimination_passes()`; where it does not, the installed
+onnxoptimizer's lists are used.
 Imports happen lazily so a worker can put a different optimizer installation first on sys.path.
 """
 
@@ -63,9 +64,13 @@ def _onnxoptimizer() -> LoadedOptimizer:
     try:
         module = importlib.import_module("onnxoptimizer")
     except ImportError as exc:
-        raise OptimizerLoadError(f"cannot import onnxoptimizer ({exc}); pip install onnxoptimizer") from None
+        raise OptimizerLoadError(
+            f"cannot import onnxoptimizer ({exc}); pip install onnxoptimizer"
+        ) from None
 
-    def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
+    def optimize(
+        model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool
+    ) -> onnx.ModelProto:
         return module.optimize(model, list(passes), fixed_point)
 
     info = OptimizerInfo(
@@ -117,7 +122,10 @@ def _import_path(spec: str) -> LoadedOptimizer:
     }
     info = OptimizerInfo(
         name=spec,
-        version=_version_of(module, Path(module_name).stem if module_name.endswith(".py") else module_name.split(".")[0]),
+        version=_version_of(
+            module,
+            Path(module_name).stem if module_name.endswith(".py") else module_name.split(".")[0],
+        ),
         passes=lists["get_available_passes"],
         default_passes=lists["get_fuse_and_elimination_passes"],
     )

@@ -172,7 +172,9 @@ def read_report(path: Path) -> Report:
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"report {path} does not exist; run `ditox-ci sweep --out DIR` first") from None
+        raise InputError(
+            f"report {path} does not exist; run `ditox-ci sweep --out DIR` first"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"report {path} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):

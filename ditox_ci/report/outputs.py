@@ -1,4 +1,4 @@
-"""Write a report's files: `report.json` (the contract) and `summary.md` (for people)."""
+"""Write a report's files: `report.json` (the contract), `summary.md` and `coverage.svg` (for people)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.report.coverage import coverage_svg, never_fired
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import render
 
@@ -20,7 +21,9 @@ def summary_context(report: Report) -> dict[str, Any]:
     )
     skipped = [m for m in report.models if m.status != "ok"]
     reasons = Counter(m.reason.split(":")[0] for m in skipped)
-    coverage = sorted(report.coverage.items(), key=lambda item: (-item[1]["models_changed"], item[0]))
+    coverage = sorted(
+        report.coverage.items(), key=lambda item: (-item[1]["models_changed"], item[0])
+    )
     return {
         "report": report,
         "failures": failures,
@@ -30,7 +33,9 @@ def summary_context(report: Report) -> dict[str, Any]:
         "skipped_more": max(0, len(skipped) - SKIPPED_SHOWN),
         "skip_reasons": reasons.most_common(),
         "coverage": coverage,
-        "never_fired": [name for name, c in coverage if c["models_changed"] == 0 and c["models_checked"]],
+        "never_fired": [
+            name for name, c in coverage if c["models_changed"] == 0 and c["models_checked"]
+        ],
         "counts": {s: report.count(s) for s in ("new", "known", "fixed")},
         "models_ok": len(report.models) - len(skipped),
     }
@@ -46,4 +51,6 @@ def write_outputs(report: Report, out_dir: Path) -> Path:
     path = out_dir / "report.json"
     write_report(report, path)
     (out_dir / "summary.md").write_text(render_summary(report))
+    if report.coverage:
+        (out_dir / "coverage.svg").write_text(coverage_svg(report))
     return path

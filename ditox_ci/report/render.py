@@ -14,7 +14,9 @@ from typing import Any
 
 import jinja2
 
-TEMPLATES_DIR = Path(os.environ.get("DITOX_TEMPLATES", Path(__file__).resolve().parents[2] / "templates"))
+TEMPLATES_DIR = Path(
+    os.environ.get("DITOX_TEMPLATES", Path(__file__).resolve().parents[2] / "templates")
+)
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 # C0/C1 controls and Unicode bidi overrides: invisible, and able to make text read differently

@@ -24,7 +24,9 @@ def _flip_add_to_sub(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False) -> onnx.ModelProto:
+def optimize(
+    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False
+) -> onnx.ModelProto:
     """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add."""
     name = model.graph.name
     rewriting = [p for p in passes if p != "nop"]

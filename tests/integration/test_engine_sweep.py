@@ -18,7 +18,9 @@ FAKES = Path(__file__).resolve().parents[1] / "fakes" / "faulty_optimizers.py"
 def _model(name: str) -> onnx.ModelProto:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
+    weight = onnx.numpy_helper.from_array(
+        np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w"
+    )
     nodes = [
         helper.make_node("Identity", ["x"], ["i"]),
         helper.make_node("Add", ["i", "w"], ["a"]),
@@ -44,7 +46,9 @@ def corpus(tmp_path: Path) -> Path:
 def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
     proc = subprocess.run(
         [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", *args],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     return proc.returncode, report, proc.stderr
@@ -56,7 +60,9 @@ def by_model_config(report: dict) -> dict[tuple[str, str], dict]:
 
 def test_real_optimizer_finds_nothing_and_runs_each_original_once(corpus: Path, tmp_path: Path):
     configs = "default,pass:eliminate_identity,pass:eliminate_deadend,pass:fuse_bn_into_conv"
-    code, report, stderr = sweep("--models", str(corpus), "--configs", configs, "--samples", "2", out=tmp_path / "r")
+    code, report, stderr = sweep(
+        "--models", str(corpus), "--configs", configs, "--samples", "2", out=tmp_path / "r"
+    )
     assert code == 0, stderr
     assert report["findings"] == []
     statuses = {m["id"]: m["status"] for m in report["models"]}
@@ -73,8 +79,15 @@ def test_real_optimizer_finds_nothing_and_runs_each_original_once(corpus: Path, 
 
 def test_planted_faults_become_findings_and_the_sweep_completes(corpus: Path, tmp_path: Path):
     code, report, stderr = sweep(
-        "--models", str(corpus), "--optimizer", f"{FAKES}:optimize", "--configs", "single",
-        "--timeout", "3", out=tmp_path / "r",
+        "--models",
+        str(corpus),
+        "--optimizer",
+        f"{FAKES}:optimize",
+        "--configs",
+        "single",
+        "--timeout",
+        "3",
+        out=tmp_path / "r",
     )
     assert code == 1, stderr
     findings = by_model_config(report)
@@ -84,11 +97,20 @@ def test_planted_faults_become_findings_and_the_sweep_completes(corpus: Path, tm
     assert findings[("hang.onnx", "pass:fuse_bn_into_conv")]["kind"] == "optimizer-timeout"
     wrong = findings[("wrong.onnx", "pass:eliminate_identity")]
     assert wrong["kind"] == "output-mismatch"
-    assert wrong["culprit"] == {"scope": "pass", "passes": ["eliminate_identity"], "method": "single-pass", "optimizer_runs": 0}
+    assert wrong["culprit"] == {
+        "scope": "pass",
+        "passes": ["eliminate_identity"],
+        "method": "single-pass",
+        "optimizer_runs": 0,
+    }
     assert wrong["evidence"]["max_abs"] > 0.1
     assert ("wrong.onnx", "pass:eliminate_deadend") not in findings
     # every step of the crashing models was still tried, and the healthy models are clean
-    assert {c for m, c in findings if m == "segv.onnx"} == {"pass:eliminate_identity", "pass:eliminate_deadend", "pass:fuse_bn_into_conv"}
+    assert {c for m, c in findings if m == "segv.onnx"} == {
+        "pass:eliminate_identity",
+        "pass:eliminate_deadend",
+        "pass:fuse_bn_into_conv",
+    }
     assert not [k for k in findings if k[0] in ("good.onnx", "nested/good2.onnx")]
     assert report["stats"]["worker_restarts"] == 6
 
@@ -97,8 +119,13 @@ def test_fault_in_every_run_is_one_infrastructure_finding(corpus: Path, tmp_path
     good = tmp_path / "good.onnx"
     onnx.save(_model("good"), good)
     code, report, _ = sweep(
-        "--models", str(good), "--optimizer", f"{FAKES}:optimize_always_broken",
-        "--configs", "default,pass:eliminate_identity,pass:eliminate_deadend", out=tmp_path / "r",
+        "--models",
+        str(good),
+        "--optimizer",
+        f"{FAKES}:optimize_always_broken",
+        "--configs",
+        "default,pass:eliminate_identity,pass:eliminate_deadend",
+        out=tmp_path / "r",
     )
     assert code == 1
     assert len(report["findings"]) == 1
@@ -118,11 +145,15 @@ def test_fault_in_every_run_is_one_infrastructure_finding(corpus: Path, tmp_path
         (["--shard", "4/4"], 2, "out of range"),
     ],
 )
-def test_bad_input_is_one_line_and_a_distinct_exit_code(tmp_path: Path, corpus: Path, args, code, needle):
+def test_bad_input_is_one_line_and_a_distinct_exit_code(
+    tmp_path: Path, corpus: Path, args, code, needle
+):
     models = [] if "--models" in args else ["--models", str(corpus / "good.onnx")]
     proc = subprocess.run(
         [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(tmp_path / "r"), *models, *args],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == code
     errors = [line for line in proc.stderr.splitlines() if "error" in line]

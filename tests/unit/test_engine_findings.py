@@ -6,13 +6,20 @@ from ditox_ci.plan import Step
 from ditox_ci.sweep import coverage_of, findings_for
 from ditox_ci.worker import JobResult
 
-STEPS = (Step("nop", ("nop",)), Step("default", ("a", "b")), Step("pass:a", ("a",)), Step("pass:b", ("b",)))
+STEPS = (
+    Step("nop", ("nop",)),
+    Step("default", ("a", "b")),
+    Step("pass:a", ("a",)),
+    Step("pass:b", ("b",)),
+)
 REF = ModelRef(id="m.onnx", source="dir", path="/nonexistent/m.onnx", family="Conv")
 
 
 def _result(**outcomes: Outcome) -> JobResult:
     labels = {"nop": "nop", "default": "default", "a": "pass:a", "b": "pass:b"}
-    return JobResult(ref=REF, status="ok", sha256="orig", outcomes={labels[k]: v for k, v in outcomes.items()})
+    return JobResult(
+        ref=REF, status="ok", sha256="orig", outcomes={labels[k]: v for k, v in outcomes.items()}
+    )
 
 
 def test_failure_in_nop_is_reported_once_as_infrastructure():
@@ -45,7 +52,11 @@ def test_multi_pass_failure_is_unknown_until_localized_and_fingerprints_differ_b
 def test_coverage_counts_only_changes_beyond_the_nop_control():
     nop = Outcome(None, digest="nopdigest", changed=True)
     results = [
-        _result(nop=nop, a=Outcome(None, digest="nopdigest", changed=True), b=Outcome(None, digest="new", changed=True))
+        _result(
+            nop=nop,
+            a=Outcome(None, digest="nopdigest", changed=True),
+            b=Outcome(None, digest="new", changed=True),
+        )
     ]
     coverage, by_family = coverage_of(results, STEPS)
     assert coverage["a"] == {"models_changed": 0, "models_checked": 1}

@@ -31,6 +31,8 @@ def test_bad_values_are_errors_not_defaults():
 
 
 def test_list_values_from_env_and_flags():
-    options = resolve(SweepOptions, env={"INPUT_MODELS": "a.onnx\nb_dir"}, flags={"configs": ["nop"]})
+    options = resolve(
+        SweepOptions, env={"INPUT_MODELS": "a.onnx\nb_dir"}, flags={"configs": ["nop"]}
+    )
     assert options.models == ("a.onnx", "b_dir")
     assert options.configs == ("nop",)
