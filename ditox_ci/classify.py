@@ -60,9 +60,9 @@ def classify(
         if finding.status == "fixed":
             findings.append(finding)
             continue
-        for entry in baseline.entries:
-            if entry.matches(finding):
-                matched[entry.id] += 1
+        for candidate in baseline.entries:
+            if candidate.matches(finding):
+                matched[candidate.id] += 1
         entry = baseline.match(finding, today)
         stale_known = str(finding.evidence.get("known_by", "")).startswith(("baseline:", "previous"))
         if entry:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TextIO, TypeVar
 
 from github import Github, GithubException
 from github.CheckRun import CheckRun
+from github.GithubObject import NotSet
 from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.Repository import Repository
@@ -255,7 +257,7 @@ class Publisher:
                     status="completed",
                     conclusion=conclusion,
                     output={**output, "annotations": first},
-                    **({"details_url": self.context.run_url} if self.context.run_url else {}),
+                    details_url=self.context.run_url or NotSet,
                 ),
                 lookup=find,
             )
@@ -270,9 +272,12 @@ class Publisher:
                 ),
             )
         for batch in batches[1:]:
+            if run is None:  # a dry run created nothing to add to
+                print(f"[dry-run] would add {len(batch)} annotations", file=self.out)
+                continue
             self._write(
                 f"add {len(batch)} annotations to check run {name}",
-                lambda batch=batch: run.edit(output={**output, "annotations": batch}),
+                partial(run.edit, output={**output, "annotations": batch}),
             )
 
     # -- issues ---------------------------------------------------------------------------------
@@ -300,6 +305,9 @@ class Publisher:
             return set()
         return self._read("list labels", lambda: {label.name for label in self.repo.get_labels()})
 
+    def _label_if_exists(self, name: str) -> str | None:
+        return name if name in self._label_names() else None
+
     def _ensure_labels(self, names: list[str]) -> None:
         """Create missing labels ourselves: GitHub would auto-create them, but colourless."""
         existing = self._label_names()
@@ -307,8 +315,8 @@ class Publisher:
             if name not in existing:
                 self._write(
                     f"create label {name}",
-                    lambda name=name: self.repo.create_label(name, _LABEL_COLOUR, "filed by ditox-ci"),
-                    lookup=lambda name=name: name if name in self._label_names() else None,
+                    partial(self.repo.create_label, name, _LABEL_COLOUR, "filed by ditox-ci"),
+                    lookup=partial(self._label_if_exists, name),
                 )
 
     def _issues(self, report: Report, texts: Texts) -> None:
@@ -332,7 +340,7 @@ class Publisher:
                     self.log.info(f"   GitHub: #{issue.number} was closed as not planned; left closed")
                     continue
                 self._comment_once(issue, finding, "regressed", texts)
-                self._write(f"reopen issue #{issue.number}", lambda issue=issue: issue.edit(state="open"))
+                self._write(f"reopen issue #{issue.number}", partial(issue.edit, state="open"))
             else:
                 self._comment_once(issue, finding, "seen", texts)
         if not self.options.close_fixed:
@@ -344,7 +352,7 @@ class Publisher:
             self._comment_once(issue, group[0], "fixed", texts, closing=True)
             self._write(
                 f"close issue #{issue.number} as fixed",
-                lambda issue=issue: issue.edit(state="closed", state_reason="completed"),
+                partial(issue.edit, state="closed", state_reason="completed"),
             )
 
     def _file_issue(self, finding: Finding, group: list[Finding], texts: Texts) -> None:
