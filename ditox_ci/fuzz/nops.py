@@ -157,8 +157,8 @@ def nop_with_unit(b: GraphBuilder, near: bool) -> None:
         x = b.input(shape, np.float32)
         mask = b.op("Greater", [b.wrap(x), b.const(np.zeros([1], np.float32), "zero")])
         op = b.choice(["And", "Or"])
-        unit = np.full(shape if not near else [2, *shape], op == "And", np.bool_)
-        result = b.op(op, [mask, b.const(unit, "unit")])
+        mask_unit = np.full(shape if not near else [2, *shape], op == "And", np.bool_)
+        result = b.op(op, [mask, b.const(mask_unit, "unit")])
         b.output(b.op("Where", [result, b.wrap(x), b.const(np.zeros([1], np.float32), "z")]))
         return
     op = b.choice(list(_UNITS))

@@ -33,9 +33,7 @@ def summary_context(report: Report) -> dict[str, Any]:
         "skipped_more": max(0, len(skipped) - SKIPPED_SHOWN),
         "skip_reasons": reasons.most_common(),
         "coverage": coverage,
-        "never_fired": [
-            name for name, c in coverage if c["models_changed"] == 0 and c["models_checked"]
-        ],
+        "never_fired": never_fired(report),
         "counts": {s: report.count(s) for s in ("new", "known", "fixed")},
         "models_ok": len(report.models) - len(skipped),
     }
