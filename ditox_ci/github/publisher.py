@@ -158,7 +158,7 @@ class Publisher:
             steps.append(("report the check", lambda: self._check(report, texts)))
         if self.options.file_issues:
             steps.append(("file issues", lambda: self._issues(report, texts)))
-        if steps and not self.context.repository:
+        if steps and not self.context.repository and not self.options.dry_run:
             raise GitHubError("GITHUB_REPOSITORY is not set; set it to owner/name or use --dry-run")
         for name, run in steps:
             try:
