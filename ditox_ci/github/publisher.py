@@ -305,6 +305,9 @@ class Publisher:
             return set()
         return self._read("list labels", lambda: {label.name for label in self.repo.get_labels()})
 
+    def _create_label(self, name: str) -> str:
+        return self.repo.create_label(name, _LABEL_COLOUR, "filed by ditox-ci").name
+
     def _label_if_exists(self, name: str) -> str | None:
         return name if name in self._label_names() else None
 
@@ -315,7 +318,7 @@ class Publisher:
             if name not in existing:
                 self._write(
                     f"create label {name}",
-                    partial(self.repo.create_label, name, _LABEL_COLOUR, "filed by ditox-ci"),
+                    partial(self._create_label, name),
                     lookup=partial(self._label_if_exists, name),
                 )
 
