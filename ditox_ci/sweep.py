@@ -30,6 +30,7 @@ from ditox_ci.fingerprint import fingerprint
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo, load_optimizer
 from ditox_ci.outcome import Outcome
+from ditox_ci.pinpoint import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
@@ -57,6 +58,8 @@ class SweepOptions:
     dynamic_dim: int = 2
     comparator: str | None = None
     out: str = "ditox-report"
+    localize: str = "auto"
+    reduce_budget: float = 30.0
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
 
     def __post_init__(self) -> None:
@@ -67,6 +70,12 @@ class SweepOptions:
                 )
         if self.timeout <= 0 or self.rtol < 0 or self.atol < 0:
             raise UsageError("--timeout must be > 0 and --rtol/--atol must be >= 0")
+        if self.localize not in LOCALIZE_MODES:
+            raise UsageError(
+                f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'"
+            )
+        if self.reduce_budget < 0:
+            raise UsageError(f"--reduce-budget must be >= 0 seconds, got {self.reduce_budget}")
         if self.comparator is not None and self.comparator not in COMPARATORS:
             raise UsageError(
                 f"unknown comparator '{self.comparator}'; known: {', '.join(sorted(COMPARATORS))}"
@@ -212,18 +221,24 @@ def run_sweep(
     jobs = options.jobs or os.cpu_count() or 1
     results: list[JobResult] = []
     findings: list[Finding] = []
-    with (
-        log.group("sweep"),
-        WorkerPool(config, jobs) as pool,
-        Progress(log, len(refs), "models") as progress,
-    ):
-        for result in pool.run(Job(ref, steps) for ref in refs):
-            results.append(result)
-            new = findings_for(result, steps)
-            findings.extend(new)
-            progress.advance(findings=len(findings))
-            if on_result:
-                on_result(result)
+    pinpoint_stats: dict[str, int] | None = None
+    with WorkerPool(config, jobs) as pool:
+        with log.group("sweep"), Progress(log, len(refs), "models") as progress:
+            for result in pool.run(Job(ref, steps) for ref in refs):
+                results.append(result)
+                new = findings_for(result, steps)
+                findings.extend(new)
+                progress.advance(findings=len(findings))
+                if on_result:
+                    on_result(result)
+        # localization and reduction probe through the same workers, so the pool stays open
+        if options.localize != "off" and findings:
+            pinpoint_options = PinpointOptions(
+                Path(options.out), options.reduce_budget, options.rtol, options.atol
+            )
+            with log.group("pinpoint"):
+                pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
+            findings, pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
     results.sort(key=lambda r: r.ref.id)
     coverage, by_family = coverage_of(results, steps)
     models = tuple(
@@ -250,6 +265,8 @@ def run_sweep(
         "jobs": jobs,
         "coverage_by_family": by_family,
     }
+    if pinpoint_stats is not None:
+        stats["pinpoint"] = pinpoint_stats
     index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},

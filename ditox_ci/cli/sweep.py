@@ -83,6 +83,18 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
     add("--out", help="output folder (default ditox-report)")
     add(
+        "--localize",
+        choices=("auto", "off"),
+        help="auto (default): localize each failure's culprit passes, reduce the model and "
+        "write a repro bundle to OUT/repro/<fingerprint>/; off: report failures as found",
+    )
+    add(
+        "--reduce-budget",
+        dest="reduce_budget",
+        type=float,
+        help="seconds to spend shrinking each failing model (default 30; 0: no reduction)",
+    )
+    add(
         "--cache-dir",
         dest="cache_dir",
         help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)",

@@ -1,0 +1,346 @@
+"""The pinpoint stage: localize, reduce and bundle every failing finding of a sweep.
+
+Runs in the parent after the sweep, while its WorkerPool is still open: every optimizer call and
+every ONNX Runtime run of an optimized or reduced candidate goes through the pool's workers, so a
+crash while pinpointing is an Outcome, not a dead sweep. The parent itself only parses models and
+runs ONNX Runtime on models already proven safe (the original the sweep ran, or a reduced
+candidate a worker ran), to record intermediates and the bundle's expected outputs.
+
+For each failing finding:
+1. a multi-pass config's culprit (scope `unknown`) is localized with probes through the pool;
+2. the original model is reduced while it still fails the same way under the culprit step;
+3. the fingerprint is recomputed from the culprit and the reduced model, so the same bug found in
+   two models gets one fingerprint;
+4. one repro bundle is written per distinct fingerprint.
+Any error while pinpointing a finding leaves it as the sweep found it, with `pinpoint_error`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from ditox_ci import runner
+from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import make_feeds
+from ditox_ci.corpus.loading import load_model
+from ditox_ci.evaluate import MAX_REDRAWS
+from ditox_ci.fingerprint import finding_fingerprint
+from ditox_ci.localize import localize
+from ditox_ci.localize_nodes import Divergence, first_divergence
+from ditox_ci.log import Log
+from ditox_ci.optimizers import load_optimizer
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import NOP_PASS, Step
+from ditox_ci.reduce import Feeds, ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.repro import write_bundle
+from ditox_ci.worker import Job, JobResult, WorkerPool
+
+LOCALIZE_MODES = ("auto", "off")
+REPRO_DIR = "repro"
+
+
+@dataclass(frozen=True)
+class PinpointOptions:
+    out_dir: Path
+    reduce_budget: float = 30.0
+    rtol: float = 1e-3
+    atol: float = 1e-4
+
+
+@dataclass(frozen=True)
+class Pinpointed:
+    """The findings after pinpointing, and what it cost."""
+
+    findings: tuple[Finding, ...]
+    probe_runs: int = 0
+    reduce_checks: int = 0
+    bundles: int = 0
+    errors: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "probe_runs": self.probe_runs,
+            "reduce_checks": self.reduce_checks,
+            "bundles": self.bundles,
+            "errors": self.errors,
+        }
+
+
+def _divergence_child(connection: multiprocessing.connection.Connection, request: tuple[Any, ...]) -> None:
+    model_bytes, feeds, optimizer, optimizer_path, passes, fixed_point, rtol, atol = request
+    try:
+        model = onnx.load_from_string(model_bytes)
+        optimized = load_optimizer(optimizer, optimizer_path).optimize(
+            onnx.load_from_string(model_bytes), list(passes), fixed_point
+        )
+        connection.send(first_divergence(model, optimized, feeds, rtol=rtol, atol=atol).to_json())
+    except Exception:  # divergence is optional evidence: no answer means none is reported
+        connection.send(None)
+
+
+def isolated_divergence(
+    model: onnx.ModelProto,
+    feeds: Feeds,
+    step: Step,
+    pool: WorkerPool,
+    rtol: float,
+    atol: float,
+) -> Divergence | None:
+    """`first_divergence` of a reduced model, with the optimizer run in a child process (it may
+    crash or hang), or None when that fails or takes longer than the pool's timeout."""
+    # forkserver reuses the pool's preloaded server, so the child starts without re-importing
+    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    context = multiprocessing.get_context(method)
+    receiver, sender = context.Pipe(duplex=False)
+    request = (
+        model.SerializeToString(),
+        feeds,
+        pool.config.optimizer,
+        pool.config.optimizer_path,
+        step.passes,
+        step.fixed_point,
+        rtol,
+        atol,
+    )
+    process = context.Process(  # type: ignore[attr-defined]
+        target=_divergence_child, args=(sender, request), daemon=True
+    )
+    process.start()
+    sender.close()
+    try:
+        if not receiver.poll(pool.config.timeout_s):
+            return None
+        answer = receiver.recv()
+        return Divergence.from_json(answer) if answer is not None else None
+    except (EOFError, OSError):
+        return None
+    finally:
+        process.kill()
+        process.join()
+        receiver.close()
+
+
+def write_candidate(folder: Path, model: onnx.ModelProto, feeds: Feeds) -> None:
+    """ONNX backend-test layout, so a worker feeds the candidate exactly these values: inputs are
+    bound by position to the graph inputs, one data set per sample."""
+    folder.mkdir(parents=True)
+    onnx.save(model, str(folder / "model.onnx"))
+    initialized = {t.name for t in model.graph.initializer}
+    names = [v.name for v in model.graph.input if v.name not in initialized]
+    for index, feed in enumerate(feeds):
+        data_set = folder / f"test_data_set_{index}"
+        data_set.mkdir()
+        for position, name in enumerate(names):
+            tensor = numpy_helper.from_array(np.asarray(feed[name]), name)
+            (data_set / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
+
+
+def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
+    """The optimizer call that shows the finding with as few passes as known."""
+    if culprit.scope == "infrastructure":
+        return steps.get("nop", Step("nop", (NOP_PASS,)))
+    if culprit.scope == "unknown" or not culprit.passes:
+        return step
+    return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
+
+
+class _Pinpointer:
+    def __init__(
+        self,
+        pool: WorkerPool,
+        steps: Sequence[Step],
+        options: PinpointOptions,
+        scratch: Path,
+        log: Log,
+    ) -> None:
+        self.pool = pool
+        self.steps = {step.label: step for step in steps}
+        self.options = options
+        self.scratch = scratch
+        self.log = log
+        self.candidates = 0
+        self.probe_runs = 0
+        self.reduce_checks = 0
+        self.bundles: dict[str, str] = {}
+        # shared by every finding of a model: default and fixed-point often probe the same lists
+        self.probes: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+
+    def _run(self, ref: ModelRef, step: Step) -> Outcome:
+        results = list(self.pool.run([Job(ref, (step,))]))
+        outcome = results[0].outcomes.get(step.label) if results else None
+        if outcome is None:
+            reason = results[0].reason if results else "no result"
+            raise RuntimeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
+        return outcome
+
+    def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
+        def probe(passes: Sequence[str]) -> Outcome:
+            key = (result.ref.id, tuple(passes))
+            if key not in self.probes:
+                self.probe_runs += 1
+                self.probes[key] = self._run(result.ref, Step("probe:" + ",".join(passes), key[1]))
+            return self.probes[key]
+
+        single = {
+            s.single_pass: result.outcomes[s.label]
+            for s in self.steps.values()
+            if s.single_pass and s.label in result.outcomes
+        }
+        return localize(step.passes, failure, probe, single=single, nop=result.outcomes.get("nop"))
+
+    def _still_fails(self, ref: ModelRef, step: Step, failure: Outcome) -> StillFails:
+        def evaluate(candidate: onnx.ModelProto, feeds: Feeds) -> Outcome:
+            self.candidates += 1
+            self.reduce_checks += 1
+            folder = self.scratch / f"candidate-{self.candidates}"
+            try:
+                write_candidate(folder, candidate, feeds)
+                # a unique id and path per candidate: workers cache prepared models by both
+                candidate_ref = ModelRef(
+                    id=f"{ref.id}#reduce-{self.candidates}",
+                    source="reduce",
+                    path=str(folder / "model.onnx"),
+                    inputs_dir=str(folder),
+                )
+                return self._run(candidate_ref, step)
+            except Exception:  # `reduce` needs a verdict: a candidate that cannot run does not fail
+                return Outcome(None)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        return same_finding(evaluate, failure)
+
+    def finding(self, finding: Finding, result: JobResult) -> Finding:
+        step = self.steps[finding.config]
+        failure = result.outcomes[finding.config]
+        culprit = finding.culprit
+        if culprit.scope == "unknown":
+            culprit = self._localize(result, step, failure)
+        target = culprit_step(step, culprit, self.steps)
+        model = load_model(result.ref)
+        settings = self.pool.config.settings
+        # the worker re-drew random inputs after NaN/Inf; the last draw is what it judged
+        attempt = min(int(result.info.get("redraws", 0)), MAX_REDRAWS)
+        feeds: Feeds = make_feeds(
+            model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
+        )
+        evidence = dict(finding.evidence)
+        reduction: ReductionResult | None = None
+        reduced, reduced_feeds = model, feeds
+        if self.options.reduce_budget > 0:
+            still_fails = self._still_fails(result.ref, target, failure)
+            reduction = reduce(model, feeds, still_fails, self.options.reduce_budget)
+            reduced, reduced_feeds = reduction.model, reduction.feeds
+            evidence["reduction"] = reduction.to_json()
+        divergence = None
+        if failure.kind == "output-mismatch" and reduction is not None:
+            divergence = isolated_divergence(
+                reduced, reduced_feeds, target, self.pool, self.options.rtol, self.options.atol
+            )
+            if divergence is not None:
+                evidence["divergence"] = divergence.to_json()
+        fingerprint = finding_fingerprint(
+            finding.kind, culprit.passes, failure.message, reduced if reduction else None
+        )
+        pinpointed = replace(finding, fingerprint=fingerprint, culprit=culprit, evidence=evidence)
+        # a reduction that lost the failure would make a bundle whose repro.py passes
+        if reduction is None or reduction.reason != "not-reproducible":
+            pinpointed = replace(
+                pinpointed,
+                repro=self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence),
+            )
+        self.log.info(_summary(pinpointed, reduction))
+        return pinpointed
+
+    def _bundle(
+        self,
+        finding: Finding,
+        reduced: onnx.ModelProto,
+        original: onnx.ModelProto,
+        feeds: Feeds,
+        step: Step,
+        divergence: Divergence | None,
+    ) -> str:
+        if finding.fingerprint not in self.bundles:
+            # safe in the parent: a worker already ran this model (the original, or the candidate
+            # it judged as still failing)
+            outputs = runner.run_all(runner.load_session(reduced.SerializeToString()), feeds)
+            names = [v.name for v in reduced.graph.output]
+            write_bundle(
+                self.options.out_dir / REPRO_DIR,
+                finding=finding,
+                model=reduced,
+                original_model=original,
+                feeds=feeds,
+                expected=[dict(zip(names, sample, strict=True)) for sample in outputs],
+                optimizer_spec=self.pool.config.optimizer,
+                passes=step.passes,
+                fixed_point=step.fixed_point,
+                rtol=self.options.rtol,
+                atol=self.options.atol,
+                divergence=divergence,
+            )
+            self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
+        return self.bundles[finding.fingerprint]
+
+
+def _summary(finding: Finding, reduction: ReductionResult | None) -> str:
+    culprit = finding.culprit
+    blame = ",".join(culprit.passes) or "-"
+    line = (
+        f"{finding.model} [{finding.config}] {finding.kind}: {culprit.scope} {blame} "
+        f"({culprit.optimizer_runs} probes)"
+    )
+    if reduction is not None:
+        line += (
+            f"; {reduction.nodes_before} -> {reduction.nodes_after} nodes in {reduction.checks} "
+            f"checks ({reduction.reason})"
+        )
+    return line + (f"; {finding.repro}" if finding.repro else "")
+
+
+def pinpoint(
+    findings: Sequence[Finding],
+    results: Sequence[JobResult],
+    steps: Sequence[Step],
+    pool: WorkerPool,
+    options: PinpointOptions,
+    log: Log,
+) -> Pinpointed:
+    """Localize, reduce and bundle every failing finding; warnings pass through unchanged."""
+    by_model = {result.ref.id: result for result in results}
+    done: list[Finding] = []
+    errors = 0
+    with tempfile.TemporaryDirectory(prefix="ditox-pinpoint-") as scratch:
+        pinpointer = _Pinpointer(pool, steps, options, Path(scratch), log)
+        for finding in findings:
+            result = by_model.get(finding.model)
+            if finding.kind == "warning" or result is None or finding.config not in result.outcomes:
+                done.append(finding)
+                continue
+            try:
+                done.append(pinpointer.finding(finding, result))
+            except Exception as exc:  # one finding's trouble must not cost the sweep's report
+                errors += 1
+                message = f"{type(exc).__name__}: {exc}"
+                log.warning(f"{finding.model} [{finding.config}]: not pinpointed ({message})"[:300])
+                done.append(replace(finding, evidence={**finding.evidence, "pinpoint_error": message}))
+    return Pinpointed(
+        findings=tuple(done),
+        probe_runs=pinpointer.probe_runs,
+        reduce_checks=pinpointer.reduce_checks,
+        bundles=len(pinpointer.bundles),
+        errors=errors,
+    )
