@@ -21,8 +21,8 @@ import multiprocessing
 import multiprocessing.connection
 import shutil
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,9 @@ class PinpointOptions:
     reduce_budget: float = 30.0
     rtol: float = 1e-3
     atol: float = 1e-4
+    # findings the baseline accepts as by design are localized (the baseline matches on culprit
+    # passes) but not reduced: nobody will read their repro
+    by_design: Callable[[Finding], bool] = field(default=lambda finding: False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class Pinpointed:
     reduce_checks: int = 0
     bundles: int = 0
     errors: int = 0
+    reused: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -75,6 +79,7 @@ class Pinpointed:
             "reduce_checks": self.reduce_checks,
             "bundles": self.bundles,
             "errors": self.errors,
+            "reductions_reused": self.reused,
         }
 
 
@@ -176,6 +181,9 @@ class _Pinpointer:
         self.bundles: dict[str, str] = {}
         # shared by every finding of a model: default and fixed-point often probe the same lists
         self.probes: dict[tuple[str, tuple[str, ...]], Outcome] = {}
+        # the same bug seen again (same kind, culprit, message and rewritten ops) is not reduced again
+        self.reduced: dict[str, Finding] = {}
+        self.reused = 0
 
     def _run(self, ref: ModelRef, step: Step) -> Outcome:
         results = list(self.pool.run([Job(ref, (step,))]))
@@ -228,6 +236,16 @@ class _Pinpointer:
         culprit = finding.culprit
         if culprit.scope == "unknown":
             culprit = self._localize(result, step, failure)
+        localized = replace(finding, culprit=culprit)
+        if self.options.by_design(localized):
+            return localized
+        ops = [*failure.evidence.get("ops_removed", ()), *failure.evidence.get("ops_added", ())]
+        seen_key = finding_fingerprint(finding.kind, culprit.passes, f"{failure.message} {ops}", None)
+        earlier = self.reduced.get(seen_key)
+        if earlier is not None:
+            self.reused += 1
+            evidence = {**finding.evidence, "reduction": {"same_as": f"{earlier.model} [{earlier.config}]"}}
+            return replace(localized, fingerprint=earlier.fingerprint, repro=earlier.repro, evidence=evidence)
         target = culprit_step(step, culprit, self.steps)
         model = load_model(result.ref)
         settings = self.pool.config.settings
@@ -262,6 +280,7 @@ class _Pinpointer:
                 repro=self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence),
             )
         self.log.info(_summary(pinpointed, reduction))
+        self.reduced[seen_key] = pinpointed
         return pinpointed
 
     def _bundle(
@@ -343,4 +362,5 @@ def pinpoint(
         reduce_checks=pinpointer.reduce_checks,
         bundles=len(pinpointer.bundles),
         errors=errors,
+        reused=pinpointer.reused,
     )

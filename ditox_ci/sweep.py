@@ -6,6 +6,7 @@ infrastructure failures into one finding) → coverage and stats → report.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import os
 import platform
@@ -21,6 +22,7 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
+from ditox_ci.baseline import load_baseline
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
@@ -233,8 +235,13 @@ def run_sweep(
                     on_result(result)
         # localization and reduction probe through the same workers, so the pool stays open
         if options.localize != "off" and findings:
+            baseline = load_baseline(Path(options.baseline) if options.baseline else None)
             pinpoint_options = PinpointOptions(
-                Path(options.out), options.reduce_budget, options.rtol, options.atol
+                Path(options.out),
+                options.reduce_budget,
+                options.rtol,
+                options.atol,
+                by_design=lambda finding: baseline.match(finding, datetime.date.today()) is not None,
             )
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)

@@ -87,6 +87,8 @@ def test_planted_faults_become_findings_and_the_sweep_completes(corpus: Path, tm
         "single",
         "--timeout",
         "3",
+        "--localize",
+        "off",
         out=tmp_path / "r",
     )
     assert code == 1, stderr

@@ -113,3 +113,16 @@ def test_localize_off_leaves_the_culprit_unknown_and_writes_no_bundle(tmp_path: 
     assert finding["repro"] is None
     assert "pinpoint" not in report["stats"]
     assert not (out / "repro").exists()
+
+
+def test_the_same_bug_in_a_second_model_reuses_the_first_reduction(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    onnx.save(planted.chain_model(nodes=NODES, fault_at=NODES // 2), str(models / "chain.onnx"))
+    onnx.save(planted.chain_model(nodes=NODES + 6, fault_at=NODES // 3), str(models / "longer.onnx"))
+    _, report, _ = sweep(tmp_path, "single_pass_fault")
+    first, second = sorted(report["findings"], key=lambda f: f["model"])
+    assert first["fingerprint"] == second["fingerprint"]
+    assert first["repro"] == second["repro"]
+    assert report["stats"]["pinpoint"]["reductions_reused"] == 1
+    assert report["stats"]["pinpoint"]["bundles"] == 1

@@ -64,4 +64,4 @@ def test_the_culprit_step_keeps_fixed_point_and_falls_back_to_what_is_known() ->
 
 def test_pinpoint_stats_are_plain_json_numbers() -> None:
     stats = Pinpointed(findings=(), probe_runs=7, reduce_checks=10, bundles=1).to_json()
-    assert stats == {"probe_runs": 7, "reduce_checks": 10, "bundles": 1, "errors": 0}
+    assert stats == {"probe_runs": 7, "reduce_checks": 10, "bundles": 1, "errors": 0, "reductions_reused": 0}
