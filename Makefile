@@ -43,7 +43,7 @@ test-integration: $(STAMP)
 	$(BIN)/python -m pytest -q tests/integration
 
 lint: $(STAMP)
-	bash scripts/lint.sh
+	PATH="$(abspath $(BIN)):$$PATH" bash scripts/lint.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
