@@ -7,9 +7,9 @@ BERT-style token sequences, file bytes in Magika's feature layout, and audio-lik
 harmonics, noise, silence) for voice-activity detection.
 
 Each generator is registered under the name a model's `ref.meta["inputs"]` gives and reads its
-geometry and normalization from `ref.meta["input_spec"]` (see the README, "Meaningful inputs"). Inputs the spec
-does not mention are filled from the model's declaration: int64 scalars with the sample rate (or
-0), masks with ones, recurrent state with zeros.
+geometry and normalization from `ref.meta["input_spec"]` (see the README, "Meaningful inputs").
+Inputs the spec does not mention are filled from the model's declaration: int64 scalars with the
+sample rate (or 0), masks with ones, recurrent state with zeros.
 """
 
 from __future__ import annotations
