@@ -179,6 +179,9 @@ class IsolatedEvaluator:
                     return Outcome(kind, f"no answer within {self.timeout_s}s in the {stage} step")
                 tag, payload = connection.recv()
             except (EOFError, OSError):
+                # the pipe closes before the process is reaped: wait for the exit code
+                if self.process is not None:
+                    self.process.join(timeout=5)
                 code = self.process.exitcode if self.process is not None else None
                 self._stop()
                 kind = "optimizer-crash" if stage == "optimizer" else "runtime-error"
