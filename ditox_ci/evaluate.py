@@ -102,9 +102,7 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     info: dict[str, Any] = {"inputs": "recorded" if recorded else "random"}
     for attempt in range(MAX_REDRAWS + 1):
         try:
-            feeds = make_feeds(
-                model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
-            )
+            feeds = make_feeds(model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt)
         except InputSpecError as exc:
             raise SkipModel(f"cannot make inputs: {exc}") from None
         try:
@@ -165,14 +163,11 @@ def interface_change(original: onnx.GraphProto, optimized: onnx.GraphProto) -> s
             (type_a, shape_a), (type_b, shape_b) = _signature(a), _signature(b)
             if type_a != type_b:
                 names = (
-                    onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor"
-                    for t in (type_a, type_b)
+                    onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor" for t in (type_a, type_b)
                 )
                 return f"graph {what} #{position} ('{a.name}') element type changed: {' -> '.join(names)}"
             if _shapes_conflict(shape_a, shape_b):
-                return (
-                    f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
-                )
+                return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
     return None
 
 
@@ -280,11 +275,8 @@ def _judge_changed(
         return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
     finally:
         context.runtime_runs += len(feeds)
-    options = {"rtol": settings.rtol, "atol": settings.atol}
     for name in comparators:
-        result: Comparison = COMPARATORS[name](options)(
-            context.outputs, outputs, context.output_names
-        )
+        result = _compare(name, context, session, outputs, settings)
         if not result.passed:
             return Outcome(
                 "output-mismatch",

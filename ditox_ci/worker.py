@@ -70,9 +70,7 @@ class JobResult:
 # ---------------------------------------------------------------- child side
 
 
-def _child_main(
-    conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str
-) -> None:
+def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(descriptor, 2)
     try:
@@ -103,9 +101,7 @@ def _child_main(
         runs_before = 0 if fresh else context.runtime_runs
         hits_before = context.cache_hits
         extra = job.ref.comparator
-        comparators = config.comparators + (
-            (extra,) if extra and extra not in config.comparators else ()
-        )
+        comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
         conn.send(
             (
                 "original",
@@ -121,17 +117,18 @@ def _child_main(
             def on_phase(phase: str, index: int = index) -> None:
                 conn.send(("phase", index, phase))
 
-            outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+            try:
+                outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+            except Exception as exc:  # a bug in ditox-ci or its configuration, never the optimizer's
+                conn.send(("internal", f"{step.label}: {type(exc).__name__}: {exc}"))
+                break
             conn.send(("step", index, outcome))
-        conn.send(
-            (
-                "done",
-                {
-                    "runtime_runs": context.runtime_runs - runs_before,
-                    "cache_hits": context.cache_hits - hits_before,
-                },
-            )
-        )
+        else:
+            done = {
+                "runtime_runs": context.runtime_runs - runs_before,
+                "cache_hits": context.cache_hits - hits_before,
+            }
+            conn.send(("done", done))
 
 
 # ---------------------------------------------------------------- parent side
@@ -299,6 +296,10 @@ class WorkerPool:
         elif tag == "skipped":
             slot.running = None
             return self._finish(running, "skipped", message[1])
+        elif tag == "internal":
+            slot.running = None
+            reason = f"ditox-ci internal error, please report it: {message[1]}"
+            return self._finish(running, "skipped", reason)
         elif tag == "done":
             running.runtime_runs += message[1]["runtime_runs"]
             running.cache_hits += message[1]["cache_hits"]
@@ -381,9 +382,7 @@ class WorkerPool:
             for slot in self._slots:
                 if slot.running is None and queue:
                     job = queue.popleft()
-                    self._send(
-                        slot, _Running(job=job, started=time.monotonic(), remaining=job.steps)
-                    )
+                    self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:
                 return

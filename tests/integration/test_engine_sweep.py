@@ -18,9 +18,7 @@ FAKES = Path(__file__).resolve().parents[1] / "fakes" / "faulty_optimizers.py"
 def _model(name: str) -> onnx.ModelProto:
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    weight = onnx.numpy_helper.from_array(
-        np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w"
-    )
+    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
     nodes = [
         helper.make_node("Identity", ["x"], ["i"]),
         helper.make_node("Add", ["i", "w"], ["a"]),
@@ -147,9 +145,7 @@ def test_fault_in_every_run_is_one_infrastructure_finding(corpus: Path, tmp_path
         (["--shard", "4/4"], 2, "out of range"),
     ],
 )
-def test_bad_input_is_one_line_and_a_distinct_exit_code(
-    tmp_path: Path, corpus: Path, args, code, needle
-):
+def test_bad_input_is_one_line_and_a_distinct_exit_code(tmp_path: Path, corpus: Path, args, code, needle):
     models = [] if "--models" in args else ["--models", str(corpus / "good.onnx")]
     proc = subprocess.run(
         [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(tmp_path / "r"), *models, *args],
@@ -160,3 +156,21 @@ def test_bad_input_is_one_line_and_a_distinct_exit_code(
     assert proc.returncode == code
     errors = [line for line in proc.stderr.splitlines() if "error" in line]
     assert len(errors) == 1 and needle in errors[0] and "Traceback" not in proc.stderr
+
+
+def test_a_comparator_that_raises_is_an_internal_error_not_a_runtime_finding(corpus: Path, tmp_path: Path):
+    # a detection comparator cannot decode a [2, 3] tensor: ditox-ci's problem, not the optimizer's
+    code, report, _ = sweep(
+        "--models",
+        str(corpus / "good.onnx"),
+        "--configs",
+        "pass:eliminate_identity",
+        "--comparator",
+        "detection",
+        out=tmp_path / "r",
+    )
+    assert code == 0
+    assert report["findings"] == []
+    [model] = report["models"]
+    assert model["status"] == "skipped"
+    assert model["reason"].startswith("ditox-ci internal error")
