@@ -39,6 +39,8 @@ FUZZ_STATS_KEY = "fuzz"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=float, default=60.0,
                         help="seconds for the run; generation uses a quarter of it (default 60)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="generate at most N models: with --seed, the same corpus on any machine")
     parser.add_argument("--no-sweep", dest="no_sweep", action="store_true",
                         help="only write the generated corpus to DIR/corpus")
     add_sweep_arguments(parser)
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     corpus_dir = out / "corpus"
     with log.group(f"generate ({len(passes)} generators, seed {seed})"):
         start = time.monotonic()
-        generated = generate_within(args.budget * GENERATION_SHARE, seed, passes)
+        generated = generate_within(args.budget * GENERATION_SHARE, seed, passes, args.limit)
         write_corpus(corpus_dir, generated)
         generate_s = time.monotonic() - start
     near = sum(item.near_miss for item in generated)

@@ -39,12 +39,16 @@ def test_generator_fires_on_pattern_and_spares_near_miss(name: str, seed: int, n
 
 
 def test_fuzz_cli_regenerates_the_same_bytes(tmp_path: Path) -> None:
+    # a count, not the time budget, decides how many models: the two runs must write the same set
     args = ["fuzz", "--seed", "11", "--passes", "fuse_qkv,eliminate_nop_pad", "--no-sweep",
-            "--budget", "0.01"]
+            "--budget", "600", "--limit", "4"]
     assert main_inner([*args, "--out", str(tmp_path / "a")], {}) == 0
     assert main_inner([*args, "--out", str(tmp_path / "b")], {}) == 0
     first = sorted((tmp_path / "a" / "corpus").rglob("*.*"))
-    assert first, "no corpus written"
+    assert len(list((tmp_path / "a" / "corpus").glob("*/model.onnx"))) == 4
+    assert sorted((tmp_path / "b" / "corpus").rglob("*.*")) == [
+        tmp_path / "b" / path.relative_to(tmp_path / "a") for path in first
+    ]
     for path in first:
         twin = tmp_path / "b" / path.relative_to(tmp_path / "a")
         assert path.read_bytes() == twin.read_bytes()
@@ -55,7 +59,7 @@ def test_fuzz_cli_regenerates_the_same_bytes(tmp_path: Path) -> None:
 
 def test_fuzz_cli_sweeps_generated_corpus(tmp_path: Path) -> None:
     out = tmp_path / "fuzz"
-    code = main_inner(["fuzz", "--seed", "2", "--budget", "0.4", "--jobs", "1", "--passes",
+    code = main_inner(["fuzz", "--seed", "2", "--budget", "600", "--limit", "6", "--jobs", "1", "--passes",
                        "fuse_consecutive_transposes,eliminate_nop_transpose", "--out", str(out)],
                       {})
     assert code in (0, 1)
