@@ -13,6 +13,7 @@ the multi-hundred-MB `light` ones; every STRIDE-th model; configs nop + default 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -60,7 +61,8 @@ def naive(refs: Sequence[ModelRef], steps: Sequence[Step]) -> tuple[float, int, 
 
 
 def engine(sources: Sequence[str], out: str, jobs: int) -> tuple[float, dict, set[str]]:
-    options = SweepOptions(models=tuple(sources), configs=CONFIGS, out=out, jobs=jobs)
+    # the core loop only: localization and reduction are measured by bench_localize
+    options = SweepOptions(models=tuple(sources), configs=CONFIGS, out=out, jobs=jobs, localize="off")
     start = time.perf_counter()
     report = run_sweep(options, Log({}, quiet=True))
     crashed = {f.model for f in report.findings if f.kind in ("optimizer-crash", "optimizer-timeout")}
@@ -74,9 +76,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         subset = os.path.join(tmp, "subset")
         os.makedirs(subset)
-        for ref in refs:  # the same models for both loops: link them into one folder
+        for ref in refs:  # the same models, with their recorded inputs, for both loops
             target = os.path.join(subset, ref.id.replace(":", "_").replace("/", "_"))
-            os.symlink(os.path.dirname(ref.path), target)
+            shutil.copytree(os.path.dirname(ref.path), target)
         info = load_optimizer("onnxoptimizer").info
         steps = build_steps(CONFIGS, (), info)
         print(f"engine vs naive: {len(refs)} models × {len(steps)} configs ({', '.join(CONFIGS)})")
