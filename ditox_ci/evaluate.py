@@ -229,14 +229,28 @@ def judge(
     on_phase: PhaseCallback | None = None,
 ) -> Outcome:
     """Run the oracles on an optimized model the optimizer already produced."""
+    return judge_bytes(context, optimized.SerializeToString(), comparators, settings, on_phase, optimized)
+
+
+def judge_bytes(
+    context: ModelContext,
+    data: bytes,
+    comparators: Sequence[str] = ("tensor",),
+    settings: EvalSettings | None = None,
+    on_phase: PhaseCallback | None = None,
+    optimized: onnx.ModelProto | None = None,
+) -> Outcome:
+    """`judge` for a serialized model: unchanged or already judged bytes are never parsed."""
     settings = settings or EvalSettings()
-    data = optimized.SerializeToString()
     digest = _sha256(data)
     if data == context.data:
         return Outcome(kind=None, digest=digest, changed=False)
     if digest in context.judged:
         context.cache_hits += 1
         return context.judged[digest]
+    if optimized is None:
+        optimized = onnx.ModelProto()
+        optimized.ParseFromString(data)
     outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
     outcome = Outcome(outcome.kind, outcome.message, outcome.evidence, digest, True)
     context.judged[digest] = outcome
@@ -329,6 +343,16 @@ def run_step(
     """Optimize the original with the step's passes and judge the result."""
     if on_phase:
         on_phase("optimize")
+    if optimizer.optimize_bytes is not None:
+        try:
+            data = optimizer.optimize_bytes(context.data, step.passes, step.fixed_point)
+        except ValueError:
+            pass  # over protobuf's 2 GiB: the ModelProto path below goes through external data
+        except Exception as exc:
+            message = f"{type(exc).__name__}: {exc}".strip()
+            return Outcome("optimizer-error", message, {"message": message})
+        else:
+            return judge_bytes(context, data, comparators, settings, on_phase)
     model = context.model
     if optimizer.mutates_input:
         model = onnx.ModelProto()

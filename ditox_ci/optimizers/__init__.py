@@ -23,6 +23,7 @@ import onnx
 from ditox_ci.errors import OptimizerLoadError
 
 OptimizeFunc = Callable[[onnx.ModelProto, Sequence[str], bool], onnx.ModelProto]
+OptimizeBytesFunc = Callable[[bytes, Sequence[str], bool], bytes]
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,8 @@ class LoadedOptimizer:
     # onnxoptimizer serializes its input, so it may share the caller's model; unknown callables get
     # a private copy because they may edit the model in place.
     mutates_input: bool = True
+    # serialized model in, serialized model out: lets the engine see "unchanged" without parsing
+    optimize_bytes: OptimizeBytesFunc | None = field(default=None, compare=False)
 
 
 def _version_of(module: ModuleType, distribution: str) -> str:
@@ -64,13 +67,9 @@ def _onnxoptimizer() -> LoadedOptimizer:
     try:
         module = importlib.import_module("onnxoptimizer")
     except ImportError as exc:
-        raise OptimizerLoadError(
-            f"cannot import onnxoptimizer ({exc}); pip install onnxoptimizer"
-        ) from None
+        raise OptimizerLoadError(f"cannot import onnxoptimizer ({exc}); pip install onnxoptimizer") from None
 
-    def optimize(
-        model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool
-    ) -> onnx.ModelProto:
+    def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
         return module.optimize(model, list(passes), fixed_point)
 
     info = OptimizerInfo(
@@ -79,7 +78,13 @@ def _onnxoptimizer() -> LoadedOptimizer:
         passes=tuple(module.get_available_passes()),
         default_passes=tuple(module.get_fuse_and_elimination_passes()),
     )
-    return LoadedOptimizer(info=info, optimize=optimize, mutates_input=False)
+    native = module.onnx_opt_cpp2py_export
+
+    def optimize_bytes(data: bytes, passes: Sequence[str], fixed_point: bool) -> bytes:
+        run = native.optimize_fixedpoint if fixed_point else native.optimize
+        return bytes(run(data, list(passes)))
+
+    return LoadedOptimizer(info=info, optimize=optimize, mutates_input=False, optimize_bytes=optimize_bytes)
 
 
 OPTIMIZERS: dict[str, Callable[[], LoadedOptimizer]] = {"onnxoptimizer": _onnxoptimizer}
