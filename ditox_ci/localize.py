@@ -16,10 +16,12 @@ tests plug in synthetic probes with a known culprit. The order of work keeps run
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from ditox_ci.outcome import Outcome
 from ditox_ci.report.model import Culprit
+
+T = TypeVar("T")
 
 Probe = Callable[[Sequence[str]], Outcome]
 
@@ -116,7 +118,7 @@ class DDMin:
         granularity = 2
         while len(search.current) >= 2:
             current = search.current
-            chunks = _split(current, min(granularity, len(current)))
+            chunks = split_evenly(current, min(granularity, len(current)))
             reduced = False
             for index in range(len(chunks)):
                 complement = tuple(p for i, chunk in enumerate(chunks) if i != index for p in chunk)
@@ -147,7 +149,8 @@ STRATEGIES: dict[str, Strategy] = {s.name: s for s in (PrefixBisect(), DDMin(), 
 DEFAULT_STRATEGIES: tuple[str, ...] = ("bisect", "ddmin")
 
 
-def _split(items: tuple[str, ...], parts: int) -> list[tuple[str, ...]]:
+def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
+    """`parts` contiguous chunks whose sizes differ by at most one (ddmin's partition)."""
     size, extra = divmod(len(items), parts)
     chunks, start = [], 0
     for index in range(parts):

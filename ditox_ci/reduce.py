@@ -22,6 +22,7 @@ import onnx
 from onnx import helper
 
 from ditox_ci import runner
+from ditox_ci.localize import split_evenly
 from ditox_ci.outcome import Outcome
 
 Feeds = list[dict[str, np.ndarray]]
@@ -171,16 +172,6 @@ class Subgraphs:
         return candidate, [{n: sample[n] for n in fed} for sample in self.recorded]
 
 
-def _chunks(items: tuple[int, ...], parts: int) -> list[tuple[int, ...]]:
-    size, extra = divmod(len(items), parts)
-    chunks, start = [], 0
-    for index in range(parts):
-        end = start + size + (1 if index < extra else 0)
-        chunks.append(items[start:end])
-        start = end
-    return [c for c in chunks if c]
-
-
 class _BudgetSpent(Exception):
     pass
 
@@ -228,7 +219,7 @@ class Reducer:
         granularity = 2
         shrank = False
         while len(self.current) >= 2:
-            chunks = _chunks(self.current, min(granularity, len(self.current)))
+            chunks = split_evenly(self.current, min(granularity, len(self.current)))
             progress = False
             for index, chunk in enumerate(chunks):
                 rest = tuple(i for j, other in enumerate(chunks) if j != index for i in other)
