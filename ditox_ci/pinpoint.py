@@ -152,6 +152,16 @@ def write_candidate(folder: Path, model: onnx.ModelProto, feeds: Feeds) -> None:
             (data_set / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
 
 
+def candidate_outcome(
+    judge: PoolJudge, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
+) -> Outcome:
+    """A reduction check: `reduce` needs a verdict, and a candidate that cannot run does not fail."""
+    try:
+        return judge.candidate(name, model, feeds, step)
+    except Exception:
+        return Outcome(None)
+
+
 def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     """The optimizer call that shows the finding with as few passes as known."""
     if culprit.scope == "infrastructure":
@@ -159,6 +169,82 @@ def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     if culprit.scope == "unknown" or not culprit.passes:
         return step
     return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
+
+
+class JudgeError(Exception):
+    """The pool gave no verdict for a model (it was skipped: unreadable, or its original fails)."""
+
+
+class PoolJudge:
+    """Judges one model under one step through the worker pool, so a crash or hang is an Outcome.
+
+    `run` takes a model as the corpus gives it; `candidate` an in-memory model with exactly the
+    given feeds (a reduction candidate, or a model `ditox-ci reduce` was handed).
+    """
+
+    def __init__(self, pool: WorkerPool, scratch: Path) -> None:
+        self.pool = pool
+        self.scratch = scratch
+        self.candidates = 0
+
+    def run(self, ref: ModelRef, step: Step) -> Outcome:
+        results = list(self.pool.run([Job(ref, (step,))]))
+        outcome = results[0].outcomes.get(step.label) if results else None
+        if outcome is None:
+            reason = results[0].reason if results else "no result"
+            raise JudgeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
+        return outcome
+
+    def candidate(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> Outcome:
+        self.candidates += 1
+        folder = self.scratch / f"candidate-{self.candidates}"
+        try:
+            write_candidate(folder, model, feeds)
+            # a unique id and path per candidate: workers cache prepared models by both
+            ref = ModelRef(
+                id=f"{name}#candidate-{self.candidates}",
+                source="candidate",
+                path=str(folder / "model.onnx"),
+                inputs_dir=str(folder),
+            )
+            return self.run(ref, step)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_repro(
+    out_dir: Path,
+    finding: Finding,
+    reduced: onnx.ModelProto,
+    original: onnx.ModelProto,
+    feeds: Feeds,
+    step: Step,
+    optimizer_spec: str,
+    rtol: float,
+    atol: float,
+    divergence: Divergence | None = None,
+) -> Path:
+    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs.
+
+    Runs ONNX Runtime in the calling process: only call it on a model a worker already ran (the
+    original of a sweep, or a candidate a worker judged as still failing).
+    """
+    outputs = runner.run_all(runner.load_session(reduced.SerializeToString()), feeds)
+    names = [v.name for v in reduced.graph.output]
+    return write_bundle(
+        out_dir,
+        finding=finding,
+        model=reduced,
+        original_model=original,
+        feeds=feeds,
+        expected=[dict(zip(names, sample, strict=True)) for sample in outputs],
+        optimizer_spec=optimizer_spec,
+        passes=step.passes,
+        fixed_point=step.fixed_point,
+        rtol=rtol,
+        atol=atol,
+        divergence=divergence,
+    )
 
 
 class _Pinpointer:
@@ -173,9 +259,8 @@ class _Pinpointer:
         self.pool = pool
         self.steps = {step.label: step for step in steps}
         self.options = options
-        self.scratch = scratch
+        self.judge = PoolJudge(pool, scratch)
         self.log = log
-        self.candidates = 0
         self.probe_runs = 0
         self.reduce_checks = 0
         self.bundles: dict[str, str] = {}
@@ -185,20 +270,12 @@ class _Pinpointer:
         self.reduced: dict[str, Finding] = {}
         self.reused = 0
 
-    def _run(self, ref: ModelRef, step: Step) -> Outcome:
-        results = list(self.pool.run([Job(ref, (step,))]))
-        outcome = results[0].outcomes.get(step.label) if results else None
-        if outcome is None:
-            reason = results[0].reason if results else "no result"
-            raise RuntimeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
-        return outcome
-
     def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
         def probe(passes: Sequence[str]) -> Outcome:
             key = (result.ref.id, tuple(passes))
             if key not in self.probes:
                 self.probe_runs += 1
-                self.probes[key] = self._run(result.ref, Step("probe:" + ",".join(passes), key[1]))
+                self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(passes), key[1]))
             return self.probes[key]
 
         single = {
@@ -210,23 +287,8 @@ class _Pinpointer:
 
     def _still_fails(self, ref: ModelRef, step: Step, failure: Outcome) -> StillFails:
         def evaluate(candidate: onnx.ModelProto, feeds: Feeds) -> Outcome:
-            self.candidates += 1
             self.reduce_checks += 1
-            folder = self.scratch / f"candidate-{self.candidates}"
-            try:
-                write_candidate(folder, candidate, feeds)
-                # a unique id and path per candidate: workers cache prepared models by both
-                candidate_ref = ModelRef(
-                    id=f"{ref.id}#reduce-{self.candidates}",
-                    source="reduce",
-                    path=str(folder / "model.onnx"),
-                    inputs_dir=str(folder),
-                )
-                return self._run(candidate_ref, step)
-            except Exception:  # `reduce` needs a verdict: a candidate that cannot run does not fail
-                return Outcome(None)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
+            return candidate_outcome(self.judge, ref.id, candidate, feeds, step)
 
         return same_finding(evaluate, failure)
 
@@ -293,23 +355,17 @@ class _Pinpointer:
         divergence: Divergence | None,
     ) -> str:
         if finding.fingerprint not in self.bundles:
-            # safe in the parent: a worker already ran this model (the original, or the candidate
-            # it judged as still failing)
-            outputs = runner.run_all(runner.load_session(reduced.SerializeToString()), feeds)
-            names = [v.name for v in reduced.graph.output]
-            write_bundle(
+            write_repro(
                 self.options.out_dir / REPRO_DIR,
-                finding=finding,
-                model=reduced,
-                original_model=original,
-                feeds=feeds,
-                expected=[dict(zip(names, sample, strict=True)) for sample in outputs],
-                optimizer_spec=self.pool.config.optimizer,
-                passes=step.passes,
-                fixed_point=step.fixed_point,
-                rtol=self.options.rtol,
-                atol=self.options.atol,
-                divergence=divergence,
+                finding,
+                reduced,
+                original,
+                feeds,
+                step,
+                self.pool.config.optimizer,
+                self.options.rtol,
+                self.options.atol,
+                divergence,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
         return self.bundles[finding.fingerprint]

@@ -8,12 +8,21 @@ imported by the bundles' `repro.py` (via PYTHONPATH) as `localize_planted:<funct
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxoptimizer
 from onnx import TensorProto, helper, numpy_helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.optimizers import load_optimizer
+from ditox_ci.outcome import Outcome
+from ditox_ci.pinpoint import write_candidate
+from ditox_ci.plan import Step
 
 SINGLE_CULPRIT = "eliminate_identity"
 PAIR_CULPRITS = ("eliminate_nop_transpose", "fuse_consecutive_transposes")
@@ -29,9 +38,7 @@ def _flip_add_after_mul(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def single_pass_fault(
-    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool
-) -> onnx.ModelProto:
+def single_pass_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
     optimized = onnxoptimizer.optimize(model, list(passes), fixed_point)
     return _flip_add_after_mul(optimized) if SINGLE_CULPRIT in passes else optimized
 
@@ -43,15 +50,11 @@ def pair_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool)
     return _flip_add_after_mul(optimized) if in_order else optimized
 
 
-def infrastructure_fault(
-    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool
-) -> onnx.ModelProto:
+def infrastructure_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
     raise RuntimeError(f"serializer lost the graph at 0x{id(model):x} with {len(passes)} passes")
 
 
-def aborting_fault(
-    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool
-) -> onnx.ModelProto:
+def aborting_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
     if ABORT_CULPRIT in passes:
         os.abort()
     return onnxoptimizer.optimize(model, list(passes), fixed_point)
@@ -70,9 +73,7 @@ def chain_model(nodes: int = 200, fault_at: int = 100, width: int = 8) -> onnx.M
     current = "x"
 
     def constant(name: str) -> str:
-        initializers.append(
-            numpy_helper.from_array(rng.uniform(0.3, 0.7, [width]).astype(np.float32), name)
-        )
+        initializers.append(numpy_helper.from_array(rng.uniform(0.3, 0.7, [width]).astype(np.float32), name))
         return name
 
     index = 0
@@ -106,3 +107,23 @@ def chain_model(nodes: int = 200, fault_at: int = 100, width: int = 8) -> onnx.M
 def feeds(samples: int = 2, width: int = 8) -> list[dict[str, np.ndarray]]:
     rng = np.random.default_rng(11)
     return [{"x": rng.standard_normal([1, width]).astype(np.float32)} for _ in range(samples)]
+
+
+def engine_outcome(
+    model: onnx.ModelProto,
+    feeds: Sequence[dict[str, np.ndarray]],
+    spec: str,
+    passes: Sequence[str],
+    rtol: float,
+    atol: float,
+) -> Outcome:
+    """The sweep's own oracles, in this process (these planted faults never crash): the model is
+    written with exactly these feeds, prepared and judged as a worker would."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch) / "candidate"
+        write_candidate(folder, model, list(feeds))
+        ref = ModelRef(id="candidate", source="test", path=str(folder / "model.onnx"), inputs_dir=str(folder))
+        settings = EvalSettings(samples=len(feeds), rtol=rtol, atol=atol)
+        context = prepare(ref, settings)
+        step = Step("passes:" + ",".join(passes), tuple(passes))
+        return run_step(context, load_optimizer(spec), step, settings=settings)

@@ -4,24 +4,27 @@ the real onnxoptimizer, on models run by the real ONNX Runtime."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import localize_planted as planted
 import onnx
 import onnxoptimizer
 
-from ditox_ci.cli.reduce import IsolatedEvaluator, evaluate
 from ditox_ci.fingerprint import finding_fingerprint
 from ditox_ci.localize import Probe, localize
 from ditox_ci.localize_nodes import first_divergence
 from ditox_ci.outcome import Outcome
+from ditox_ci.pinpoint import PoolJudge
+from ditox_ci.plan import Step
 from ditox_ci.reduce import Feeds, reduce, same_finding
+from ditox_ci.worker import WorkerConfig, WorkerPool
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
 RTOL, ATOL = 1e-4, 1e-5
 
 
 def outcome(model: onnx.ModelProto, feeds: Feeds, spec: str, passes: Sequence[str]) -> Outcome:
-    return evaluate(model.SerializeToString(), feeds, spec, passes, False, RTOL, ATOL)
+    return planted.engine_outcome(model, feeds, spec, passes, RTOL, ATOL)
 
 
 def probe_for(model: onnx.ModelProto, feeds: Feeds, spec: str) -> Probe:
@@ -62,9 +65,7 @@ def test_two_hundred_node_model_reduces_to_the_planted_pattern() -> None:
     passes = [planted.SINGLE_CULPRIT]
     failure = outcome(model, feeds, spec, passes)
 
-    result = reduce(
-        model, feeds, same_finding(lambda m, f: outcome(m, f, spec, passes), failure), 60.0
-    )
+    result = reduce(model, feeds, same_finding(lambda m, f: outcome(m, f, spec, passes), failure), 60.0)
 
     assert result.nodes_before == 200
     assert sorted(node.op_type for node in result.model.graph.node) == ["Add", "Mul"]
@@ -108,12 +109,14 @@ def test_same_bug_in_two_models_shares_a_fingerprint_other_culprit_does_not() ->
     assert other != prints[0]
 
 
-def test_isolated_evaluator_survives_an_aborting_optimizer() -> None:
+def test_pool_judge_survives_an_aborting_optimizer(tmp_path: Path) -> None:
     model, feeds = planted.chain_model(nodes=10, fault_at=3), planted.feeds()
-    spec = "localize_planted:aborting_fault"
-    with IsolatedEvaluator(spec, [planted.ABORT_CULPRIT], False, RTOL, ATOL, 60.0) as crashing:
-        crashed = crashing(model, feeds)
+    config = WorkerConfig(optimizer=f"{planted.__file__}:aborting_fault", timeout_s=60.0)
+    aborting = Step("culprit", (planted.ABORT_CULPRIT,))
+    with WorkerPool(config) as pool:
+        judge = PoolJudge(pool, tmp_path)
+        crashed = judge.candidate("chain", model, feeds, aborting)
         assert crashed.kind == "optimizer-crash"
-        assert crashing(model, feeds).same_failure(crashed)
-    with IsolatedEvaluator(spec, ["eliminate_identity"], False, RTOL, ATOL, 60.0) as fine:
-        assert fine(model, feeds).kind is None
+        assert crashed.evidence["signal"] == "SIGABRT"
+        assert judge.candidate("chain", model, feeds, aborting).same_failure(crashed)
+        assert judge.candidate("chain", model, feeds, Step("fine", ("eliminate_identity",))).kind is None

@@ -16,7 +16,6 @@ import onnxruntime
 import pytest
 
 from ditox_ci import runner
-from ditox_ci.cli.reduce import evaluate
 from ditox_ci.fingerprint import finding_fingerprint
 from ditox_ci.localize_nodes import first_divergence
 from ditox_ci.outcome import Outcome
@@ -44,8 +43,7 @@ def make_bundle(tmp_path: Path, spec: str, passes: Sequence[str], nodes: int) ->
     model, feeds = planted.chain_model(nodes=nodes, fault_at=nodes // 2), planted.feeds()
 
     def judge(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome:
-        data = candidate.SerializeToString()
-        return evaluate(data, candidate_feeds, spec, passes, False, RTOL, ATOL)
+        return planted.engine_outcome(candidate, candidate_feeds, spec, passes, RTOL, ATOL)
 
     failure = judge(model, feeds)
     result = reduce(model, feeds, same_finding(judge, failure), 60.0)
