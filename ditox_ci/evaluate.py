@@ -58,6 +58,8 @@ class ModelContext:
     judged: dict[str, Outcome] = field(default_factory=dict)
     runtime_runs: int = 0
     cache_hits: int = 0
+    # made on first use only: comparators that re-run the models (text generation) need it
+    session: Any = None
 
 
 class SkipModel(Exception):
@@ -325,7 +327,9 @@ def _compare(
     compare = COMPARATORS[name](options)
     if not needs_context(compare):
         return compare(context.outputs, outputs, context.output_names)
-    original = runner.load_session(context.data, settings.threads)
+    if context.session is None:
+        context.session = runner.load_session(context.data, settings.threads)
+    original = context.session
     task_context = CompareContext(
         lambda feed: runner.run(original, feed), lambda feed: runner.run(session, feed), context.feeds
     )

@@ -7,14 +7,13 @@ infrastructure failures into one finding) → coverage and stats → report.
 from __future__ import annotations
 
 import datetime
-import hashlib
 import os
 import platform
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from ditox_ci.baseline import load_baseline
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.errors import UsageError
 from ditox_ci.evaluate import EvalSettings
 from ditox_ci.fingerprint import fingerprint
@@ -85,14 +85,11 @@ class SweepOptions:
 
 
 def _file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
+    """The model file's hash, or "" for a model that has no file here (an unavailable package)."""
     try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        return model_sha256(path)
     except OSError:
         return ""
-    return digest.hexdigest()
 
 
 def culprit_for(step: Step) -> Culprit:
@@ -138,7 +135,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         )
     if shared_with_nop:
         findings = [
-            Finding(**{**f.__dict__, "evidence": {**f.evidence, "also_in": shared_with_nop}})
+            replace(f, evidence={**f.evidence, "also_in": shared_with_nop})
             if f.config == "nop"
             else f
             for f in findings
