@@ -17,14 +17,12 @@ Any error while pinpointing a finding leaves it as the sweep found it, with `pin
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import onnx
@@ -37,9 +35,8 @@ from ditox_ci.corpus.loading import load_model
 from ditox_ci.evaluate import MAX_REDRAWS
 from ditox_ci.fingerprint import finding_fingerprint
 from ditox_ci.localize import localize
-from ditox_ci.localize_nodes import Divergence, first_divergence
+from ditox_ci.localize_nodes import Divergence
 from ditox_ci.log import Log
-from ditox_ci.optimizers import load_optimizer
 from ditox_ci.outcome import Outcome
 from ditox_ci.plan import NOP_PASS, Step
 from ditox_ci.reduce import Feeds, ReductionResult, StillFails, reduce, same_finding
@@ -83,60 +80,6 @@ class Pinpointed:
         }
 
 
-def _divergence_child(connection: multiprocessing.connection.Connection, request: tuple[Any, ...]) -> None:
-    model_bytes, feeds, optimizer, optimizer_path, passes, fixed_point, rtol, atol = request
-    try:
-        model = onnx.load_from_string(model_bytes)
-        optimized = load_optimizer(optimizer, optimizer_path).optimize(
-            onnx.load_from_string(model_bytes), list(passes), fixed_point
-        )
-        connection.send(first_divergence(model, optimized, feeds, rtol=rtol, atol=atol).to_json())
-    except Exception:  # divergence is optional evidence: no answer means none is reported
-        connection.send(None)
-
-
-def isolated_divergence(
-    model: onnx.ModelProto,
-    feeds: Feeds,
-    step: Step,
-    pool: WorkerPool,
-    rtol: float,
-    atol: float,
-) -> Divergence | None:
-    """`first_divergence` of a reduced model, with the optimizer run in a child process (it may
-    crash or hang), or None when that fails or takes longer than the pool's timeout."""
-    # forkserver reuses the pool's preloaded server, so the child starts without re-importing
-    method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-    context = multiprocessing.get_context(method)
-    receiver, sender = context.Pipe(duplex=False)
-    request = (
-        model.SerializeToString(),
-        feeds,
-        pool.config.optimizer,
-        pool.config.optimizer_path,
-        step.passes,
-        step.fixed_point,
-        rtol,
-        atol,
-    )
-    process = context.Process(  # type: ignore[attr-defined]
-        target=_divergence_child, args=(sender, request), daemon=True
-    )
-    process.start()
-    sender.close()
-    try:
-        if not receiver.poll(pool.config.timeout_s):
-            return None
-        answer = receiver.recv()
-        return Divergence.from_json(answer) if answer is not None else None
-    except (EOFError, OSError):
-        return None
-    finally:
-        process.kill()
-        process.join()
-        receiver.close()
-
-
 def write_candidate(folder: Path, model: onnx.ModelProto, feeds: Feeds) -> None:
     """ONNX backend-test layout, so a worker feeds the candidate exactly these values: inputs are
     bound by position to the graph inputs, one data set per sample."""
@@ -178,8 +121,8 @@ class JudgeError(Exception):
 class PoolJudge:
     """Judges one model under one step through the worker pool, so a crash or hang is an Outcome.
 
-    `run` takes a model as the corpus gives it; `candidate` an in-memory model with exactly the
-    given feeds (a reduction candidate, or a model `ditox-ci reduce` was handed).
+    `run` takes a model as the corpus gives it; `candidate` and `divergence` an in-memory model
+    with exactly the given feeds (a reduction candidate, or a model `ditox-ci reduce` was handed).
     """
 
     def __init__(self, pool: WorkerPool, scratch: Path) -> None:
@@ -196,18 +139,31 @@ class PoolJudge:
         return outcome
 
     def candidate(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> Outcome:
+        with self._written(name, model, feeds) as ref:
+            return self.run(ref, step)
+
+    def divergence(
+        self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step, rtol: float, atol: float
+    ) -> Divergence | None:
+        """Where inside `model` its output mismatch under `step` starts; None when it no longer
+        mismatches, or the worker crashed, hung or ran out of memory finding out."""
+        with self._written(name, model, feeds) as ref:
+            results = list(self.pool.run([Job(ref, (step,), divergence=(rtol, atol))]))
+        return results[0].divergences.get(step.label) if results else None
+
+    @contextmanager
+    def _written(self, name: str, model: onnx.ModelProto, feeds: Feeds) -> Iterator[ModelRef]:
         self.candidates += 1
         folder = self.scratch / f"candidate-{self.candidates}"
         try:
             write_candidate(folder, model, feeds)
             # a unique id and path per candidate: workers cache prepared models by both
-            ref = ModelRef(
+            yield ModelRef(
                 id=f"{name}#candidate-{self.candidates}",
                 source="candidate",
                 path=str(folder / "model.onnx"),
                 inputs_dir=str(folder),
             )
-            return self.run(ref, step)
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -326,8 +282,8 @@ class _Pinpointer:
             evidence["reduction"] = reduction.to_json()
         divergence = None
         if failure.kind == "output-mismatch" and reduction is not None:
-            divergence = isolated_divergence(
-                reduced, reduced_feeds, target, self.pool, self.options.rtol, self.options.atol
+            divergence = self.judge.divergence(
+                result.ref.id, reduced, reduced_feeds, target, self.options.rtol, self.options.atol
             )
             if divergence is not None:
                 evidence["divergence"] = divergence.to_json()

@@ -6,6 +6,17 @@ streams back a message per phase and per step. When a worker dies, times out or 
 limit, the parent knows which step and phase it was in, turns that into a finding of the right kind
 with the signal and the worker's last stderr lines, starts a fresh worker, and resumes the model at
 the next step. Nothing else is lost.
+
+The parent sends a Job, or None to stop. A worker answers each Job with:
+  ("phase", -1, "prepare"), then ("original", {nodes, sha256, info}) or ("skipped", reason);
+  per step i: ("phase", i, "optimize"), ("phase", i, "run") when the optimized model is run,
+    ("step", i, Outcome); when the Job asks for divergence and the step ended in an output mismatch,
+    ("phase", i, "divergence") and ("divergence", i, Divergence | None): the first node whose output
+    differs (localize_nodes), found with the optimizer run again in the worker;
+  ("done", {runtime_runs, cache_hits}), or ("internal", message) for a bug in ditox-ci.
+A worker that cannot load the optimizer sends ("fatal", message) instead. Divergence is optional
+evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase is
+replaced and the model resumes at the next step, the mismatch found but without its divergence.
 """
 
 from __future__ import annotations
@@ -19,14 +30,17 @@ import tempfile
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import onnx
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.evaluate import EvalSettings, ModelContext, SkipModel, prepare, run_step
-from ditox_ci.optimizers import load_optimizer
+from ditox_ci.localize_nodes import Divergence, first_divergence
+from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.outcome import Outcome
 from ditox_ci.plan import Step
 
@@ -49,6 +63,8 @@ class WorkerConfig:
 class Job:
     ref: ModelRef
     steps: tuple[Step, ...]
+    # (rtol, atol): also find where inside the graph each step's output mismatch starts
+    divergence: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +75,8 @@ class JobResult:
     nodes: int = 0
     sha256: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    # by step label, for the steps of a Job that asked for divergence and got one
+    divergences: dict[str, Divergence] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
     optimizer_runs: int = 0
@@ -68,6 +86,18 @@ class JobResult:
 
 
 # ---------------------------------------------------------------- child side
+
+
+def _divergence(
+    context: ModelContext, optimizer: LoadedOptimizer, step: Step, rtol: float, atol: float
+) -> Divergence | None:
+    """Where inside the graph the step's output mismatch starts; None when that cannot be found."""
+    try:
+        model = onnx.load_from_string(context.data)
+        optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
+        return first_divergence(context.model, optimized, context.feeds, rtol=rtol, atol=atol)
+    except Exception:  # optional evidence: its trouble is neither a finding nor a reason to stop
+        return None
 
 
 def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
@@ -123,6 +153,9 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
                 conn.send(("internal", f"{step.label}: {type(exc).__name__}: {exc}"))
                 break
             conn.send(("step", index, outcome))
+            if job.divergence is not None and outcome.kind == "output-mismatch":
+                conn.send(("phase", index, "divergence"))
+                conn.send(("divergence", index, _divergence(context, optimizer, step, *job.divergence)))
         else:
             done = {
                 "runtime_runs": context.runtime_runs - runs_before,
@@ -142,6 +175,7 @@ class _Running:
     started: float
     remaining: tuple[Step, ...]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    divergences: dict[str, Divergence] = field(default_factory=dict)
     original: dict[str, Any] | None = None
     phase: str = "prepare"
     step_index: int = -1
@@ -158,6 +192,22 @@ class _Slot:
     conn: multiprocessing.connection.Connection
     stderr_path: Path
     running: _Running | None = None
+
+
+def _failure_outcome(phase: str, cause: str, detail: str, stderr: str) -> Outcome:
+    in_optimizer = phase == "optimize"
+    if cause == "timed out":
+        kind = "optimizer-timeout" if in_optimizer else "runtime-error"
+    else:
+        kind = "optimizer-crash" if in_optimizer else "runtime-error"
+    where = "optimizer" if in_optimizer else "ONNX Runtime on the optimized model"
+    message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
+    evidence: dict[str, Any] = {"message": message, "phase": phase}
+    if detail:
+        evidence["signal" if cause == "crashed" else "detail"] = detail
+    if stderr:
+        evidence["stderr"] = stderr
+    return Outcome(kind, message, evidence)
 
 
 def _signal_name(exitcode: int | None) -> str:
@@ -251,7 +301,7 @@ class WorkerPool:
         running.phase, running.step_index = "prepare", -1
         running.phase_started = time.monotonic()
         slot.running = running
-        slot.conn.send(Job(running.job.ref, running.remaining))
+        slot.conn.send(replace(running.job, steps=running.remaining))
 
     def _stderr_tail(self, slot: _Slot) -> str:
         try:
@@ -269,6 +319,7 @@ class WorkerPool:
             nodes=int(original.get("nodes", 0)),
             sha256=str(original.get("sha256", "")),
             outcomes=running.outcomes,
+            divergences=running.divergences,
             info=dict(original.get("info", {})),
             wall_s=time.monotonic() - running.started,
             optimizer_runs=running.optimizer_runs,
@@ -286,13 +337,16 @@ class WorkerPool:
         if tag == "phase":
             running.step_index, running.phase = message[1], message[2]
             running.phase_started = time.monotonic()
-            if running.phase == "optimize":
+            if running.phase in ("optimize", "divergence"):
                 running.optimizer_runs += 1
         elif tag == "original":
             running.original = message[1]
         elif tag == "step":
             step = running.remaining[message[1]]
             running.outcomes[step.label] = message[2]
+        elif tag == "divergence":
+            if message[2] is not None:
+                running.divergences[running.remaining[message[1]].label] = message[2]
         elif tag == "skipped":
             slot.running = None
             return self._finish(running, "skipped", message[1])
@@ -315,20 +369,10 @@ class WorkerPool:
                 "skipped",
                 f"the original model {cause} while loading/running: {detail}".strip(),
             )
-        step = running.remaining[running.step_index]
-        in_optimizer = running.phase == "optimize"
-        if cause == "timed out":
-            kind = "optimizer-timeout" if in_optimizer else "runtime-error"
-        else:
-            kind = "optimizer-crash" if in_optimizer else "runtime-error"
-        where = "optimizer" if in_optimizer else "ONNX Runtime on the optimized model"
-        message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
-        evidence: dict[str, Any] = {"message": message, "phase": running.phase}
-        if detail:
-            evidence["signal" if cause == "crashed" else "detail"] = detail
-        if stderr:
-            evidence["stderr"] = stderr
-        running.outcomes[step.label] = Outcome(kind, message, evidence)
+        # in the divergence phase the step's outcome already came back: it stands, without divergence
+        if running.phase != "divergence":
+            step = running.remaining[running.step_index]
+            running.outcomes[step.label] = _failure_outcome(running.phase, cause, detail, stderr)
         running.remaining = running.remaining[running.step_index + 1 :]
         running.restarts += 1
         if not running.remaining:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 import onnx
 import onnxoptimizer
 
 BROKEN_PASS = "eliminate_identity"
+
+# per worker process: how often it optimized each (model, passes)
+_calls: Counter[tuple[bytes, tuple[str, ...]]] = Counter()
 
 
 def _flip_add_to_sub(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -27,9 +31,15 @@ def _flip_add_to_sub(model: onnx.ModelProto) -> onnx.ModelProto:
 def optimize(
     model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False
 ) -> onnx.ModelProto:
-    """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add."""
+    """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add;
+    wrong_then_segv*: also segfaults when one process optimizes the same model with the same passes
+    a second time, as a worker does when a Job asks where the mismatch it just found starts."""
     name = model.graph.name
     rewriting = [p for p in passes if p != "nop"]
+    if name.startswith("wrong_then_segv"):
+        _calls[model.SerializeToString(), tuple(passes)] += 1
+        if _calls[model.SerializeToString(), tuple(passes)] > 1:
+            ctypes.string_at(0)
     if name.startswith("segv") and rewriting:
         ctypes.string_at(0)
     if name.startswith("hang") and rewriting:

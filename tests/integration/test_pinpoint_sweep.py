@@ -85,6 +85,17 @@ def test_the_reduced_model_is_smaller_and_its_bundle_reproduces_only_the_fault(
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
 
 
+def test_a_mismatch_names_the_node_where_the_reduced_model_starts_to_diverge(
+    single_pass: tuple[int, dict[str, Any], Path],
+) -> None:
+    _, report, _ = single_pass
+    [finding] = report["findings"]
+    divergence = finding["evidence"]["divergence"]
+    assert divergence["tensor"] == f"v{NODES // 2}_add"
+    assert [label.split()[0] for label in divergence["rewritten"]] == ["Add"]
+    assert divergence["max_abs"] > 0.1
+
+
 def test_a_two_pass_interaction_names_both_passes_in_order(tmp_path: Path) -> None:
     code, report, _ = sweep(tmp_path, "pair_fault", "--reduce-budget", "0")
     assert code == 1
