@@ -119,10 +119,6 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
             "mode 'all' publishes the report of one job, so it cannot run a shard; use mode "
             "'sweep' in the shard jobs and 'merge' then 'publish' in a job that needs them"
         )
-    if inputs.base_optimizer and inputs.previous:
-        raise ConfigError(
-            "inputs base_optimizer and previous both name what counts as known; give only one"
-        )
     if inputs.mode == "merge" and not inputs.reports:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
     return inputs
@@ -144,10 +140,6 @@ def optimizer_argument(spec: str) -> str:
     return spec if optimizer_kind(spec) == "import" else INSTALLED_MODULE
 
 
-def base_out(inputs: ActionInputs) -> str:
-    return f"{inputs.out.rstrip('/')}-base"
-
-
 def report_path(inputs: ActionInputs) -> Path:
     return Path(inputs.out) / "report.json"
 
@@ -156,8 +148,8 @@ def _optional(flag: str, value: object) -> list[str]:
     return [] if value is None or value == "" else [flag, str(value)]
 
 
-def _sweep_argv(inputs: ActionInputs, optimizer: str, out: str, previous: str) -> list[str]:
-    argv = ["sweep", "--out", out, "--optimizer", optimizer_argument(optimizer)]
+def _sweep_argv(inputs: ActionInputs) -> list[str]:
+    argv = ["sweep", "--out", inputs.out, "--optimizer", optimizer_argument(inputs.optimizer)]
     if inputs.models:
         argv += ["--models", *inputs.models]
     if inputs.configs:
@@ -166,31 +158,15 @@ def _sweep_argv(inputs: ActionInputs, optimizer: str, out: str, previous: str) -
         argv += ["--passes", ",".join(inputs.passes)]
     if inputs.shard_count > 1:
         argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
+    # the CLI installs the base build into a folder of its own, beside the build under test
+    argv += _optional("--base-optimizer", inputs.base_optimizer)
     argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", previous)
+    argv += _optional("--previous", inputs.previous)
     argv += _optional("--rtol", inputs.rtol)
     argv += _optional("--atol", inputs.atol)
     argv += _optional("--jobs", inputs.jobs)
     argv += _optional("--timeout", inputs.timeout)
     return argv
-
-
-def _sweep_stages(inputs: ActionInputs) -> list[tuple[str, list[str]]]:
-    """(optimizer spec to install first, argv) per sweep.
-
-    With a base optimizer the base build is swept first, the same shard of the same corpus, and
-    its report becomes `--previous` of the real sweep: what the base branch already shows is
-    known, only what the PR introduces is new.
-    """
-    if not inputs.base_optimizer:
-        return [
-            (inputs.optimizer, _sweep_argv(inputs, inputs.optimizer, inputs.out, inputs.previous))
-        ]
-    base_report = str(Path(base_out(inputs)) / "report.json")
-    return [
-        (inputs.base_optimizer, _sweep_argv(inputs, inputs.base_optimizer, base_out(inputs), "")),
-        (inputs.optimizer, _sweep_argv(inputs, inputs.optimizer, inputs.out, base_report)),
-    ]
 
 
 def _merge_argv(inputs: ActionInputs) -> list[str]:
@@ -228,11 +204,7 @@ def _install(python: str, spec: str) -> list[Step]:
 
 
 def _sweep_steps(inputs: ActionInputs, python: str) -> list[Step]:
-    return [
-        step
-        for spec, argv in _sweep_stages(inputs)
-        for step in (*_install(python, spec), _cli(python, argv))
-    ]
+    return [*_install(python, inputs.optimizer), _cli(python, _sweep_argv(inputs))]
 
 
 STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {

@@ -53,6 +53,23 @@ CONFIGS: dict[str, Callable[[OptimizerInfo], list[Step]]] = {
 DEFAULT_CONFIGS = ("default", "fixed-point", "nop", "single")
 
 
+# configs named by their role: on another build of the optimizer they mean that build's own lists
+_BY_ROLE: dict[str, Callable[[OptimizerInfo], list[Step]]] = {
+    "nop": _nop,
+    "default": _default,
+    "fixed-point": _fixed_point,
+}
+
+
+def step_on_build(step: Step, info: OptimizerInfo) -> Step | None:
+    """`step` as another build runs it: `default` is its default list (a PR that puts a buggy pass
+    into the default list introduces the default config's failure); an explicit pass list stays
+    as it is, or None when that build lacks one of its passes."""
+    if step.label in _BY_ROLE:
+        return _BY_ROLE[step.label](info)[0]
+    return step if all(name in info.passes for name in step.passes) else None
+
+
 def check_passes(passes: Sequence[str], info: OptimizerInfo) -> None:
     unknown = [name for name in passes if name not in info.passes]
     if unknown:

@@ -6,12 +6,13 @@ infrastructure failures into one finding) → coverage and stats → report.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import os
 import platform
 import sys
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
+from ditox_ci.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.baseline import load_baseline
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
@@ -31,12 +33,13 @@ from ditox_ci.evaluate import EvalSettings
 from ditox_ci.fingerprint import fingerprint
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.optimizers.install import base_installation
 from ditox_ci.outcome import Outcome
 from ditox_ci.pinpoint import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
-from ditox_ci.shard import parse_shard, previous_costs, select
+from ditox_ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.worker import Job, JobResult, WorkerConfig, WorkerPool
 
 
@@ -47,6 +50,7 @@ class SweepOptions:
     passes: tuple[str, ...] = ()
     optimizer: str = "onnxoptimizer"
     optimizer_path: str | None = None
+    base_optimizer: str | None = None
     baseline: str | None = None
     previous: str | None = None
     shard: str = "0/1"
@@ -177,18 +181,31 @@ def environment_info() -> dict[str, str]:
     }
 
 
+# Every job of a matrix must compute the same plan, so unless --jobs says otherwise a sharded plan
+# assumes this many workers per shard job (GitHub's standard runners have 2 cores), never the
+# core count of the machine it happens to run on.
+SHARD_PLAN_WORKERS = 2
+
+
 def plan_sweep(
     options: SweepOptions, log: Log | None = None
-) -> tuple[OptimizerInfo, tuple[Step, ...], list[ModelRef]]:
-    """Resolve optimizer, steps and this shard's models; every error here is the user's to fix."""
+) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
+    """Resolve optimizer, steps and this shard's Jobs; every error here is the user's to fix."""
     info = load_optimizer(options.optimizer, options.optimizer_path).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
     refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
-    if count > 1:
-        costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
-        refs = select(refs, index, count, costs)
-    return info, steps, sorted(refs, key=lambda ref: ref.id)
+    workers = options.jobs or (SHARD_PLAN_WORKERS if count > 1 else os.cpu_count() or 1)
+    costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
+    plan = plan_jobs(refs, steps, count, workers, lambda ref: estimate_cost(ref, costs))
+    return info, steps, plan[index]
+
+
+def configs_run(labels: set[str], steps: Sequence[Step]) -> tuple[str, ...]:
+    """The configs a model ran here, in step order, when that is only a part of them; else ()."""
+    if all(step.label in labels for step in steps):
+        return ()
+    return tuple(step.label for step in steps if step.label in labels)
 
 
 def run_sweep(
@@ -198,10 +215,16 @@ def run_sweep(
 ) -> Report:
     started = time.monotonic()
     with log.group("plan"):
-        info, steps, refs = plan_sweep(options, log)
+        info, steps, planned = plan_sweep(options, log)
+        parts = Counter(job.ref.id for job in planned)
+        split = sum(1 for count in parts.values() if count > 1)
         log.info(
-            f"{len(refs)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
+            f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
+            + (f"; {split} costly models run in {len(planned) - len(parts) + split} parts" if split else "")
         )
+    labels_run: dict[str, set[str]] = defaultdict(set)
+    for job in planned:
+        labels_run[job.ref.id].update(step.label for step in job.steps)
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     config = WorkerConfig(
         optimizer=options.optimizer,
@@ -221,15 +244,33 @@ def run_sweep(
     results: list[JobResult] = []
     findings: list[Finding] = []
     pinpoint_stats: dict[str, int] | None = None
-    with WorkerPool(config, jobs) as pool:
-        with log.group("sweep"), Progress(log, len(refs), "models") as progress:
-            for result in pool.run(Job(ref, steps) for ref in refs):
+    base_stats: dict[str, Any] | None = None
+    with contextlib.ExitStack() as stack:
+        base = None
+        if options.base_optimizer:
+            with log.group("base optimizer"):
+                base = stack.enter_context(
+                    base_installation(options.base_optimizer, options.optimizer, Path(options.cache_dir), log)
+                )
+        pool = stack.enter_context(WorkerPool(config, jobs))
+        with log.group("sweep"), Progress(log, len(parts), "models") as progress:
+            finished_parts: dict[str, list[JobResult]] = defaultdict(list)
+            for part in pool.run(planned):
+                finished_parts[part.ref.id].append(part)
+                if len(finished_parts[part.ref.id]) < parts[part.ref.id]:
+                    continue
+                # findings, coverage and the report see one result per model, however it was split
+                result = combine_results(finished_parts.pop(part.ref.id), steps)
                 results.append(result)
                 new = findings_for(result, steps)
                 findings.extend(new)
                 progress.advance(findings=len(findings))
                 if on_result:
                     on_result(result)
+        if base is not None:
+            with log.group("base optimizer"):
+                checked = check_on_base(findings, results, steps, config, base, jobs, log)
+            findings, base_stats = list(checked.findings), checked.stats
         # localization and reduction probe through the same workers, so the pool stays open
         if options.localize != "off" and findings:
             baseline = load_baseline(Path(options.baseline) if options.baseline else None)
@@ -238,7 +279,9 @@ def run_sweep(
                 options.reduce_budget,
                 options.rtol,
                 options.atol,
-                by_design=lambda finding: baseline.match(finding, datetime.date.today()) is not None,
+                # localized but not reduced: a limitation by design, or older than this build
+                by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
+                or baseline.match(finding, datetime.date.today()) is not None,
             )
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
@@ -254,6 +297,7 @@ def run_sweep(
             reason=r.reason,
             nodes=r.nodes,
             cost_s=round(r.wall_s, 4),
+            configs=configs_run(labels_run[r.ref.id], steps),
         )
         for r in results
     )
@@ -271,6 +315,8 @@ def run_sweep(
     }
     if pinpoint_stats is not None:
         stats["pinpoint"] = pinpoint_stats
+    if base_stats is not None:
+        stats["base_optimizer"] = base_stats
     index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},

@@ -37,6 +37,7 @@ examples:
   ditox-ci sweep --models onnx-node:test_conv* --configs single
   ditox-ci sweep --models ./models --passes fuse_bn_into_conv,eliminate_identity
   ditox-ci sweep --optimizer mypkg.opt:optimize --shard 1/4 --out shard-1
+  ditox-ci sweep --base-optimizer onnxoptimizer==0.4.1     # PR gate: only what this build adds
 """
 
 
@@ -61,6 +62,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--optimizer",
         help="onnxoptimizer (default), pkg.module:function or file.py:function "
         "shaped like optimize(model, passes, fixed_point)",
+    )
+    add(
+        "--base-optimizer",
+        dest="base_optimizer",
+        metavar="SPEC",
+        help="the build a PR starts from (wheel, checkout, pip requirement or pkg.mod:function): "
+        "each finding is re-run on it, and one that reproduces there is 'known', not new",
     )
     add("--baseline", help="YAML of known limitations, layered on the shipped default")
     add(

@@ -137,15 +137,35 @@ def _import_path(spec: str) -> LoadedOptimizer:
     return LoadedOptimizer(info=info, optimize=func)
 
 
+def _check_origin(spec: str, search_path: str) -> None:
+    """The optimizer's package must come from `search_path`; a copy found further down sys.path
+    would be another build, and comparing a build with itself hides every regression."""
+    module_name = spec.rpartition(":")[0] or spec
+    if module_name.endswith(".py"):  # loaded by its path, not through sys.path
+        return
+    package = module_name.split(".")[0]
+    module = sys.modules.get(package)
+    origin = Path(getattr(module, "__file__", None) or "").resolve()
+    if not origin.is_relative_to(Path(search_path).resolve()):
+        raise OptimizerLoadError(
+            f"'{package}' was imported from {origin.parent}, not from {search_path}: "
+            f"that build does not provide the module '{package}'"
+        )
+
+
 def load_optimizer(spec: str, search_path: str | None = None) -> LoadedOptimizer:
-    """Load the optimizer named by `spec`; `search_path` (a folder) is put first on sys.path."""
+    """Load the optimizer named by `spec` from `search_path` (a folder put first on sys.path)."""
     if search_path and search_path not in sys.path:
         sys.path.insert(0, search_path)
     if spec in OPTIMIZERS:
-        return OPTIMIZERS[spec]()
-    if ":" in spec:
-        return _import_path(spec)
-    known = ", ".join(sorted(OPTIMIZERS))
-    raise OptimizerLoadError(
-        f"unknown optimizer '{spec}': use one of {known} or an import path pkg.module:function"
-    )
+        loaded = OPTIMIZERS[spec]()
+    elif ":" in spec:
+        loaded = _import_path(spec)
+    else:
+        known = ", ".join(sorted(OPTIMIZERS))
+        raise OptimizerLoadError(
+            f"unknown optimizer '{spec}': use one of {known} or an import path pkg.module:function"
+        )
+    if search_path:
+        _check_origin(spec, search_path)
+    return loaded

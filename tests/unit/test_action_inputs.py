@@ -190,24 +190,22 @@ def test_source_checkout_is_installed_then_swept_as_onnxoptimizer(tmp_path: Path
     assert install_commands("onnxoptimizer", "python") == []
 
 
-def test_base_optimizer_sweeps_first_and_becomes_previous() -> None:
+def test_the_base_optimizer_goes_to_the_one_sweep_that_installs_it_itself() -> None:
     env = {
         "INPUT_MODE": "sweep",
         "INPUT_OPTIMIZER": "dist/pr.whl",
         "INPUT_BASE_OPTIMIZER": "onnxoptimizer==0.4.2",
-        "INPUT_OUT": "shard-1/",
+        "INPUT_PREVIOUS": "nightly/report.json",
         "INPUT_SHARD_INDEX": "1",
         "INPUT_SHARD_COUNT": "2",
     }
     steps = plan(read_inputs(env), "py")
     installs = [step.command[-1] for step in steps if step.failure_code]
-    assert installs == ["onnxoptimizer==0.4.2"] * 2 + ["dist/pr.whl"] * 2
-    base, pr = build_argv(env)
-    assert base[:3] == ["sweep", "--out", "shard-1-base"] and "--previous" not in base
-    assert pr[pr.index("--previous") + 1] == "shard-1-base/report.json"
-    assert base[base.index("--shard") + 1] == pr[pr.index("--shard") + 1] == "1/2"
-    with pytest.raises(ConfigError, match="only one"):
-        read_inputs({**env, "INPUT_PREVIOUS": "old/report.json"})
+    assert installs == ["dist/pr.whl"] * 2
+    (sweep,) = build_argv(env)
+    assert sweep[sweep.index("--base-optimizer") + 1] == "onnxoptimizer==0.4.2"
+    assert sweep[sweep.index("--previous") + 1] == "nightly/report.json"
+    assert sweep[sweep.index("--shard") + 1] == "1/2"
 
 
 def test_token_goes_to_env_not_inputs() -> None:

@@ -1,0 +1,71 @@
+"""Real wheels of planted optimizer builds, written by hand so tests need no build backend or index.
+
+A wheel is a zip with the package files and a `.dist-info` folder (METADATA, WHEEL, RECORD); pip
+installs it like any other.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+PACKAGE = "planted_opt"
+
+_SOURCE = '''"""Planted optimizer build {version}: the real onnxoptimizer, except that {bugs} raise."""
+
+import onnxoptimizer
+
+__version__ = "{version}"
+BUGS = {bugs!r}
+
+
+def get_available_passes():
+    return onnxoptimizer.get_available_passes()
+
+
+def get_fuse_and_elimination_passes():
+    return onnxoptimizer.get_fuse_and_elimination_passes()
+
+
+def optimize(model, passes, fixed_point=False):
+    broken = sorted(set(BUGS) & set(passes))
+    if broken:
+        raise RuntimeError(f"planted bug in {{broken[0]}} (build {version})")
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+'''
+
+
+def _record_line(path: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def write_wheel(folder: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
+    """A pure-Python wheel of `files` (path in the wheel → text), written into `folder`."""
+    dist = f"{name.replace('-', '_')}-{version}"
+    contents = {path: text.encode() for path, text in files.items()}
+    contents[f"{dist}.dist-info/METADATA"] = (
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    )
+    contents[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: ditox-ci-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    record = [_record_line(path, data) for path, data in contents.items()]
+    contents[f"{dist}.dist-info/RECORD"] = (
+        "\n".join([*record, f"{dist}.dist-info/RECORD,,"]) + "\n"
+    ).encode()
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{dist}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in contents.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def planted_build(folder: Path, version: str, bugs: Iterable[str]) -> Path:
+    """A wheel of `planted_opt` whose optimize raises when any pass in `bugs` is asked for."""
+    source = _SOURCE.format(version=version, bugs=tuple(sorted(bugs)))
+    return write_wheel(folder, "planted-opt", version, {f"{PACKAGE}/__init__.py": source})
