@@ -38,8 +38,10 @@ class ActionInputs:
     out: str = "ditox-report"
     reports: tuple[str, ...] = ()
     github_token: str = ""
+    pr_number: int | None = None
     comment: bool = True
     file_issues: bool = False
+    close_fixed: bool = False
     fail_on: str = "new"
     dry_run: bool = False
 
@@ -177,6 +179,8 @@ def _publish_argv(inputs: ActionInputs) -> list[str]:
     argv = ["publish", "--report", str(report_path(inputs))]
     argv.append("--comment" if inputs.comment else "--no-comment")
     argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
+    argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
+    argv += _optional("--pr", inputs.pr_number)
     if inputs.dry_run:
         argv.append("--dry-run")
     return argv

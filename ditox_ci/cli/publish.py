@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ditox_ci.baseline import load_baseline
 from ditox_ci.classify import classify
-from ditox_ci.errors import EXIT_OK, GitHubError
+from ditox_ci.errors import EXIT_OK, GitHubError, UsageError
 from ditox_ci.github import GitHubContext, Publisher, PublishOptions, Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
@@ -29,6 +29,7 @@ token from INPUT_GITHUB_TOKEN or GITHUB_TOKEN; options also from INPUT_<NAME> / 
 
 examples:
   ditox-ci publish --report out/report.json --dry-run            # print every action
+  ditox-ci publish --report fork/report.json --pr 123            # workflow_run after a fork PR
   ditox-ci publish --report out/report.json --baseline .ditox-baseline.yml \\
       --previous nightly/report.json --file-issues --close-fixed
 """
@@ -39,12 +40,20 @@ class PublishSettings(PublishOptions):
     report: str = "ditox-report/report.json"
     baseline: str | None = None
     previous: str | None = None
+    pr: int | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE", help="report.json to publish")
     parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
     parser.add_argument("--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known")
+    parser.add_argument(
+        "--pr",
+        type=int,
+        metavar="N",
+        help="the pull request to comment on when the event does not name it (workflow_run "
+        "publishing a fork's report); commented only if its head is the report's commit",
+    )
     parser.add_argument("--config", metavar="FILE", type=Path, help="YAML config, `publish:` section")
     flag = argparse.BooleanOptionalAction
     parser.add_argument("--dry-run", action=flag, help="print every action instead of doing it")
@@ -67,6 +76,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env)
     context = GitHubContext.from_env(env)
     log.mask(context.token)
+    if settings.pr is not None and settings.pr != context.pr_number:
+        if settings.pr < 1:
+            raise UsageError(f"--pr must be a pull request number, got {settings.pr}")
+        context = replace(context, pr_number=settings.pr, pr_unverified=True)
 
     report = read_report(Path(settings.report))
     previous = read_report(Path(settings.previous)) if settings.previous else None

@@ -23,6 +23,9 @@ class GitHubContext:
     pr_number: int | None = None
     run_url: str | None = None
     token: str = ""
+    # the PR number came from outside the event (`--pr`, e.g. a fork's report artifact): the
+    # publisher comments only after checking that the PR's head is the commit the report is for
+    pr_unverified: bool = False
 
     def __repr__(self) -> str:
         # The token must never reach logs, tracebacks or test output.
@@ -38,7 +41,9 @@ class GitHubContext:
         """The GitHub Actions variables; the token from INPUT_GITHUB_TOKEN, else GITHUB_TOKEN.
 
         On pull requests GITHUB_SHA is the synthetic merge commit; checks and statuses belong on
-        the PR head, so the head sha is taken from the event payload.
+        the PR head, so the head sha is taken from the event payload. On workflow_run (publishing
+        the report of a finished pull_request run) the commit is that run's head; GitHub lists
+        its PR only when the PR is not from a fork, otherwise `--pr` names it.
         """
         repository = env.get("GITHUB_REPOSITORY", "")
         if repository and repository.count("/") != 1:
@@ -53,6 +58,12 @@ class GitHubContext:
         if isinstance(pull, dict):
             pr_number = int(pull.get("number") or event.get("number") or 0) or None
             sha = str((pull.get("head") or {}).get("sha") or sha)
+        run = event.get("workflow_run") if event_name == "workflow_run" else None
+        if isinstance(run, dict):
+            sha = str(run.get("head_sha") or sha)
+            pulls = [p for p in run.get("pull_requests") or () if isinstance(p, dict)]
+            if pulls:
+                pr_number = int(pulls[0].get("number") or 0) or None
         server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         run_id = env.get("GITHUB_RUN_ID")
         run_url = f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None

@@ -175,11 +175,26 @@ class Publisher:
 
     # -- sticky comment -------------------------------------------------------------------------
 
+    def _pr_matches(self, number: int) -> bool:
+        """Whether PR `number` is at the report's commit. A number from outside the event (a fork's
+        artifact) is the fork's word; checking it keeps a report off another PR's thread."""
+        if not self.context.pr_unverified or self.offline:
+            return True
+        head = self._read(f"read the head of #{number}", lambda: self.repo.get_pull(number).head.sha)
+        if head == self.context.sha:
+            return True
+        reason = f"#{number} is at {head[:12]}, the report is for {self.context.sha[:12]}"
+        self.state.failed.append(f"update the pull request comment: {reason}")
+        self.log.error(f"not commenting: {reason}; --pr must name the PR the swept commit belongs to")
+        return False
+
     def _comment(self, texts: Texts) -> None:
         body = texts.comment(self.options.comment_key)
         marker = body.splitlines()[0]
         number = self.context.pr_number
         assert number is not None
+        if not self._pr_matches(number):
+            return
 
         def find() -> IssueComment | None:
             if self.offline:

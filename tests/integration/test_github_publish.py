@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
@@ -177,3 +178,40 @@ def test_pagination_finds_issues_beyond_the_first_page(tmp_path: Path):
         assert len(server.bot_issues()) == 6
         listed = [x for x in server.exchanges if x.path.endswith("/issues") and x.method == "GET"]
         assert len(listed) >= 2 * 3  # three pages of two issues each, on both runs
+
+
+def workflow_run_env(tmp_path: Path, api_url: str, pulls: list[dict]) -> dict[str, str]:
+    """The base repository's workflow_run after a pull_request run: its head is the PR's commit."""
+    event = tmp_path / "workflow_run.json"
+    event.write_text(
+        json.dumps({"workflow_run": {"event": "pull_request", "head_sha": SHA, "pull_requests": pulls}})
+    )
+    return {
+        **github_env(tmp_path, api_url),
+        "GITHUB_EVENT_NAME": "workflow_run",
+        "GITHUB_EVENT_PATH": str(event),
+    }
+
+
+def test_workflow_run_comments_on_the_pr_of_a_same_repository_run(server, tmp_path: Path):
+    env = workflow_run_env(tmp_path, server.url, [{"number": PR, "head": {"sha": SHA}}])
+    assert run_publish(["--report", str(write(tmp_path, "r.json", report(BUG_A)))], env)[0] == 0
+    assert len(sticky_comments(server)) == 1
+    assert [run["head_sha"] for run in server.repo.check_runs.values()] == [SHA]
+
+
+def test_workflow_run_for_a_fork_comments_on_the_named_pr_only_at_the_reports_commit(server, tmp_path: Path):
+    """GitHub lists no PR for a fork's run: --pr names it, and the PR's head must be the commit."""
+    env = workflow_run_env(tmp_path, server.url, [])
+    path = write(tmp_path, "r.json", report(BUG_A))
+    assert run_publish(["--report", str(path)], env)[0] == 0
+    assert sticky_comments(server) == []  # no PR known: check only
+
+    assert run_publish(["--report", str(path), "--pr", str(PR)], env)[0] == 0
+    assert len(sticky_comments(server)) == 1
+
+    # an artifact that names another PR (its head elsewhere) gets no comment there
+    server.open_pull(PR + 1, "d" * 40)
+    code, _, err = run_publish(["--report", str(path), "--pr", str(PR + 1)], env)
+    assert code == 0 and "not commenting" in err and f"#{PR + 1} is at dddddddddddd" in err
+    assert [c for c in server.comments_on(PR + 1) if "ditox-ci:sticky" in c["body"]] == []

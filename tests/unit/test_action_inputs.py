@@ -70,8 +70,30 @@ def _parse_outputs(text: str) -> dict[str, str]:
 def test_defaults_run_sweep_then_publish() -> None:
     assert build_argv({}) == [
         ["sweep", "--out", "ditox-report", "--optimizer", "onnxoptimizer"],
-        ["publish", "--report", "ditox-report/report.json", "--comment", "--no-file-issues"],
+        [
+            "publish",
+            "--report",
+            "ditox-report/report.json",
+            "--comment",
+            "--no-file-issues",
+            "--no-close-fixed",
+        ],
     ]
+
+
+def test_publish_inputs_map_to_flags() -> None:
+    env = {
+        "INPUT_MODE": "publish",
+        "INPUT_FILE_ISSUES": "true",
+        "INPUT_CLOSE_FIXED": "true",
+        "INPUT_PR_NUMBER": "12",
+        "INPUT_COMMENT": "false",
+    }
+    (publish,) = build_argv(env)
+    assert publish[publish.index("--pr") + 1] == "12"
+    assert {"--file-issues", "--close-fixed", "--no-comment"} <= set(publish)
+    with pytest.raises(ConfigError, match="pr_number"):
+        read_inputs({**env, "INPUT_PR_NUMBER": "12; rm -rf /"})
 
 
 def test_sweep_inputs_map_to_flags() -> None:
@@ -127,7 +149,15 @@ def test_merge_and_publish_modes() -> None:
         "INPUT_DRY_RUN": "true",
     }
     assert build_argv(env) == [
-        ["publish", "--report", "merged/report.json", "--no-comment", "--file-issues", "--dry-run"]
+        [
+            "publish",
+            "--report",
+            "merged/report.json",
+            "--no-comment",
+            "--file-issues",
+            "--no-close-fixed",
+            "--dry-run",
+        ]
     ]
 
 
