@@ -2,19 +2,27 @@
 
 A merge that silently lost a shard would turn "not tested" into "no findings", so anything that
 does not fit together (a missing or repeated shard, mixed shard counts, another optimizer, pass
-list or schema, a model swept twice) is a MergeError, never a warning.
+list or schema, a (model, config) pair swept twice or never) is a MergeError, never a warning.
+
+A costly model may be split over shards by its configs (see shard.py): each shard then has an
+entry for it naming the configs it ran, all of them running the `nop` control. The parts become one
+entry again, and the nop findings every part reports become one finding.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ditox_ci.errors import MergeError
 from ditox_ci.report.model import Finding, ModelEntry, Report
+from ditox_ci.shard import CONTROL
 
 # What must be identical in every shard for the shards to be parts of one sweep.
 _SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")
+# what an entry without a config list ran, in reports that do not list the sweep's configs
+_ALL_CONFIGS = "*"
 
 
 def _check_shards(reports: Sequence[Report]) -> None:
@@ -61,19 +69,46 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                 )
 
 
-def _merge_models(reports: Sequence[Report]) -> tuple[ModelEntry, ...]:
+def _combine_parts(parts: Sequence[tuple[int, ModelEntry]], configs: Sequence[str]) -> ModelEntry:
+    """The entries of one model's parts (shard index, entry) → the model's entry; refuses parts
+    that share a config other than the control, or that leave one of `configs` out."""
     owner: dict[str, int] = {}
-    models: list[ModelEntry] = []
+    for shard, entry in parts:
+        for config in entry.configs or configs or (_ALL_CONFIGS,):
+            if config in owner and config != CONTROL:
+                what = "" if config == _ALL_CONFIGS else f" (config {config})"
+                raise MergeError(
+                    f"model {entry.id!r}{what} was swept by shard {owner[config]} and shard "
+                    f"{shard}; the shards were split from different corpora"
+                )
+            owner.setdefault(config, shard)
+    first = parts[0][1]
+    missing = [config for config in configs if config not in owner]
+    if missing:
+        raise MergeError(
+            f"model {first.id!r} never ran config(s) {', '.join(missing[:5])} in any shard; the "
+            "shards were planned differently: give every shard job the same corpus, --previous and --jobs"
+        )
+    if len(parts) == 1:
+        return first
+    entries = [entry for _, entry in parts]
+    skipped = next((entry for entry in entries if entry.status != "ok"), None)
+    prepared = next((entry for entry in entries if entry.sha256), first)
+    return replace(
+        prepared,
+        status=skipped.status if skipped else prepared.status,
+        reason=skipped.reason if skipped else prepared.reason,
+        cost_s=round(sum(entry.cost_s for entry in entries), 4),
+        configs=() if configs else tuple(sorted(owner)),
+    )
+
+
+def _merge_models(reports: Sequence[Report], configs: Sequence[str]) -> tuple[ModelEntry, ...]:
+    parts: dict[str, list[tuple[int, ModelEntry]]] = {}
     for report in reports:
         for entry in report.models:
-            if entry.id in owner:
-                raise MergeError(
-                    f"model {entry.id!r} was swept by shard {owner[entry.id]} and shard "
-                    f"{report.shard.get('index')}; the shards were split from different corpora"
-                )
-            owner[entry.id] = report.shard.get("index", 0)
-            models.append(entry)
-    return tuple(sorted(models, key=lambda entry: entry.id))
+            parts.setdefault(entry.id, []).append((report.shard.get("index", 0), entry))
+    return tuple(_combine_parts(parts[model], configs) for model in sorted(parts))
 
 
 def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
@@ -85,7 +120,18 @@ def _baseline_entry(finding: Finding) -> str:
     return str(finding.evidence.get("baseline") or finding.fingerprint)
 
 
-def _merge_findings(reports: Sequence[Report]) -> tuple[Finding, ...]:
+def _also_in(first: Finding, second: Finding, configs: Sequence[str]) -> Finding:
+    """One finding for what two parts of a split model both report (the nop control's): the configs
+    that showed it too, from both, in config order."""
+    shown = {*first.evidence.get("also_in", ()), *second.evidence.get("also_in", ())}
+    if not shown:
+        return first
+    order = {config: index for index, config in enumerate(configs)}
+    also_in = sorted(shown, key=lambda config: (order.get(config, len(order)), config))
+    return replace(first, evidence={**first.evidence, "also_in": also_in})
+
+
+def _merge_findings(reports: Sequence[Report], configs: Sequence[str]) -> tuple[Finding, ...]:
     """Union of the shards' findings, with `fixed` re-decided for the whole sweep.
 
     A shard marks a baseline entry fixed when its own models could have matched it and none did;
@@ -94,7 +140,8 @@ def _merge_findings(reports: Sequence[Report]) -> tuple[Finding, ...]:
     found: dict[tuple[str, str, str, str], Finding] = {}
     for report in reports:
         for finding in report.findings:
-            found.setdefault(_finding_key(finding), finding)
+            key = _finding_key(finding)
+            found[key] = _also_in(found[key], finding, configs) if key in found else finding
     matched = {_baseline_entry(f) for f in found.values() if f.status == "known"}
     return tuple(
         found[key]
@@ -138,6 +185,18 @@ def _merge_stats(reports: Sequence[Report]) -> dict[str, Any]:
     return stats
 
 
+def _configs(reports: Sequence[Report]) -> tuple[str, ...]:
+    """Every config the sweep ran, the same list in every shard; () for reports that predate it."""
+    first = tuple(reports[0].stats.get("configs", ()))
+    for report in reports[1:]:
+        if tuple(report.stats.get("configs", ())) != first:
+            raise MergeError(
+                f"shard {report.shard.get('index')} ran other configs than shard "
+                f"{reports[0].shard.get('index')}; run every shard with the same --configs and --passes"
+            )
+    return first
+
+
 def merge_reports(reports: Sequence[Report]) -> Report:
     """One report for the whole sweep, independent of the order the shards are given in."""
     if not reports:
@@ -146,14 +205,22 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     _check_shards(ordered)
     _check_same_sweep(ordered)
     first = ordered[0]
+    configs = _configs(ordered)
+    models = _merge_models(ordered, configs)
+    # a model split over shards counts once
+    stats = {
+        **_merge_stats(ordered),
+        "models_total": len(models),
+        "models_skipped": sum(1 for entry in models if entry.status != "ok"),
+    }
     return Report(
         tool=first.tool,
         optimizer=first.optimizer,
         environment=first.environment,
         shard={"index": 0, "count": 1},
-        models=_merge_models(ordered),
-        findings=_merge_findings(ordered),
+        models=models,
+        findings=_merge_findings(ordered, configs),
         coverage=_merge_coverage(ordered),
-        stats=_merge_stats(ordered),
+        stats=stats,
         schema_version=first.schema_version,
     )

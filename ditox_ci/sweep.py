@@ -26,7 +26,7 @@ from ditox_ci.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.baseline import load_baseline
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus import CorpusContext, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.errors import UsageError
 from ditox_ci.evaluate import EvalSettings
@@ -217,14 +217,14 @@ def run_sweep(
     with log.group("plan"):
         info, steps, planned = plan_sweep(options, log)
         parts = Counter(job.ref.id for job in planned)
-        split = sum(1 for count in parts.values() if count > 1)
+        labels_run: dict[str, set[str]] = defaultdict(set)
+        for job in planned:
+            labels_run[job.ref.id].update(step.label for step in job.steps)
+        split = [model for model in parts if parts[model] > 1 or configs_run(labels_run[model], steps)]
         log.info(
             f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
-            + (f"; {split} costly models run in {len(planned) - len(parts) + split} parts" if split else "")
+            + (f"; {len(split)} costly models split by config ({len(planned)} jobs)" if split else "")
         )
-    labels_run: dict[str, set[str]] = defaultdict(set)
-    for job in planned:
-        labels_run[job.ref.id].update(step.label for step in job.steps)
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     config = WorkerConfig(
         optimizer=options.optimizer,

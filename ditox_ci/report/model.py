@@ -98,9 +98,16 @@ class ModelEntry:
     reason: str = ""
     nodes: int = 0
     cost_s: float = 0.0
+    # the configs this entry ran when it is one part of a model split across shards; () = all
+    configs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.configs:
+            data["configs"] = list(self.configs)
+        else:
+            del data["configs"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ModelEntry:
@@ -112,6 +119,7 @@ class ModelEntry:
             reason=data.get("reason", ""),
             nodes=int(data.get("nodes", 0)),
             cost_s=float(data.get("cost_s", 0.0)),
+            configs=tuple(data.get("configs", ())),
         )
 
 

@@ -173,11 +173,97 @@ def test_fixed_only_when_no_shard_matched_the_baseline_entry() -> None:
 def test_nested_stats_add_up_key_by_key_and_lists_keep_the_first() -> None:
     shards = _three_shards()
     shards[0] = replace(
-        shards[0], stats={**shards[0].stats, "by": {"a": 1, "b": 2}, "configs": ["x"]}
+        shards[0], stats={**shards[0].stats, "by": {"a": 1, "b": 2}, "sources": ["x"]}
     )
     shards[1] = replace(
-        shards[1], stats={**shards[1].stats, "by": {"a": 10, "c": 5}, "configs": ["y"]}
+        shards[1], stats={**shards[1].stats, "by": {"a": 10, "c": 5}, "sources": ["y"]}
     )
     stats = merge_reports(shards).stats
     assert stats["by"] == {"a": 11, "b": 2, "c": 5}
-    assert stats["configs"] == ["x"]
+    assert stats["sources"] == ["x"]
+
+
+# ---------------------------------------------------------------- models split by config
+
+CONFIGS = ["nop", "default", "pass:a", "pass:b"]
+
+
+def _nop_finding(also_in: list[str]) -> Finding:
+    return Finding(
+        fingerprint="n0",
+        kind="runtime-error",
+        model="m1",
+        config="nop",
+        culprit=Culprit(scope="infrastructure", method="nop-control"),
+        evidence={"message": "boom", "also_in": also_in},
+    )
+
+
+def _part(configs: tuple[str, ...], cost_s: float, status: str = "ok", reason: str = "") -> ModelEntry:
+    return ModelEntry(
+        id="m1", source="t", sha256="m1m1", status=status, reason=reason, cost_s=cost_s, configs=configs
+    )
+
+
+def _split(first: ModelEntry, second: ModelEntry) -> list[Report]:
+    """m1 split over two shards (each reporting the nop failure), m0 whole in shard 0."""
+    shards = [
+        _shard(0, 2, ["m0"], [_nop_finding(["pass:b"])], configs=CONFIGS),
+        _shard(1, 2, [], [_nop_finding(["default"])], configs=CONFIGS),
+    ]
+    return [
+        replace(shards[0], models=(*shards[0].models, first)),
+        replace(shards[1], models=(second,)),
+    ]
+
+
+def test_a_model_split_over_shards_becomes_one_entry_and_one_nop_finding() -> None:
+    merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.25)))
+    entries = {entry.id: entry for entry in merged.models}
+    assert sorted(entries) == ["m0", "m1"]
+    assert entries["m1"] == ModelEntry(id="m1", source="t", sha256="m1m1", cost_s=5.25)
+    (nop,) = merged.findings
+    assert nop.evidence["also_in"] == ["default", "pass:b"]
+    assert (merged.stats["models_total"], merged.stats["models_skipped"]) == (2, 0)
+
+
+def test_a_skipped_part_makes_the_merged_model_skipped() -> None:
+    skipped = _part(("nop", "default", "pass:a"), 0.5, "skipped", "the original model crashed")
+    merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), skipped))
+    entry = next(entry for entry in merged.models if entry.id == "m1")
+    assert (entry.status, entry.reason, entry.cost_s) == ("skipped", "the original model crashed", 2.5)
+    assert merged.stats["models_skipped"] == 1
+
+
+def test_a_model_config_swept_by_two_shards_is_refused() -> None:
+    shards = _split(_part(("nop", "pass:a", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0))
+    with pytest.raises(MergeError, match=r"'m1' \(config pass:a\) was swept by shard 0 and shard 1"):
+        merge_reports(shards)
+
+
+def test_a_whole_model_and_a_part_of_it_are_refused() -> None:
+    whole = ModelEntry(id="m1", source="t", sha256="m1m1", cost_s=4.0)
+    with pytest.raises(MergeError, match="different corpora"):
+        merge_reports(_split(whole, _part(("nop", "default"), 3.0)))
+
+
+def test_a_config_no_shard_ran_is_refused() -> None:
+    shards = _split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default"), 3.0))
+    with pytest.raises(MergeError, match=r"'m1' never ran config\(s\) pass:a"):
+        merge_reports(shards)
+
+
+def test_model_entry_lists_its_configs_only_when_it_is_a_part() -> None:
+    part = _part(("nop", "default"), 1.0)
+    assert part.to_json()["configs"] == ["nop", "default"]
+    assert ModelEntry.from_json(json.loads(json.dumps(part.to_json()))) == part
+    whole = ModelEntry(id="m1", source="t", sha256="")
+    assert "configs" not in whole.to_json()
+    assert ModelEntry.from_json(whole.to_json()) == whole
+
+
+def test_shards_that_ran_other_configs_are_refused() -> None:
+    shards = _split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0))
+    shards[1] = replace(shards[1], stats={**shards[1].stats, "configs": CONFIGS[:3]})
+    with pytest.raises(MergeError, match="other configs"):
+        merge_reports(shards)

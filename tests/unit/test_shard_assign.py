@@ -1,8 +1,10 @@
-"""Sharding: parse I/N, estimate cost, and split the corpus deterministically and evenly."""
+"""Sharding: parse I/N, estimate cost, and split the corpus deterministically and evenly (models whole;
+test_shard_split.py covers models split by config)."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
@@ -11,12 +13,24 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.errors import UsageError
+from ditox_ci.plan import Step
 from ditox_ci.report.model import ModelEntry, Report
-from ditox_ci.shard import assign, estimate_cost, parse_shard, previous_costs, select
+from ditox_ci.shard import estimate_cost, parse_shard, plan_jobs, previous_costs
+
+STEPS = (Step("nop", ("nop",)), Step("default", ("a", "b")), Step("pass:a", ("a",)))
 
 
 def _refs(costs: dict[str, float]) -> list[ModelRef]:
     return [ModelRef(id=name, source="test", path=f"/nowhere/{name}.onnx") for name in costs]
+
+
+def assign(
+    models: list[ModelRef], count: int, cost: Callable[[ModelRef], float], workers: int = 1
+) -> list[list[ModelRef]]:
+    """The models of each shard, for costs too small to split any model."""
+    shards = plan_jobs(models, STEPS, count, workers, cost)
+    assert all(job.steps == STEPS for shard in shards for job in shard)
+    return [[job.ref for job in shard] for shard in shards]
 
 
 def _chain_model(path: Path, nodes: int) -> ModelRef:
@@ -73,12 +87,14 @@ def test_assignment_does_not_depend_on_corpus_order() -> None:
     assert first == second
 
 
-def test_shard_keeps_corpus_order_and_more_shards_than_models_leaves_some_empty() -> None:
+def test_shard_runs_costliest_first_and_more_shards_than_models_leaves_some_empty() -> None:
     costs = {"b": 1.0, "a": 3.0, "c": 2.0}
     shards = assign(_refs(costs), 5, lambda ref: costs[ref.id])
     assert [len(shard) for shard in shards] == [1, 1, 1, 0, 0]
-    both = assign(_refs(costs), 1, lambda ref: costs[ref.id])
-    assert [ref.id for ref in both[0]] == ["b", "a", "c"]
+    both = assign(_refs(costs), 1, lambda ref: costs[ref.id], workers=2)
+    assert [ref.id for ref in both[0]] == ["a", "c", "b"]
+    alone = assign(_refs(costs), 1, lambda ref: costs[ref.id])
+    assert [ref.id for ref in alone[0]] == ["b", "a", "c"]
 
 
 def test_duplicate_model_ids_are_refused() -> None:
@@ -101,14 +117,14 @@ def test_unreadable_model_still_gets_a_positive_cost(tmp_path: Path) -> None:
     assert estimate_cost(ModelRef(id="broken", source="t", path=str(broken)), None) > 0
 
 
-def test_previous_costs_come_from_report_timings_and_drive_select() -> None:
+def test_previous_costs_come_from_report_timings_and_drive_the_plan() -> None:
     report = Report(
         tool={},
         optimizer={},
         environment={},
         shard={"index": 0, "count": 1},
         models=(
-            ModelEntry(id="heavy", source="t", sha256="", cost_s=100.0),
+            ModelEntry(id="heavy", source="t", sha256="", cost_s=9.0),
             ModelEntry(id="light", source="t", sha256="", cost_s=1.0),
             ModelEntry(id="unmeasured", source="t", sha256=""),
         ),
@@ -117,8 +133,8 @@ def test_previous_costs_come_from_report_timings_and_drive_select() -> None:
         stats={},
     )
     timings = previous_costs(report)
-    assert timings == {"heavy": 100.0, "light": 1.0}
+    assert timings == {"heavy": 9.0, "light": 1.0}
     refs = _refs({"heavy": 0, "light": 0, "also-light": 0})
     timings["also-light"] = 1.0
-    assert [ref.id for ref in select(refs, 0, 2, timings)] == ["heavy"]
-    assert [ref.id for ref in select(refs, 1, 2, timings)] == ["light", "also-light"]
+    shards = assign(refs, 2, lambda ref: estimate_cost(ref, timings))
+    assert [[ref.id for ref in shard] for shard in shards] == [["heavy"], ["also-light", "light"]]

@@ -1,0 +1,200 @@
+"""Sharding by (model, config): costly models split into parts over their configs, each part
+repeating the nop control, and the parts' results combined back into one result per model."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.outcome import Outcome
+from ditox_ci.plan import Step
+from ditox_ci.shard import combine_results, job_cost, makespan, plan_jobs
+from ditox_ci.worker import Job, JobResult
+
+STEPS = (
+    Step("nop", ("nop",)),
+    Step("default", ("p0", "p1")),
+    Step("fixed-point", ("p0", "p1"), fixed_point=True),
+    *(Step(f"pass:p{index}", (f"p{index}",)) for index in range(12)),
+)
+LABELS = [step.label for step in STEPS]
+
+
+def _refs(costs: dict[str, float]) -> list[ModelRef]:
+    return [ModelRef(id=name, source="test", path=f"/nowhere/{name}.onnx") for name in costs]
+
+
+def _skewed() -> dict[str, float]:
+    """One model near 40 % of the sweep, a few mid-sized ones, many cheap ones."""
+    rng = random.Random(5)
+    costs = {f"small{index:03d}": rng.uniform(0.01, 2.0) for index in range(300)}
+    costs.update({"mid-a": 60.0, "mid-b": 45.0, "mid-c": 30.0})
+    costs["huge"] = 0.4 * sum(costs.values()) / 0.6
+    return costs
+
+
+def _plan(costs: dict[str, float], shards: int = 4, workers: int = 2) -> list[list[Job]]:
+    return plan_jobs(_refs(costs), STEPS, shards, workers, lambda ref: costs[ref.id])
+
+
+def _shape(plan: Sequence[Sequence[Job]]) -> list[list[tuple[str, list[str]]]]:
+    return [[(job.ref.id, [step.label for step in job.steps]) for job in shard] for shard in plan]
+
+
+def _job_cost(job: Job, costs: dict[str, float]) -> float:
+    return job_cost(job, costs[job.ref.id], STEPS)
+
+
+def test_plan_is_deterministic_and_ignores_corpus_order() -> None:
+    costs = _skewed()
+    refs = _refs(costs)
+    shuffled = refs[:]
+    random.Random(9).shuffle(shuffled)
+    first = plan_jobs(refs, STEPS, 4, 2, lambda ref: costs[ref.id])
+    again = plan_jobs(refs, STEPS, 4, 2, lambda ref: costs[ref.id])
+    reordered = plan_jobs(shuffled, STEPS, 4, 2, lambda ref: costs[ref.id])
+    assert _shape(first) == _shape(again) == _shape(reordered)
+
+
+def test_every_model_config_pair_runs_once_and_every_part_starts_with_nop() -> None:
+    costs = _skewed()
+    plan = _plan(costs)
+    jobs = [job for shard in plan for job in shard]
+    pairs = Counter((job.ref.id, step.label) for job in jobs for step in job.steps)
+    parts = Counter(job.ref.id for job in jobs)
+    assert set(pairs) == {(model, label) for model in costs for label in LABELS}
+    for (model, label), times in pairs.items():
+        assert times == (parts[model] if label == "nop" else 1), (model, label)
+    assert all(job.steps[0].label == "nop" for job in jobs)
+    assert all(len(job.steps) >= 2 for job in jobs)
+
+
+def test_the_huge_model_is_split_and_cheap_ones_are_not() -> None:
+    costs = _skewed()
+    parts = Counter(job.ref.id for shard in _plan(costs) for job in shard)
+    assert parts["huge"] >= 4
+    assert all(parts[model] == 1 for model in costs if model.startswith("small"))
+    assert all(any(job.ref.id == "huge" for job in shard) for shard in _plan(costs))
+
+
+def test_split_plan_meets_the_balance_target_whole_models_cannot() -> None:
+    costs = _skewed()
+    shards = _plan(costs)
+    spans = [makespan([_job_cost(job, costs) for job in shard], 2) for shard in shards]
+    mean = sum(spans) / len(spans)
+    assert max(spans) / mean <= 1.25
+    # with whole models some shard waits for "huge" alone, whatever the assignment
+    whole_mean = sum(costs.values()) / (4 * 2)
+    assert costs["huge"] / whole_mean > 1.25
+    assert max(spans) < costs["huge"]
+
+
+def test_each_shard_runs_its_costliest_jobs_first() -> None:
+    costs = _skewed()
+    for shard in _plan(costs):
+        job_costs = [_job_cost(job, costs) for job in shard]
+        assert job_costs == sorted(job_costs, reverse=True)
+
+
+def test_unsharded_run_splits_a_dominating_model_over_local_workers() -> None:
+    costs = {"huge": 500.0, **{f"m{index}": 5.0 for index in range(20)}}
+    (local,) = _plan(costs, shards=1, workers=4)
+    assert sum(1 for job in local if job.ref.id == "huge") >= 3
+    (alone,) = _plan(costs, shards=1, workers=1)
+    assert [job.ref.id for job in alone] == list(costs)
+    assert all(job.steps == STEPS for job in alone)
+
+
+def test_cheap_models_run_whole_even_when_one_dominates() -> None:
+    costs = {"big": 8.0, **{f"m{index}": 0.05 for index in range(10)}}
+    jobs = [job for shard in _plan(costs) for job in shard]
+    assert all(job.steps == STEPS for job in jobs)
+    assert len(jobs) == len(costs)
+
+
+def test_a_part_never_goes_below_one_config_besides_nop() -> None:
+    few = STEPS[:3]
+    costs = {"huge": 1000.0, "tiny": 1.0}
+    jobs = [job for shard in plan_jobs(_refs(costs), few, 8, 2, lambda ref: costs[ref.id]) for job in shard]
+    huge = [[step.label for step in job.steps] for job in jobs if job.ref.id == "huge"]
+    assert sorted(huge) == [["nop", "default"], ["nop", "fixed-point"]]
+
+
+# ---------------------------------------------------------------- combining part results
+
+REF = ModelRef(id="m", source="test", path="/nowhere/m.onnx")
+
+
+def _part(
+    outcomes: dict[str, Outcome],
+    status: str = "ok",
+    reason: str = "",
+    sha256: str = "abc",
+    wall_s: float = 2.0,
+    restarts: int = 0,
+) -> JobResult:
+    return JobResult(
+        ref=REF,
+        status=status,
+        reason=reason,
+        nodes=7 if sha256 else 0,
+        sha256=sha256,
+        outcomes=outcomes,
+        info={"inputs": "random"} if sha256 else {},
+        wall_s=wall_s,
+        optimizer_runs=len(outcomes),
+        runtime_runs=1,
+        cache_hits=1,
+        restarts=restarts,
+    )
+
+
+def test_combined_result_unites_outcomes_and_adds_up_times_and_counters() -> None:
+    nop = Outcome(None, digest="n", changed=True)
+    first = _part({"nop": nop, "default": Outcome(None, digest="d")}, restarts=1)
+    second = _part({"nop": nop, "pass:p0": Outcome("output-mismatch", "x")}, wall_s=3.5)
+    combined = combine_results([second, first], STEPS)
+    assert combined.outcomes == {
+        "nop": nop,
+        "default": first.outcomes["default"],
+        "pass:p0": second.outcomes["pass:p0"],
+    }
+    assert (combined.wall_s, combined.optimizer_runs, combined.runtime_runs) == (5.5, 4, 2)
+    assert (combined.cache_hits, combined.restarts) == (2, 1)
+    assert (combined.status, combined.nodes, combined.sha256, combined.ref) == ("ok", 7, "abc", REF)
+
+
+def test_the_control_outcome_comes_from_the_part_with_the_earliest_configs() -> None:
+    early = _part({"nop": Outcome("runtime-error", "early"), "default": Outcome(None)})
+    late = _part({"nop": Outcome("runtime-error", "late"), "pass:p3": Outcome(None)})
+    assert combine_results([late, early], STEPS).outcomes["nop"].message == "early"
+    assert combine_results([early, late], STEPS).outcomes["nop"].message == "early"
+
+
+def test_a_skipped_part_makes_the_model_skipped_with_its_reason() -> None:
+    done = _part({"nop": Outcome(None), "default": Outcome(None)})
+    skipped = _part({}, status="skipped", reason="the original model crashed", sha256="")
+    combined = combine_results([skipped, done], STEPS)
+    assert (combined.status, combined.reason) == ("skipped", "the original model crashed")
+    assert (combined.sha256, combined.nodes) == ("abc", 7)
+    assert combined.outcomes == done.outcomes
+
+
+def test_a_single_part_is_the_result_itself() -> None:
+    only = _part({"nop": Outcome(None)})
+    assert combine_results([only], STEPS) is only
+
+
+@pytest.mark.parametrize("count", [2, 3])
+def test_combining_the_parts_of_a_split_model_gives_every_step_once(count: int) -> None:
+    costs = {"m": 900.0, **{f"s{index}": 1.0 for index in range(5)}}
+    jobs = [job for shard in _plan(costs, shards=count, workers=1) for job in shard if job.ref.id == "m"]
+    assert len(jobs) > 1
+    parts = [_part({step.label: Outcome(None, digest=step.label) for step in job.steps}) for job in jobs]
+    combined = combine_results(parts, STEPS)
+    assert sorted(combined.outcomes) == sorted(LABELS)
+    assert combined.optimizer_runs == len(LABELS) + len(jobs) - 1
