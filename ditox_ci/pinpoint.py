@@ -225,6 +225,8 @@ class _Pinpointer:
         # the same bug seen again (same kind, culprit, message and rewritten ops) is not reduced again
         self.reduced: dict[str, Finding] = {}
         self.reused = 0
+        # a model's findings (default, fixed-point, …) follow one another: load it once for all
+        self.loaded: tuple[str, onnx.ModelProto, Feeds] | None = None
 
     def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
         def probe(passes: Sequence[str]) -> Outcome:
@@ -240,6 +242,19 @@ class _Pinpointer:
             if s.single_pass and s.label in result.outcomes
         }
         return localize(step.passes, failure, probe, single=single, nop=result.outcomes.get("nop"))
+
+    def _original(self, result: JobResult) -> tuple[onnx.ModelProto, Feeds]:
+        """The model as the sweep ran it, and the feeds its worker judged it on."""
+        if self.loaded is None or self.loaded[0] != result.ref.id:
+            model = load_model(result.ref)
+            settings = self.pool.config.settings
+            # the worker re-drew random inputs after NaN/Inf; the last draw is what it judged
+            attempt = min(int(result.info.get("redraws", 0)), MAX_REDRAWS)
+            feeds = make_feeds(
+                model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
+            )
+            self.loaded = (result.ref.id, model, feeds)
+        return self.loaded[1], self.loaded[2]
 
     def _still_fails(self, ref: ModelRef, step: Step, failure: Outcome) -> StillFails:
         def evaluate(candidate: onnx.ModelProto, feeds: Feeds) -> Outcome:
@@ -265,13 +280,7 @@ class _Pinpointer:
             evidence = {**finding.evidence, "reduction": {"same_as": f"{earlier.model} [{earlier.config}]"}}
             return replace(localized, fingerprint=earlier.fingerprint, repro=earlier.repro, evidence=evidence)
         target = culprit_step(step, culprit, self.steps)
-        model = load_model(result.ref)
-        settings = self.pool.config.settings
-        # the worker re-drew random inputs after NaN/Inf; the last draw is what it judged
-        attempt = min(int(result.info.get("redraws", 0)), MAX_REDRAWS)
-        feeds: Feeds = make_feeds(
-            model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
-        )
+        model, feeds = self._original(result)
         evidence = dict(finding.evidence)
         reduction: ReductionResult | None = None
         reduced, reduced_feeds = model, feeds

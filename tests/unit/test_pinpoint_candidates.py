@@ -1,18 +1,24 @@
-"""What the pinpoint stage hands its workers: candidate folders and the culprit step."""
+"""What the pinpoint stage hands its workers: candidate folders, the culprit step, the original."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from ditox_ci import pinpoint
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds
-from ditox_ci.pinpoint import Pinpointed, culprit_step, write_candidate
+from ditox_ci.log import Log
+from ditox_ci.pinpoint import Pinpointed, PinpointOptions, culprit_step, write_candidate
 from ditox_ci.plan import Step
 from ditox_ci.report.model import Culprit
+from ditox_ci.worker import JobResult, WorkerConfig, WorkerPool
 
 
 def _model() -> onnx.ModelProto:
@@ -65,3 +71,31 @@ def test_the_culprit_step_keeps_fixed_point_and_falls_back_to_what_is_known() ->
 def test_pinpoint_stats_are_plain_json_numbers() -> None:
     stats = Pinpointed(findings=(), probe_runs=7, reduce_checks=10, bundles=1).to_json()
     assert stats == {"probe_runs": 7, "reduce_checks": 10, "bundles": 1, "errors": 0, "reductions_reused": 0}
+
+
+def test_a_models_findings_share_one_load_and_one_draw_of_feeds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+    real_load = pinpoint.load_model
+    monkeypatch.setattr(pinpoint, "load_model", lambda ref: loads.append(ref.id) or real_load(ref))
+    refs = []
+    for name in ("a", "b"):
+        onnx.save(_model(), str(tmp_path / f"{name}.onnx"))
+        refs.append(ModelRef(id=name, source="test", path=str(tmp_path / f"{name}.onnx")))
+    pool = cast(WorkerPool, SimpleNamespace(config=WorkerConfig()))
+    pinpointer = pinpoint._Pinpointer(pool, (), PinpointOptions(tmp_path), tmp_path, Log({}))
+    a, b = (JobResult(ref, "ok", info={"redraws": 1}) for ref in refs)
+
+    first = pinpointer._original(a)
+    again = pinpointer._original(a)
+    other = pinpointer._original(b)
+
+    assert loads == ["a", "b"]
+    assert again[0] is first[0] and again[1] is first[1]
+    settings = WorkerConfig().settings
+    redrawn = make_feeds(first[0], refs[0], settings.samples, settings.seed, settings.dynamic_dim, 1)
+    for want, got in zip(redrawn, first[1], strict=True):
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+    assert other[0] is not first[0]
