@@ -2,9 +2,11 @@
 
 Sources of "known", strongest first: an unexpired baseline entry, the engine itself (a finding it
 already marked known, e.g. because it reproduces on `--base-optimizer`), the previous report.
-Why a finding is known is kept in `evidence["known_by"]` so the bot can say so. Baseline health
-(stale, expired, out-of-scope entries) goes to `report.stats["baseline"]`; the rest of the
-report keeps schema_version 1 unchanged.
+Why a finding is known is kept in `evidence["known_by"]` so the bot can say so. A report is
+classified twice (by the sweep, then by publish): an earlier verdict is decided again only by a
+call that holds its baseline entry or a previous report, so publishing without them keeps it.
+Baseline health (stale, expired, out-of-scope entries) goes to `report.stats["baseline"]`; the
+rest of the report keeps schema_version 1 unchanged.
 """
 
 from __future__ import annotations
@@ -23,6 +25,14 @@ def _known(finding: Finding, by: str) -> Finding:
 def _new(finding: Finding) -> Finding:
     evidence = {k: v for k, v in finding.evidence.items() if k != "known_by"}
     return replace(finding, status="new", evidence=evidence)
+
+
+def _decided_here(known_by: str, entry_ids: set[str], previous: Report | None) -> bool:
+    """Whether this call holds what made an earlier `known` verdict (and so decides it again): its
+    baseline entry (which may have expired or changed since) or a previous report."""
+    if known_by.startswith("baseline:"):
+        return known_by.removeprefix("baseline:") in entry_ids
+    return known_by == "previous" and previous is not None
 
 
 def _fixed_from_entry(entry: BaselineEntry) -> Finding:
@@ -54,6 +64,7 @@ def classify(
     today = today or dt.date.today()
     previous_open = {f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != "fixed"}
     matched: dict[str, int] = {e.id: 0 for e in baseline.entries}
+    entry_ids = set(matched)
     expired_hits: dict[str, list[str]] = {}
     findings: list[Finding] = []
     for finding in report.findings:
@@ -64,11 +75,11 @@ def classify(
             if candidate.matches(finding):
                 matched[candidate.id] += 1
         entry = baseline.match(finding, today)
-        stale_known = str(finding.evidence.get("known_by", "")).startswith(("baseline:", "previous"))
+        known_by = str(finding.evidence.get("known_by", "engine"))
         if entry:
             findings.append(_known(finding, f"baseline:{entry.id}"))
-        elif finding.status == "known" and not stale_known:
-            findings.append(_known(finding, str(finding.evidence.get("known_by", "engine"))))
+        elif finding.status == "known" and not _decided_here(known_by, entry_ids, previous):
+            findings.append(_known(finding, known_by))
         elif finding.fingerprint in previous_open:
             findings.append(_known(finding, "previous"))
         else:

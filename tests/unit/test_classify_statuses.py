@@ -58,6 +58,23 @@ def test_engine_known_is_kept_and_classify_is_idempotent():
     assert {f.fingerprint: f.status for f in once.findings} == {"base": "known", "x": "new", "gone": "fixed"}
 
 
+def test_publishing_without_the_sweeps_baseline_or_previous_keeps_their_verdicts():
+    user, _ = parse_baseline(
+        "entries:\n- {id: mine, reason: r, passes: [fuse_bn_into_conv], expires: 2025-12-31}\n", "u.yml"
+    )
+    previous = report(finding("old", model="b.onnx"))
+    sweep = report(finding("accepted"), finding("old", model="b.onnx", passes=("eliminate_nop_pad",)))
+    swept = classify(sweep, load_baseline(None) + user, previous, TODAY)
+    published = classify(swept, load_baseline(None), today=TODAY)
+    assert [(f.status, f.evidence["known_by"]) for f in published.findings] == [
+        ("known", "baseline:mine"),
+        ("known", "previous"),
+    ]
+    # what is given again decides again: the entry has expired, the new previous report lacks "old"
+    later = classify(swept, load_baseline(None) + user, report(), dt.date(2026, 1, 1))
+    assert [f.status for f in later.findings] == ["new", "new"]
+
+
 def test_stale_expired_and_unchecked_entries_are_flagged():
     baseline, _ = parse_baseline(
         "entries:\n"
@@ -78,9 +95,13 @@ def test_stale_expired_and_unchecked_entries_are_flagged():
 
 
 def test_issue_worthy_excludes_by_design_warnings_and_fixed():
+    on_base = replace(finding("on-base"), status="known", evidence={"known_by": "base-optimizer"})
     out = classify(
-        report(finding("s", passes=("split_init",)), finding("w", kind="warning"), finding("bug")),
+        report(finding("s", passes=("split_init",)), finding("w", kind="warning"), finding("bug"), on_base),
         load_baseline(None),
+        report(finding("bug")),
         today=TODAY,
     )
-    assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["bug"]
+    # a bug the base build shares, or the previous report had, is still a bug: the nightly, which
+    # has no base build, files it too
+    assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["bug", "on-base"]
