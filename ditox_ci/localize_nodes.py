@@ -39,16 +39,6 @@ class Divergence:
             "compared": self.compared,
         }
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Divergence:
-        return cls(
-            tensor=data.get("tensor"),
-            producer=data.get("producer", ""),
-            rewritten=tuple(data.get("rewritten", ())),
-            max_abs=data.get("max_abs"),
-            compared=int(data.get("compared", 0)),
-        )
-
 
 def _label(node: onnx.NodeProto) -> str:
     return f"{node.op_type} {node.name}" if node.name else f"{node.op_type} -> {node.output[0]}"
