@@ -101,5 +101,5 @@ def resolve_sources(
 # The built-in sources and input generators register themselves on import and need the names
 # defined above; importing them here makes every source and generator known wherever the corpus
 # package is imported, worker processes included.
-from ditox_ci.corpus import packaged, task_inputs  # noqa: E402, F401
+from ditox_ci.corpus import hub, packaged, task_inputs  # noqa: E402, F401
 from ditox_ci.corpus.sources import models_from_path  # noqa: E402

@@ -5,6 +5,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -147,3 +150,18 @@ def test_malformed_manifest_and_bad_specs(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="must be a number"):
         hub_model("TinyNet@latest", CorpusContext(tmp_path), {})
     assert SOURCES["hub"] is hub_model
+
+
+def test_a_fresh_cli_process_resolves_hub_specs(hub_dir: Path, tmp_path: Path) -> None:
+    """A fresh `ditox-ci` process resolves `hub:` specs: importing the corpus registers it."""
+    env = {**os.environ, "DITOX_HUB_URL": str(hub_dir), "DITOX_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "corpus", "list", "--models", "hub:TinyNet@12", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["id"] == "hub:TinyNet@12" and row["source"] == "hub"
