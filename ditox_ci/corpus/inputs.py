@@ -89,7 +89,7 @@ def has_recorded_inputs(ref: ModelRef) -> bool:
     return bool(_data_sets(ref))
 
 
-def _feedable_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+def feedable_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     """Graph inputs that need a value: those backed by an initializer have a default."""
     initializers = {tensor.name for tensor in model.graph.initializer}
     return [info for info in model.graph.input if info.name not in initializers]
@@ -135,7 +135,7 @@ def _parse_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
 
 def recorded_feeds(model: onnx.ModelProto, ref: ModelRef, samples: int) -> list[Feed]:
     """One feed per recorded data set (up to `samples`), bound to graph inputs by position."""
-    inputs = _feedable_inputs(model)
+    inputs = feedable_inputs(model)
     feeds = []
     for folder in _data_sets(ref)[:samples]:
         files = sorted(
@@ -221,7 +221,7 @@ def random_feeds(
     attempt: int = 0,
 ) -> list[Feed]:
     """`samples` feeds drawn from the declared types and shapes; unknown dims → `dynamic_dim`."""
-    inputs = _feedable_inputs(model)
+    inputs = feedable_inputs(model)
     feeds = []
     for sample in range(samples):
         rng = np.random.default_rng(derive_seed(seed, ref.id, sample, attempt))

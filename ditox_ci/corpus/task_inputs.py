@@ -21,7 +21,7 @@ import numpy as np
 import onnx
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import Feed, InputSpecError, register_input_generator
+from ditox_ci.corpus.inputs import Feed, InputSpecError, feedable_inputs, register_input_generator
 
 # 5x7 glyphs: 7 rows of 5 pixels per character, '#' = ink.
 _GLYPH_ROWS = {
@@ -65,9 +65,6 @@ GLYPHS = {
 }
 ALPHABET = "".join(sorted(set(GLYPHS) - {" "}))
 WORDS = ("ONNX", "GRAPH", "TEST", "MODEL", "FUSE", "PASS", "2024", "SHAPE", "BATCH", "NODE")
-
-IMAGENET_MEAN = (0.485, 0.456, 0.406)
-IMAGENET_STD = (0.229, 0.224, 0.225)
 
 BERT_CLS, BERT_SEP, BERT_FIRST_WORD, BERT_VOCAB = 101, 102, 1996, 30522
 MAGIKA_PADDING = 256
@@ -157,11 +154,6 @@ def _spec(ref: ModelRef) -> dict[str, Any]:
     return dict(spec)
 
 
-def _model_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    initialized = {init.name for init in model.graph.initializer}
-    return [value for value in model.graph.input if value.name not in initialized]
-
-
 def _declared_shape(value: onnx.ValueInfoProto, sizes: Mapping[str, int]) -> tuple[int, ...]:
     """The input's shape with symbolic dims taken from `sizes` (else 1)."""
     dims = value.type.tensor_type.shape.dim
@@ -173,7 +165,7 @@ def _declared_shape(value: onnx.ValueInfoProto, sizes: Mapping[str, int]) -> tup
 def _fill_rest(model: onnx.ModelProto, feed: Feed, spec: Mapping[str, Any]) -> Feed:
     """Inputs the generator did not make: scalars get the sample rate, masks ones, the rest zeros;
     a symbolic dim shared with a generated input (`batch`, `sequence`) takes that input's size."""
-    inputs = _model_inputs(model)
+    inputs = feedable_inputs(model)
     sizes: dict[str, int] = {}
     for value in inputs:
         if value.name in feed:
@@ -199,7 +191,7 @@ def _image_input(model: onnx.ModelProto, spec: Mapping[str, Any]) -> str:
     name = spec.get("input")
     if name is not None:
         return str(name)
-    for value in _model_inputs(model):
+    for value in feedable_inputs(model):
         if value.type.tensor_type.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16):
             return value.name
     raise InputSpecError("the model has no float input to feed an image to")
