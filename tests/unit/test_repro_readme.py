@@ -1,0 +1,63 @@
+"""The bundle README says what the bundle holds: a reduced or an unreduced model, and a diverging
+tensor only when one was found."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.localize_nodes import Divergence
+from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.repro import write_bundle
+
+
+def _chain(nodes: int) -> onnx.ModelProto:
+    names = ["x", *(f"v{i}" for i in range(nodes))]
+    graph = helper.make_graph(
+        [helper.make_node("Neg", [a], [b]) for a, b in pairwise(names)],
+        "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(names[-1], TensorProto.FLOAT, [2])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _readme(tmp_path: Path, model: onnx.ModelProto, original: onnx.ModelProto,
+            divergence: Divergence | None) -> str:
+    finding = Finding(
+        fingerprint="0123456789abcdef0123",
+        kind="output-mismatch",
+        model="chain.onnx",
+        config="default",
+        culprit=Culprit("pass", ("eliminate_identity",), "bisect+ddmin", 3),
+        evidence={"message": "output 'y' differs"},
+    )
+    feeds = [{"x": np.ones(2, np.float32)}]
+    output = model.graph.output[0].name
+    bundle = write_bundle(
+        tmp_path, finding=finding, model=model, original_model=original, feeds=feeds,
+        expected=[{output: np.ones(2, np.float32)}], optimizer_spec="onnxoptimizer",
+        passes=("eliminate_identity",), fixed_point=False, rtol=1e-3, atol=1e-4,
+        divergence=divergence,
+    )
+    return (bundle / "README.md").read_text()
+
+
+def test_a_reduced_model_says_how_far_and_names_the_diverging_tensor(tmp_path: Path) -> None:
+    divergence = Divergence(tensor="v1", producer="Neg -> v1", rewritten=("Neg -> v1",))
+    readme = _readme(tmp_path, _chain(2), _chain(9), divergence)
+    assert "reduced to 2 of 9 nodes" in readme
+    assert "`model.onnx` (reduced)" in readme
+    assert "First diverging intermediate tensor: v1" in readme
+
+
+def test_an_unreduced_model_is_not_called_reduced_and_no_tensor_is_not_named(tmp_path: Path) -> None:
+    readme = _readme(tmp_path, _chain(4), _chain(4), Divergence(tensor=None, compared=4))
+    assert "reduced to" not in readme
+    assert "not reduced" in readme
+    assert "diverging" not in readme
+    assert "(reduced)" not in readme
