@@ -77,4 +77,4 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"merged {len(paths)} shards: {len(report.models)} models, "
         f"{report.count('new')} new, {report.count('known')} known, {report.count('fixed')} fixed"
     )
-    return EXIT_NEW_FINDINGS if report.count("new") else EXIT_OK
+    return EXIT_NEW_FINDINGS if report.new_failures() else EXIT_OK

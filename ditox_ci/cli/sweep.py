@@ -143,7 +143,7 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     report = classify(report, baseline, previous)
     path = write_outputs(report, Path(options.out))
     log.summary(render_summary(report))
-    new = [f for f in report.findings if f.status == "new" and f.kind != "warning"]
+    new = report.new_failures()
     for finding in new:
         log.error(
             f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[

@@ -170,6 +170,10 @@ class Report:
     def count(self, status: str) -> int:
         return sum(1 for f in self.findings if f.status == status)
 
+    def new_failures(self) -> list[Finding]:
+        """The new findings that close the gate (exit code 1): every kind but `warning`."""
+        return [f for f in self.findings if f.status == "new" and f.kind != "warning"]
+
 
 def write_report(report: Report, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ditox_ci.__main__ import main_inner
 from ditox_ci.errors import MergeError
 from ditox_ci.merge import merge_reports
-from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
+from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 
 OPTIMIZER = {
     "name": "onnxoptimizer",
@@ -267,3 +269,15 @@ def test_shards_that_ran_other_configs_are_refused() -> None:
     shards[1] = replace(shards[1], stats={**shards[1].stats, "configs": CONFIGS[:3]})
     with pytest.raises(MergeError, match="other configs"):
         merge_reports(shards)
+
+
+@pytest.mark.parametrize(("kind", "exit_code"), [("warning", 0), ("output-mismatch", 1)])
+def test_merge_gates_like_sweep_new_warnings_never_fail(tmp_path: Path, kind: str, exit_code: int) -> None:
+    shards = [
+        _shard(0, 2, ["m0"], [replace(_finding("ff", "m0"), kind=kind)]),
+        _shard(1, 2, ["m1"], [_finding("aa", "m1", "known")]),
+    ]
+    for shard in shards:
+        write_report(shard, tmp_path / f"shard-{shard.shard['index']}" / "report.json")
+    argv = ["merge", str(tmp_path / "shard-0"), str(tmp_path / "shard-1"), "--out", str(tmp_path / "out")]
+    assert main_inner(argv, {}) == exit_code
