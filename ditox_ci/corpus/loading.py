@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import onnx
@@ -36,12 +36,8 @@ def model_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
-    yield from graph.initializer
-    for sparse in graph.sparse_initializer:
-        yield sparse.values
-        yield sparse.indices
-    for node in graph.node:
+def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.TensorProto]:
+    for node in nodes:
         for attribute in node.attribute:
             if attribute.HasField("t"):
                 yield attribute.t
@@ -52,15 +48,18 @@ def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
                 yield from _graph_tensors(subgraph)
 
 
+def _graph_tensors(graph: onnx.GraphProto) -> Iterator[onnx.TensorProto]:
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    yield from _node_tensors(graph.node)
+
+
 def _model_tensors(model: onnx.ModelProto) -> Iterator[onnx.TensorProto]:
     yield from _graph_tensors(model.graph)
     for function in model.functions:
-        for node in function.node:
-            for attribute in node.attribute:
-                if attribute.HasField("t"):
-                    yield attribute.t
-                if attribute.HasField("g"):
-                    yield from _graph_tensors(attribute.g)
+        yield from _node_tensors(function.node)
 
 
 def _external_file(tensor: onnx.TensorProto, folder: Path) -> tuple[Path, int, int | None]:

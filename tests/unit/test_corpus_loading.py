@@ -114,6 +114,28 @@ def test_symlink_out_of_the_folder_is_refused(tmp_path: Path) -> None:
         load_model(_ref(path))
 
 
+def test_external_data_in_a_function_attribute_list_is_checked_too(tmp_path: Path) -> None:
+    """Every tensor the model holds is checked, local function bodies included."""
+    secret = tmp_path / "secret.bin"
+    secret.write_bytes(np.zeros(64, dtype=np.float32).tobytes())
+    model = _weighted_model(np.ones(4, dtype=np.float32))
+    tensor = numpy_helper.from_array(np.zeros(64, dtype=np.float32), "hidden")
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    entry = tensor.external_data.add()
+    entry.key, entry.value = "location", "../secret.bin"
+    node = helper.make_node("Constant", [], ["c"])
+    node.attribute.append(helper.make_attribute("values", [tensor]))
+    model.functions.append(
+        helper.make_function("local", "f", [], ["c"], [node], [helper.make_opsetid("", 17)])
+    )
+    (tmp_path / "model").mkdir()
+    path = tmp_path / "model" / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ModelLoadError, match="escapes"):
+        load_model(_ref(path))
+
+
 def test_external_data_shorter_than_declared_is_refused(tmp_path: Path) -> None:
     path = _external_model(tmp_path / "model", "w.bin")
     (tmp_path / "model" / "w.bin").write_bytes(b"\x00" * 10)
