@@ -336,6 +336,15 @@ def _compare(
     return compare(context.outputs, outputs, context.output_names, context=task_context)  # type: ignore[call-arg]
 
 
+def optimizer_input(context: ModelContext, optimizer: LoadedOptimizer) -> onnx.ModelProto:
+    """The original as `optimizer` may take it: a private copy when it may edit its input."""
+    if not optimizer.mutates_input:
+        return context.model
+    model = onnx.ModelProto()
+    model.ParseFromString(context.data)
+    return model
+
+
 def run_step(
     context: ModelContext,
     optimizer: LoadedOptimizer,
@@ -357,10 +366,7 @@ def run_step(
             return Outcome("optimizer-error", message, {"message": message})
         else:
             return judge_bytes(context, data, comparators, settings, on_phase)
-    model = context.model
-    if optimizer.mutates_input:
-        model = onnx.ModelProto()
-        model.ParseFromString(context.data)
+    model = optimizer_input(context, optimizer)
     try:
         optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
     except Exception as exc:

@@ -34,11 +34,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import onnx
-
 from ditox_ci.corpus import ModelRef
 from ditox_ci.errors import OptimizerLoadError
-from ditox_ci.evaluate import EvalSettings, ModelContext, SkipModel, prepare, run_step
+from ditox_ci.evaluate import EvalSettings, ModelContext, SkipModel, optimizer_input, prepare, run_step
 from ditox_ci.localize_nodes import Divergence, first_divergence
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.outcome import Outcome
@@ -93,7 +91,7 @@ def _divergence(
 ) -> Divergence | None:
     """Where inside the graph the step's output mismatch starts; None when that cannot be found."""
     try:
-        model = onnx.load_from_string(context.data)
+        model = optimizer_input(context, optimizer)
         optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
         return first_divergence(context.model, optimized, context.feeds, rtol=rtol, atol=atol)
     except Exception:  # optional evidence: its trouble is neither a finding nor a reason to stop
