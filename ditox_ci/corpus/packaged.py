@@ -13,7 +13,6 @@ Run as `python -m ditox_ci.corpus.packaged` to print the pinned requirements, on
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import importlib.metadata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 import yaml
 
 from ditox_ci.corpus import CorpusContext, ModelRef, register_source
+from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.errors import ConfigError, UsageError
 
 MANIFEST = Path(__file__).resolve().parent.parent / "data" / "packaged-models.yml"
@@ -114,14 +114,6 @@ def requirements(models: list[PackagedModel] | None = None) -> list[str]:
     return sorted({model.requirement for model in models or load_manifest()})
 
 
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def locate(model: PackagedModel) -> tuple[Path | None, str]:
     """The installed model file, or None and why it cannot be used (with the fix)."""
     try:
@@ -136,7 +128,7 @@ def locate(model: PackagedModel) -> tuple[Path | None, str]:
     path = Path(str(distribution.locate_file(model.path)))
     if not path.is_file():
         return None, f"{model.requirement} is installed but has no {model.path}; reinstall it"
-    actual = file_sha256(path)
+    actual = model_sha256(path)
     if actual != model.sha256:
         return None, (
             f"{path} has sha256 {actual[:16]}…, the manifest expects {model.sha256[:16]}…; "
