@@ -178,6 +178,7 @@ def write_repro(
     optimizer_spec: str,
     rtol: float,
     atol: float,
+    timeout_s: float,
     divergence: Divergence | None = None,
 ) -> Path:
     """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs.
@@ -200,6 +201,7 @@ def write_repro(
         rtol=rtol,
         atol=atol,
         divergence=divergence,
+        timeout_s=timeout_s,
     )
 
 
@@ -330,6 +332,7 @@ class _Pinpointer:
                 self.pool.config.optimizer,
                 self.options.rtol,
                 self.options.atol,
+                self.pool.config.timeout_s,
                 divergence,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"

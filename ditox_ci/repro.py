@@ -2,7 +2,7 @@
 
 `repro/<fingerprint>/` holds the reduced `model.onnx` (and `original.onnx`), `inputs.npz`,
 `expected.npz`, `requirements.txt` with the exact versions seen, a standalone `repro.py` (exits 1
-while the bug is present, 0 once fixed) and a `README.md` written like a good bug report.
+while the bug is present, a hang included, 0 once fixed) and a `README.md` written like a good bug report.
 """
 
 from __future__ import annotations
@@ -79,11 +79,13 @@ def write_bundle(
     rtol: float,
     atol: float,
     divergence: Divergence | None = None,
+    timeout_s: float = 60.0,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
     `model` is the reduced model, `feeds` its inputs per sample, `expected` the unoptimized
-    model's outputs per sample by output name."""
+    model's outputs per sample by output name; `timeout_s` is how long repro.py lets the optimizer
+    (and ONNX Runtime on its result) run before it calls a hang the bug."""
     bundle = directory / finding.fingerprint
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -102,6 +104,7 @@ def write_bundle(
         "optimizer_version": importlib.metadata.version(optimizer) if optimizer else "",
         "rtol": rtol,
         "atol": atol,
+        "timeout_s": timeout_s,
     }
     (bundle / "repro.py").write_text(render("repro.py.j2", **context))
     culprit = finding.culprit

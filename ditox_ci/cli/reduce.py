@@ -135,7 +135,16 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         repro=f"{fingerprint}/",
     )
     bundle = write_repro(
-        args.out, finding, result.model, model, result.feeds, step, args.optimizer, args.rtol, args.atol
+        args.out,
+        finding,
+        result.model,
+        model,
+        result.feeds,
+        step,
+        args.optimizer,
+        args.rtol,
+        args.atol,
+        args.timeout,
     )
     log.info(
         f"{failure.kind}: {result.nodes_before} -> {result.nodes_after} nodes "

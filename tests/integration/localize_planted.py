@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -57,6 +58,12 @@ def infrastructure_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_po
 def aborting_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
     if ABORT_CULPRIT in passes:
         os.abort()
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+
+
+def hanging_fault(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
+    if SINGLE_CULPRIT in passes:
+        time.sleep(3600)
     return onnxoptimizer.optimize(model, list(passes), fixed_point)
 
 

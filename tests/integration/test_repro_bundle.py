@@ -99,6 +99,42 @@ def test_bundle_repro_fails_with_the_fault_and_passes_when_fixed(
     assert len(onnx.load(str(bundle / "original.onnx")).graph.node) == 80
 
 
+def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path) -> None:
+    model, feeds = planted.chain_model(nodes=12, fault_at=4), planted.feeds()
+    outputs = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
+    names = [v.name for v in model.graph.output]
+    finding = Finding(
+        fingerprint="feedfacefeedfacefeed",
+        kind="optimizer-timeout",
+        model="chain.onnx",
+        config="default",
+        culprit=Culprit("pass", (planted.SINGLE_CULPRIT,), "bisect+ddmin", 4),
+        evidence={"message": "optimizer timed out (2.0 s)"},
+    )
+    bundle = write_bundle(
+        tmp_path / "repro",
+        finding=finding,
+        model=model,
+        original_model=model,
+        feeds=feeds,
+        expected=[dict(zip(names, s, strict=True)) for s in outputs],
+        optimizer_spec="localize_planted:hanging_fault",
+        passes=[planted.SINGLE_CULPRIT],
+        fixed_point=False,
+        rtol=RTOL,
+        atol=ATOL,
+        timeout_s=2.0,
+    )
+
+    hung = run_repro(bundle)
+    fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
+
+    assert hung.returncode == 1, hung.stdout + hung.stderr
+    assert "Timeout" in hung.stderr
+    assert "passes ['eliminate_identity']" in hung.stdout, "printed before the hang, not lost"
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
 def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) -> None:
     bundle = make_bundle(tmp_path, "localize_planted:single_pass_fault", ["eliminate_identity"], 60)
     assert sorted(p.name for p in bundle.iterdir()) == [
