@@ -55,7 +55,6 @@ class Generator:
     opsets: tuple[int, int] = DEFAULT_OPSETS
     fires: bool = True
     near_misses: bool = True
-    doc: str = ""
 
     def __call__(self, rng: np.random.Generator, near_miss: bool | None = None,
                  seed: int = 0) -> GeneratedModel:
@@ -119,9 +118,7 @@ def register(target_pass: str, *, opsets: tuple[int, int] = DEFAULT_OPSETS, fire
 
     def decorate(build: BuildFunc) -> BuildFunc:
         family = build.__module__.rsplit(".", 1)[-1]
-        GENERATORS[target_pass] = Generator(
-            target_pass, family, build, opsets, fires, near_misses, (build.__doc__ or "").strip()
-        )
+        GENERATORS[target_pass] = Generator(target_pass, family, build, opsets, fires, near_misses)
         return build
 
     return decorate

@@ -14,7 +14,6 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-FLOAT_TYPES = (np.float32, np.float64)
 # Unary ops used as surrounding context: defined everywhere, finite on finite input, and none of
 # them is a pattern any pass rewrites on its own (Relu/Ceil/Floor/Log/Exp/Sqrt/Identity are).
 _CONTEXT_OPS = ("Tanh", "Sigmoid", "Neg", "Abs", "Sin")
@@ -34,10 +33,9 @@ class InputSpec:
 class GraphBuilder:
     """Accumulates nodes, initializers, inputs and outputs of one generated model."""
 
-    def __init__(self, rng: np.random.Generator, opset: int, ir_version: int | None = None):
+    def __init__(self, rng: np.random.Generator, opset: int):
         self.rng = rng
         self.opset = opset
-        self.ir_version = ir_version
         self.nodes: list[onnx.NodeProto] = []
         self.initializers: list[onnx.TensorProto] = []
         self.inputs: list[InputSpec] = []
@@ -135,8 +133,6 @@ class GraphBuilder:
         graph = helper.make_graph(self.nodes, graph_name, inputs, untyped, self.initializers,
                                   value_info=self.annotations)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
-        if self.ir_version is not None:
-            model.ir_version = self.ir_version
         # Exporters record intermediate shapes and several passes only fire when they are known
         # (onnxoptimizer does not infer them), so the model keeps the inferred value_info.
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
