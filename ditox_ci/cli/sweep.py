@@ -12,7 +12,7 @@ from ditox_ci.classify import classify
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
-from ditox_ci.report import Report, read_report
+from ditox_ci.report import STATUSES, Report, read_report
 from ditox_ci.report.outputs import render_summary, write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
 
@@ -150,7 +150,7 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
                 :300
             ]
         )
-    counts = ", ".join(f"{report.count(s)} {s}" for s in ("new", "known", "fixed"))
+    counts = ", ".join(f"{report.count(s)} {s}" for s in STATUSES)
     skipped = sum(1 for m in report.models if m.status != "ok")
     log.notice(
         f"{len(report.models)} models ({skipped} skipped), {len(report.findings)} findings ({counts}); "

@@ -3,6 +3,7 @@
 from ditox_ci.report.model import (
     FINDING_KINDS,
     SCHEMA_VERSION,
+    STATUSES,
     Culprit,
     Finding,
     ModelEntry,
@@ -14,6 +15,7 @@ from ditox_ci.report.model import (
 __all__ = [
     "FINDING_KINDS",
     "SCHEMA_VERSION",
+    "STATUSES",
     "Culprit",
     "Finding",
     "ModelEntry",

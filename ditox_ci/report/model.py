@@ -6,7 +6,7 @@ Every record is a frozen dataclass that round-trips through JSON (`to_json` / `f
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -84,9 +84,6 @@ class Finding:
             evidence=dict(data.get("evidence", {})),
             repro=data.get("repro"),
         )
-
-    def with_status(self, status: str) -> Finding:
-        return replace(self, status=status)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.report.coverage import coverage_svg, never_fired
-from ditox_ci.report.model import Report, write_report
+from ditox_ci.report.model import STATUSES, Report, write_report
 from ditox_ci.report.render import render
 
 SKIPPED_SHOWN = 50
@@ -34,7 +34,7 @@ def summary_context(report: Report) -> dict[str, Any]:
         "skip_reasons": reasons.most_common(),
         "coverage": coverage,
         "never_fired": never_fired(report),
-        "counts": {s: report.count(s) for s in ("new", "known", "fixed")},
+        "counts": {s: report.count(s) for s in STATUSES},
         "models_ok": len(report.models) - len(skipped),
     }
 
