@@ -115,23 +115,7 @@ class DDMin:
     name = "ddmin"
 
     def shrink(self, search: Search) -> None:
-        granularity = 2
-        while len(search.current) >= 2:
-            current = search.current
-            chunks = split_evenly(current, min(granularity, len(current)))
-            reduced = False
-            for index in range(len(chunks)):
-                complement = tuple(p for i, chunk in enumerate(chunks) if i != index for p in chunk)
-                if search.offer(chunks[index]):
-                    granularity, reduced = 2, True
-                    break
-                if search.offer(complement):
-                    granularity, reduced = max(granularity - 1, 2), True
-                    break
-            if not reduced:
-                if granularity >= len(current):
-                    return
-                granularity = min(granularity * 2, len(current))
+        delta_debug(lambda: search.current, search.offer)
 
 
 class Linear:
@@ -158,6 +142,34 @@ def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
         chunks.append(items[start:end])
         start = end
     return [c for c in chunks if c]
+
+
+def delta_debug(current: Callable[[], tuple[T, ...]], offer: Callable[[tuple[T, ...]], bool]) -> bool:
+    """Zeller's ddmin over `current()`: offer each chunk, then each complement, refining the
+    granularity until no single item can go; `offer` accepts a candidate (and makes it the new
+    `current()`) or refuses it. Shared by pass lists here and node lists in `reduce`. True when it
+    shrank."""
+    granularity = 2
+    shrank = False
+    while len(current()) >= 2:
+        items = current()
+        chunks = split_evenly(items, min(granularity, len(items)))
+        progress = False
+        for index, chunk in enumerate(chunks):
+            complement = tuple(item for i, other in enumerate(chunks) if i != index for item in other)
+            if offer(chunk):
+                granularity, progress = 2, True
+                break
+            if offer(complement):
+                granularity, progress = max(granularity - 1, 2), True
+                break
+        shrank |= progress
+        if progress:
+            continue
+        if granularity >= len(items):
+            break
+        granularity = min(granularity * 2, len(items))
+    return shrank
 
 
 def localize(

@@ -22,7 +22,7 @@ import onnx
 from onnx import helper
 
 from ditox_ci import runner
-from ditox_ci.localize import split_evenly
+from ditox_ci.localize import delta_debug
 from ditox_ci.outcome import Outcome
 
 Feeds = list[dict[str, np.ndarray]]
@@ -216,26 +216,7 @@ class Reducer:
 
     def ddmin(self) -> bool:
         """One round of delta debugging over the current node list; True when it shrank."""
-        granularity = 2
-        shrank = False
-        while len(self.current) >= 2:
-            chunks = split_evenly(self.current, min(granularity, len(self.current)))
-            progress = False
-            for index, chunk in enumerate(chunks):
-                rest = tuple(i for j, other in enumerate(chunks) if j != index for i in other)
-                if self.offer(chunk):
-                    granularity, progress = 2, True
-                    break
-                if self.offer(rest):
-                    granularity, progress = max(granularity - 1, 2), True
-                    break
-            shrank |= progress
-            if progress:
-                continue
-            if granularity >= len(self.current):
-                break
-            granularity = min(granularity * 2, len(self.current))
-        return shrank
+        return delta_debug(lambda: self.current, self.offer)
 
     def run(self) -> None:
         """Alternate both strategies until neither finds a smaller failing candidate."""
