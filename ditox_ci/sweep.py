@@ -49,7 +49,6 @@ class SweepOptions:
     configs: tuple[str, ...] = DEFAULT_CONFIGS
     passes: tuple[str, ...] = ()
     optimizer: str = "onnxoptimizer"
-    optimizer_path: str | None = None
     base_optimizer: str | None = None
     baseline: str | None = None
     previous: str | None = None
@@ -191,7 +190,7 @@ def plan_sweep(
     options: SweepOptions, log: Log | None = None
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
     """Resolve optimizer, steps and this shard's Jobs; every error here is the user's to fix."""
-    info = load_optimizer(options.optimizer, options.optimizer_path).info
+    info = load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
     refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
@@ -228,7 +227,6 @@ def run_sweep(
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     config = WorkerConfig(
         optimizer=options.optimizer,
-        optimizer_path=options.optimizer_path,
         settings=EvalSettings(
             samples=options.samples,
             seed=options.seed,
