@@ -33,7 +33,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.evaluate import MAX_REDRAWS
-from ditox_ci.fingerprint import finding_fingerprint
+from ditox_ci.fingerprint import finding_fingerprint, fingerprint
 from ditox_ci.localize import localize
 from ditox_ci.localize_nodes import Divergence
 from ditox_ci.log import Log
@@ -112,6 +112,14 @@ def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     if culprit.scope == "unknown" or not culprit.passes:
         return step
     return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
+
+
+def same_bug_key(kind: str, culprit: Culprit, failure: Outcome) -> str:
+    """What makes a finding the same bug as one already reduced, before reducing it: kind, culprit
+    passes, message shape, and the op types the optimizer removed and added."""
+    removed = [f"-{op}" for op in failure.evidence.get("ops_removed", ())]
+    added = [f"+{op}" for op in failure.evidence.get("ops_added", ())]
+    return fingerprint(kind, culprit.passes, failure.message, removed + added)
 
 
 class JudgeError(Exception):
@@ -274,8 +282,7 @@ class _Pinpointer:
         localized = replace(finding, culprit=culprit)
         if self.options.by_design(localized):
             return localized
-        ops = [*failure.evidence.get("ops_removed", ()), *failure.evidence.get("ops_added", ())]
-        seen_key = finding_fingerprint(finding.kind, culprit.passes, f"{failure.message} {ops}", None)
+        seen_key = same_bug_key(finding.kind, culprit, failure)
         earlier = self.reduced.get(seen_key)
         if earlier is not None:
             self.reused += 1
@@ -298,10 +305,10 @@ class _Pinpointer:
             )
             if divergence is not None:
                 evidence["divergence"] = divergence.to_json()
-        fingerprint = finding_fingerprint(
+        reduced_print = finding_fingerprint(
             finding.kind, culprit.passes, failure.message, reduced if reduction else None
         )
-        pinpointed = replace(finding, fingerprint=fingerprint, culprit=culprit, evidence=evidence)
+        pinpointed = replace(finding, fingerprint=reduced_print, culprit=culprit, evidence=evidence)
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or reduction.reason != "not-reproducible":
             pinpointed = replace(

@@ -15,6 +15,7 @@ from ditox_ci import pinpoint
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds
 from ditox_ci.log import Log
+from ditox_ci.outcome import Outcome
 from ditox_ci.pinpoint import Pinpointed, PinpointOptions, culprit_step, write_candidate
 from ditox_ci.plan import Step
 from ditox_ci.report.model import Culprit
@@ -99,3 +100,19 @@ def test_a_models_findings_share_one_load_and_one_draw_of_feeds(
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
     assert other[0] is not first[0]
+
+
+def test_the_same_bug_key_tells_findings_apart_by_the_ops_rewritten() -> None:
+    culprit = Culprit("pass", ("fuse_bn_into_conv",))
+
+    def mismatch(message: str, removed: list[str], added: list[str]) -> Outcome:
+        evidence = {"ops_removed": removed, "ops_added": added}
+        return Outcome("output-mismatch", message, evidence)
+
+    key = pinpoint.same_bug_key("output-mismatch", culprit, mismatch("output 'y' max_abs 2.0", ["Add"], []))
+    again = mismatch("output 'z' max_abs 0.5", ["Add"], [])
+    assert pinpoint.same_bug_key("output-mismatch", culprit, again) == key
+    for other in (mismatch("output 'y' max_abs 2.0", ["Mul"], []), mismatch("output 'y'", [], ["Add"])):
+        assert pinpoint.same_bug_key("output-mismatch", culprit, other) != key
+    elsewhere = Culprit("pass", ("eliminate_identity",))
+    assert pinpoint.same_bug_key("output-mismatch", elsewhere, again) != key
