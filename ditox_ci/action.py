@@ -177,6 +177,9 @@ def _merge_argv(inputs: ActionInputs) -> list[str]:
 
 def _publish_argv(inputs: ActionInputs) -> list[str]:
     argv = ["publish", "--report", str(report_path(inputs))]
+    # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
+    argv += _optional("--baseline", inputs.baseline)
+    argv += _optional("--previous", inputs.previous)
     argv.append("--comment" if inputs.comment else "--no-comment")
     argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
     argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")

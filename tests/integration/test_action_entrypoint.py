@@ -5,17 +5,22 @@ optimizer and runtime on a tiny generated corpus."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
 from action_models import write_models
+from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.errors import ConfigError, MergeError
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
+FAKES = ROOT / "tests" / "fakes"
 TOKEN = "ghs_integrationtesttoken0123456789"
 
 
@@ -208,3 +213,39 @@ def test_bad_input_is_a_config_error_before_anything_runs(workspace: Path) -> No
     assert process.returncode == ConfigError.exit_code
     assert "shard_index" in process.stderr and outputs == {}
     assert not (workspace / "never-written").exists()
+
+
+def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace: Path) -> None:
+    """The publish stage classifies again; the user's baseline must still count there."""
+    shutil.copy(FAKES / "faulty_optimizers.py", workspace)  # flips an Add in `wrong*` graphs
+    weight = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
+    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "wrong_add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    (workspace / "wrong").mkdir()
+    onnx.save(model, workspace / "wrong" / "add.onnx")
+    (workspace / "accepted.yml").write_text(
+        "entries:\n- {id: flip, reason: accepted, passes: [eliminate_identity]}\n"
+    )
+    process, outputs, summary = run_action(
+        workspace,
+        "release",
+        mode="all",
+        models="wrong",
+        configs="default",
+        optimizer="faulty_optimizers:optimize",
+        baseline="accepted.yml",
+        out="accepted",
+        dry_run="true",
+        github_token="",  # no token: the dry run plans offline
+    )
+    assert process.returncode == 0, process.stderr
+    assert (outputs["new"], outputs["known"]) == ("0", "1")
+    assert "would create check run ditox-ci (success)" in process.stdout
+    assert "baseline:flip" in summary

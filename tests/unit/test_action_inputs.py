@@ -92,8 +92,16 @@ def test_publish_inputs_map_to_flags() -> None:
     (publish,) = build_argv(env)
     assert publish[publish.index("--pr") + 1] == "12"
     assert {"--file-issues", "--close-fixed", "--no-comment"} <= set(publish)
+    assert "--baseline" not in publish
     with pytest.raises(ConfigError, match="pr_number"):
         read_inputs({**env, "INPUT_PR_NUMBER": "12; rm -rf /"})
+
+
+def test_publish_classifies_with_the_sweeps_baseline_and_previous() -> None:
+    env = {"INPUT_BASELINE": ".github/ditox-baseline.yml", "INPUT_PREVIOUS": "nightly/report.json"}
+    for argv in build_argv(env):
+        assert argv[argv.index("--baseline") + 1] == ".github/ditox-baseline.yml", argv
+        assert argv[argv.index("--previous") + 1] == "nightly/report.json", argv
 
 
 def test_sweep_inputs_map_to_flags() -> None:
