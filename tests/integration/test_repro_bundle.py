@@ -133,6 +133,9 @@ def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path
     assert "Timeout" in hung.stderr
     assert "passes ['eliminate_identity']" in hung.stdout, "printed before the hang, not lost"
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    missing = run_repro(bundle, "--optimizer", "no_such_module:optimize")
+    assert missing.returncode == 2, missing.stdout + missing.stderr
+    assert "cannot tell" in missing.stdout
 
 
 def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) -> None:
