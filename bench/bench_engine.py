@@ -25,7 +25,7 @@ import onnx
 from ditox_ci import runner
 from ditox_ci.compare.tensor import compare_arrays
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
-from ditox_ci.corpus.inputs import InputSpecError, make_feeds
+from ditox_ci.corpus.inputs import make_feeds
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.plan import Step, build_steps
@@ -52,7 +52,7 @@ def naive(refs: Sequence[ModelRef], steps: Sequence[Step]) -> tuple[float, int, 
                 optimizer_runs += 1
                 outputs = runner.run_all(runner.load_session(optimized.SerializeToString()), feeds)
                 runtime_runs += 1
-            except (InputSpecError, runner.RuntimeLoadError, runner.RuntimeRunError, Exception):
+            except Exception:
                 continue  # the naive loop judges nothing it cannot run; neither does the engine
             for want, got in zip(original[0], outputs[0]):
                 if not isinstance(want, list):
