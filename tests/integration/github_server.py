@@ -37,7 +37,7 @@ class Exchange:
     status: int
     authorization: str
     route: str = ""
-    body: Any = None
+    body: Any = None  # the JSON answered, as sent: without the server's private `_` keys
 
 
 @dataclass
@@ -326,12 +326,13 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             except _ApiError as exc:
                 status, headers, route = exc.status, exc.headers, ""
                 payload = {"message": exc.message, "documentation_url": "https://docs.github.com/rest"}
+            answer = _public(payload)
             with server._lock:
-                server.exchanges.append(Exchange(method, parts.path, status, auth, route, payload))
+                server.exchanges.append(Exchange(method, parts.path, status, auth, route, answer))
             if fault == "drop-after":
                 self._drop()
                 return
-            data = json.dumps(_public(payload)).encode()
+            data = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json; charset=utf-8")
             self.send_header("Content-Length", str(len(data)))

@@ -62,18 +62,9 @@ def test_every_response_the_publisher_saw_matches_the_openapi_schema(tmp_path: P
             assert operation is not None, f"{exchange.route} is not in the vendored subset"
             status, schema = next(iter(operation.items()))
             assert str(exchange.status) == status
-            payload = json.loads(json.dumps(exchange.body, default=str))
-            payload = json.loads(json.dumps(_strip_private(payload)))
-            jsonschema.validate(payload, json_schema(schema))
+            jsonschema.validate(exchange.body, json_schema(schema))
             checked.add((method, path))
         # Every operation the publisher uses was exercised and validated.
         assert len(checked) >= 12, sorted(checked)
         assert {r[2] for r in ROUTES} >= {"create_issue", "create_check_run", "create_status"}
 
-
-def _strip_private(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _strip_private(v) for k, v in obj.items() if not k.startswith("_")}
-    if isinstance(obj, list):
-        return [_strip_private(v) for v in obj]
-    return obj
