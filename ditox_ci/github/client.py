@@ -98,7 +98,7 @@ class Retrier:
                         f"GitHub rejected the token while trying to {what} (401); pass a valid github_token"
                     ) from None
                 if write and exc.status == 403 and not _is_rate_limited(exc):
-                    raise WriteDenied(f"{what}: {exc.status} {_message(exc)}") from None
+                    raise WriteDenied(f"{what}: {exc.status} {error_message(exc)}") from None
                 if _is_rate_limited(exc):
                     wait = rate_limit_wait(exc.headers, time.time())
                     wait = self._backoff(attempt) if wait is None else wait
@@ -108,7 +108,7 @@ class Retrier:
                     wait = self._backoff(attempt)
                 else:
                     raise
-                reason = f"{exc.status} {_message(exc)}"
+                reason = f"{exc.status} {error_message(exc)}"
             except _TRANSPORT_ERRORS as exc:
                 wait = self._backoff(attempt)
                 reason = type(exc).__name__
@@ -141,7 +141,8 @@ class Retrier:
         )
 
 
-def _message(exc: GithubException) -> str:
+def error_message(exc: GithubException) -> str:
+    """The first line of GitHub's message about a failed request, for a log line."""
     data = exc.data if isinstance(exc.data, dict) else {}
     text = str(data.get("message") or exc.message or "")
     return text.splitlines()[0][:200] if text else ""

@@ -23,7 +23,7 @@ from github.Repository import Repository
 
 from ditox_ci.classify import issue_worthy
 from ditox_ci.errors import GitHubError
-from ditox_ci.github.client import Retrier, RetryPolicy, WriteDenied, connect
+from ditox_ci.github.client import Retrier, RetryPolicy, WriteDenied, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import Texts, event_marker, fingerprint_in, issue_title
 from ditox_ci.log import Log
@@ -145,7 +145,7 @@ class Publisher:
             )
         except GithubException as exc:
             self.state.failed.append(f"{name}: GitHub answered {exc.status}")
-            self.log.error(f"could not {name}: GitHub answered {exc.status} {_message(exc)}")
+            self.log.error(f"could not {name}: GitHub answered {exc.status} {error_message(exc)}")
 
     # -- entry point ----------------------------------------------------------------------------
 
@@ -433,8 +433,3 @@ def _annotation(finding: Finding) -> dict[str, Any]:
         "title": f"{finding.kind} in {passes}"[:255],
         "message": f"{finding.model} ({finding.config}): {message}\nfingerprint {finding.fingerprint}",
     }
-
-
-def _message(exc: GithubException) -> str:
-    data = exc.data if isinstance(exc.data, dict) else {}
-    return str(data.get("message", ""))[:200]
