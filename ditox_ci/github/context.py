@@ -16,7 +16,6 @@ _PR_EVENTS = ("pull_request", "pull_request_target")
 @dataclass(frozen=True)
 class GitHubContext:
     api_url: str
-    server_url: str
     repository: str
     event_name: str
     sha: str
@@ -69,7 +68,6 @@ class GitHubContext:
         run_url = f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
         return cls(
             api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
-            server_url=server_url,
             repository=repository,
             event_name=event_name,
             sha=sha,
