@@ -287,6 +287,7 @@ def test_outputs_file_round_trips_multiline_and_delimiter_like_values(tmp_path: 
     assert format_outputs({"a": "1"}) != format_outputs({"a": "1"})  # fresh delimiter each time
 
 
-def test_no_outputs_file_outside_a_runner(tmp_path: Path) -> None:
+def test_no_outputs_file_outside_a_runner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # where a file without a GITHUB_OUTPUT path would land
     write_outputs({"new": "1"}, {})
     assert list(tmp_path.iterdir()) == []
