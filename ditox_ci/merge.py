@@ -115,9 +115,18 @@ def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
     return (finding.fingerprint, finding.model, finding.config, finding.kind)
 
 
-def _baseline_entry(finding: Finding) -> str:
-    """The baseline entry a known or fixed finding refers to (`evidence.baseline`, its id)."""
-    return str(finding.evidence.get("baseline") or finding.fingerprint)
+def _vouched_for(finding: Finding) -> set[str]:
+    """What a known finding shows is still there: its fingerprint, and the baseline entry it
+    matched (classify writes `known_by = "baseline:<id>"`)."""
+    known_by = str(finding.evidence.get("known_by", ""))
+    entry = {known_by.removeprefix("baseline:")} if known_by.startswith("baseline:") else set()
+    return {finding.fingerprint, *entry}
+
+
+def _gone(finding: Finding) -> str:
+    """What a fixed record says is gone: a baseline entry (`evidence.baseline_entry`), else the
+    previous report's fingerprint."""
+    return str(finding.evidence.get("baseline_entry") or finding.fingerprint)
 
 
 def _also_in(first: Finding, second: Finding, configs: Sequence[str]) -> Finding:
@@ -134,19 +143,24 @@ def _also_in(first: Finding, second: Finding, configs: Sequence[str]) -> Finding
 def _merge_findings(reports: Sequence[Report], configs: Sequence[str]) -> tuple[Finding, ...]:
     """Union of the shards' findings, with `fixed` re-decided for the whole sweep.
 
-    A shard marks a baseline entry fixed when its own models could have matched it and none did;
-    another shard may still have matched it, and then the entry is known, not fixed.
+    A shard marks a baseline entry (or a previous finding) fixed when its own models could have
+    shown it and none did; another shard may still have shown it, and then it is not fixed.
     """
     found: dict[tuple[str, str, str, str], Finding] = {}
     for report in reports:
         for finding in report.findings:
             key = _finding_key(finding)
-            found[key] = _also_in(found[key], finding, configs) if key in found else finding
-    matched = {_baseline_entry(f) for f in found.values() if f.status == "known"}
+            if key not in found:
+                found[key] = finding
+            elif found[key].status == "fixed":  # a shard that still shows it outweighs one that does not
+                found[key] = _also_in(finding, found[key], configs)
+            else:
+                found[key] = _also_in(found[key], finding, configs)
+    present = {ref for f in found.values() if f.status == "known" for ref in _vouched_for(f)}
     return tuple(
         found[key]
         for key in sorted(found)
-        if not (found[key].status == "fixed" and _baseline_entry(found[key]) in matched)
+        if not (found[key].status == "fixed" and _gone(found[key]) in present)
     )
 
 

@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 
 from ditox_ci.__main__ import main_inner
+from ditox_ci.baseline import Baseline, BaselineEntry
+from ditox_ci.classify import classify
 from ditox_ci.errors import MergeError
 from ditox_ci.merge import merge_reports
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
@@ -161,10 +163,16 @@ def test_no_reports_is_refused() -> None:
 
 
 def test_fixed_only_when_no_shard_matched_the_baseline_entry() -> None:
-    stale = replace(_finding("e1", "*", "fixed"), evidence={"baseline": "entry-1"})
-    live = replace(_finding("e2", "*", "fixed"), evidence={"baseline": "entry-2"})
-    matched_live = replace(_finding("c0ffee", "m1", "known"), evidence={"baseline": "entry-2"})
-    shards = [_shard(0, 2, ["m0"], [stale, live]), _shard(1, 2, ["m1"], [stale, matched_live])]
+    """Shards classified by the real classify: an entry one shard matched is not fixed overall."""
+    stale = BaselineEntry("entry-1", "gone", model="*", fingerprint="e1")
+    live = BaselineEntry("entry-2", "still there", model="*", fingerprint="c0ffee")
+    baseline = Baseline((stale, live))
+    shards = [
+        classify(_shard(0, 2, ["m0"], []), baseline),
+        classify(_shard(1, 2, ["m1"], [_finding("c0ffee", "m1")]), baseline),
+    ]
+    # shard 0 alone thinks both entries are fixed
+    assert {f.evidence["baseline_entry"] for f in shards[0].findings} == {"entry-1", "entry-2"}
     merged = merge_reports(shards)
     assert [(f.fingerprint, f.model, f.status) for f in merged.findings] == [
         ("c0ffee", "m1", "known"),
@@ -281,3 +289,19 @@ def test_merge_gates_like_sweep_new_warnings_never_fail(tmp_path: Path, kind: st
         write_report(shard, tmp_path / f"shard-{shard.shard['index']}" / "report.json")
     argv = ["merge", str(tmp_path / "shard-0"), str(tmp_path / "shard-1"), "--out", str(tmp_path / "out")]
     assert main_inner(argv, {}) == exit_code
+
+
+def test_a_previous_finding_one_part_did_not_see_is_not_fixed_when_another_part_did() -> None:
+    """m1 split by config: the part without pass:a calls the previous finding fixed, wrongly."""
+    previous = _shard(0, 1, ["m1"], [_finding("f1", "m1")])
+    parts = [
+        replace(_shard(0, 2, [], configs=CONFIGS), models=(_part(("nop", "default"), 1.0),)),
+        replace(
+            _shard(1, 2, [], [_finding("f1", "m1")], configs=CONFIGS),
+            models=(_part(("nop", "pass:a", "pass:b"), 1.0),),
+        ),
+    ]
+    shards = [classify(part, Baseline(), previous) for part in parts]
+    assert [f.status for f in shards[0].findings] == ["fixed"]
+    merged = merge_reports(shards)
+    assert [(f.fingerprint, f.status) for f in merged.findings] == [("f1", "known")]
