@@ -22,7 +22,7 @@ from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import InputSpecError, has_recorded_inputs, make_feeds
+from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.optimizers import LoadedOptimizer
 from ditox_ci.outcome import Outcome
@@ -100,8 +100,10 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         session = runner.load_session(data, settings.threads)
     except runner.RuntimeLoadError as exc:
         raise SkipModel(f"ONNX Runtime cannot load the original: {exc}") from None
-    recorded = has_recorded_inputs(ref)
-    info: dict[str, Any] = {"inputs": "recorded" if recorded else "random"}
+    kind = inputs_kind(ref)
+    # recorded inputs are what the model's authors meant: they are never re-drawn
+    recorded = kind == "recorded"
+    info: dict[str, Any] = {"inputs": kind}
     for attempt in range(MAX_REDRAWS + 1):
         try:
             feeds = make_feeds(model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt)
@@ -130,11 +132,6 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     )
 
 
-def _real_inputs(graph: onnx.GraphProto) -> list[onnx.ValueInfoProto]:
-    initialized = {init.name for init in graph.initializer}
-    return [value for value in graph.input if value.name not in initialized]
-
-
 def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] | None]:
     tensor = value.type.tensor_type
     if not value.type.HasField("tensor_type"):
@@ -153,11 +150,11 @@ def _shapes_conflict(a: tuple[int | None, ...] | None, b: tuple[int | None, ...]
     return len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b))
 
 
-def interface_change(original: onnx.GraphProto, optimized: onnx.GraphProto) -> str | None:
+def interface_change(original: onnx.ModelProto, optimized: onnx.ModelProto) -> str | None:
     """Compare inputs and outputs by position: count, element type, static dims (names may change)."""
     for what, before, after in (
-        ("input", _real_inputs(original), _real_inputs(optimized)),
-        ("output", list(original.output), list(optimized.output)),
+        ("input", feedable_inputs(original), feedable_inputs(optimized)),
+        ("output", list(original.graph.output), list(optimized.graph.output)),
     ):
         if len(before) != len(after):
             return f"graph {what} count changed from {len(before)} to {len(after)}"
@@ -216,10 +213,10 @@ def _notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[str]:
 
 
 def _rebind(
-    feeds: Sequence[Mapping[str, Any]], original: onnx.GraphProto, optimized: onnx.GraphProto
+    feeds: Sequence[Mapping[str, Any]], original: onnx.ModelProto, optimized: onnx.ModelProto
 ) -> list[dict[str, Any]]:
     """Feed the optimized graph by input position, since a pass may rename inputs by design."""
-    mapping = {a.name: b.name for a, b in zip(_real_inputs(original), _real_inputs(optimized))}
+    mapping = {a.name: b.name for a, b in zip(feedable_inputs(original), feedable_inputs(optimized))}
     return [{mapping.get(name, name): value for name, value in feed.items()} for feed in feeds]
 
 
@@ -275,7 +272,7 @@ def _judge_changed(
         error = _check(optimized)
         if error is not None:
             return Outcome("invalid-model", error, {**evidence, "message": error})
-    change = interface_change(context.model.graph, optimized.graph)
+    change = interface_change(context.model, optimized)
     if change is not None:
         return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
@@ -284,7 +281,7 @@ def _judge_changed(
         session = runner.load_session(data, settings.threads)
     except runner.RuntimeLoadError as exc:
         return Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
-    feeds = _rebind(context.feeds, context.model.graph, optimized.graph)
+    feeds = _rebind(context.feeds, context.model, optimized)
     try:
         outputs = runner.run_all(session, feeds)
     except runner.RuntimeRunError as exc:

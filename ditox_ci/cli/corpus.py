@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
-from ditox_ci.corpus.inputs import has_recorded_inputs
+from ditox_ci.corpus.inputs import inputs_kind
 from ditox_ci.log import Log
 from ditox_ci.options import resolve
 
@@ -58,15 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument("--json", action="store_true", default=None, help="print a JSON list")
 
 
-def _inputs_kind(ref: ModelRef) -> str:
-    """Mirrors make_feeds' precedence: a registered generator, recorded data sets, random."""
-    if "inputs" in ref.meta:
-        return f"generator:{ref.meta['inputs']}"
-    return "recorded" if has_recorded_inputs(ref) else "random"
-
-
 def _row(ref: ModelRef) -> dict[str, str]:
-    return {"id": ref.id, "source": ref.source, "inputs": _inputs_kind(ref), "path": ref.path}
+    return {"id": ref.id, "source": ref.source, "inputs": inputs_kind(ref), "path": ref.path}
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -234,6 +234,14 @@ def random_feeds(
     return feeds
 
 
+def inputs_kind(ref: ModelRef) -> str:
+    """Where `make_feeds` takes `ref`'s inputs from, by the same precedence: `generator:<name>`,
+    `recorded` or `random`."""
+    if "inputs" in ref.meta:
+        return f"generator:{ref.meta['inputs']}"
+    return "recorded" if has_recorded_inputs(ref) else "random"
+
+
 def make_feeds(
     model: onnx.ModelProto,
     ref: ModelRef,

@@ -1,0 +1,39 @@
+"""prepare: the original runs once per sample, and the context says where its inputs came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
+from ditox_ci.evaluate import EvalSettings, prepare
+
+
+def _model(path: Path) -> str:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return str(path)
+
+
+def test_generator_fed_models_are_labelled_as_such_not_random(tmp_path: Path) -> None:
+    @register_input_generator("test-twos")
+    def twos(model, ref, samples, seed):
+        return [{"x": np.full(2, 2.0, np.float32)} for _ in range(samples)]
+
+    try:
+        path = _model(tmp_path / "m.onnx")
+        generated = prepare(ModelRef("g", "t", path, meta={"inputs": "test-twos"}), EvalSettings(samples=2))
+        plain = prepare(ModelRef("p", "t", path), EvalSettings())
+    finally:
+        del INPUT_GENERATORS["test-twos"]
+    assert generated.info["inputs"] == "generator:test-twos"
+    assert [list(out[0]) for out in generated.outputs] == [[-2.0, -2.0]] * 2
+    assert plain.info["inputs"] == "random"
