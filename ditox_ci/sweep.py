@@ -26,7 +26,7 @@ from ditox_ci.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.baseline import load_baseline
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import CorpusContext, default_cache_dir, resolve_sources
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.errors import UsageError
 from ditox_ci.evaluate import EvalSettings
@@ -87,10 +87,13 @@ class SweepOptions:
             )
 
 
-def _file_sha256(path: str) -> str:
-    """The model file's hash, or "" for a model that has no file here (an unavailable package)."""
+def _file_sha256(ref: ModelRef) -> str:
+    """The model file's hash: the one its source just verified (packaged, hub), else read from the
+    file; "" for a model that has no file here (an unavailable package)."""
+    if ref.meta.get("sha256") and not ref.meta.get("unavailable"):
+        return str(ref.meta["sha256"])
     try:
-        return model_sha256(path)
+        return model_sha256(ref.path)
     except OSError:
         return ""
 
@@ -290,7 +293,7 @@ def run_sweep(
         ModelEntry(
             id=r.ref.id,
             source=r.ref.source,
-            sha256=_file_sha256(r.ref.path),
+            sha256=_file_sha256(r.ref),
             status=r.status,
             reason=r.reason,
             nodes=r.nodes,
