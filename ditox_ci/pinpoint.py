@@ -24,13 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import numpy as np
 import onnx
-from onnx import numpy_helper
 
 from ditox_ci import runner
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds
+from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.evaluate import MAX_REDRAWS
 from ditox_ci.fingerprint import finding_fingerprint, fingerprint
@@ -78,21 +76,6 @@ class Pinpointed:
             "errors": self.errors,
             "reductions_reused": self.reused,
         }
-
-
-def write_candidate(folder: Path, model: onnx.ModelProto, feeds: Feeds) -> None:
-    """ONNX backend-test layout, so a worker feeds the candidate exactly these values: inputs are
-    bound by position to the graph inputs, one data set per sample."""
-    folder.mkdir(parents=True)
-    onnx.save(model, str(folder / "model.onnx"))
-    initialized = {t.name for t in model.graph.initializer}
-    names = [v.name for v in model.graph.input if v.name not in initialized]
-    for index, feed in enumerate(feeds):
-        data_set = folder / f"test_data_set_{index}"
-        data_set.mkdir()
-        for position, name in enumerate(names):
-            tensor = numpy_helper.from_array(np.asarray(feed[name]), name)
-            (data_set / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
 
 
 def candidate_outcome(
@@ -164,7 +147,7 @@ class PoolJudge:
         self.candidates += 1
         folder = self.scratch / f"candidate-{self.candidates}"
         try:
-            write_candidate(folder, model, feeds)
+            write_recorded_inputs(folder, model, feeds)
             # a unique id and path per candidate: workers cache prepared models by both
             yield ModelRef(
                 id=f"{name}#candidate-{self.candidates}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,20 @@ def recorded_feeds(model: onnx.ModelProto, ref: ModelRef, samples: int) -> list[
             }
         )
     return feeds
+
+
+def write_recorded_inputs(folder: Path, model: onnx.ModelProto, feeds: Sequence[Feed]) -> None:
+    """What `recorded_feeds` reads back: `model.onnx` and one `test_data_set_<k>/input_<i>.pb` per
+    feed (ONNX backend-test layout), bound by position to the inputs that need a value."""
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(folder / "model.onnx"))
+    inputs = feedable_inputs(model)
+    for index, feed in enumerate(feeds):
+        data_set = folder / f"test_data_set_{index}"
+        data_set.mkdir(exist_ok=True)
+        for position, info in enumerate(inputs):
+            tensor = numpy_helper.from_array(np.asarray(feed[info.name]), info.name)
+            (data_set / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
 
 
 def _shape(type_proto: onnx.TypeProto.Tensor, dynamic_dim: int) -> tuple[int, ...]:

@@ -7,9 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-import onnx
-from onnx import numpy_helper
-
+from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, generate
 
 
@@ -36,14 +34,6 @@ def write_corpus(out_dir: Path, generated: Sequence[GeneratedModel]) -> list[Pat
     folders = []
     for item in generated:
         folder = Path(out_dir) / item.id
-        folder.mkdir(parents=True, exist_ok=True)
-        onnx.save_model(item.model, str(folder / "model.onnx"))
-        names = [value.name for value in item.model.graph.input]
-        for k, feed in enumerate(item.feeds):
-            data_dir = folder / f"test_data_set_{k}"
-            data_dir.mkdir(exist_ok=True)
-            for i, name in enumerate(names):
-                tensor = numpy_helper.from_array(feed[name], name)
-                (data_dir / f"input_{i}.pb").write_bytes(tensor.SerializeToString())
+        write_recorded_inputs(folder, item.model, item.feeds)
         folders.append(folder)
     return folders

@@ -19,10 +19,10 @@ import onnxoptimizer
 from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.evaluate import EvalSettings, prepare, run_step
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import write_candidate
 from ditox_ci.plan import Step
 
 SINGLE_CULPRIT = "eliminate_identity"
@@ -128,7 +128,7 @@ def engine_outcome(
     written with exactly these feeds, prepared and judged as a worker would."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "candidate"
-        write_candidate(folder, model, list(feeds))
+        write_recorded_inputs(folder, model, list(feeds))
         ref = ModelRef(id="candidate", source="test", path=str(folder / "model.onnx"), inputs_dir=str(folder))
         settings = EvalSettings(samples=len(feeds), rtol=rtol, atol=atol)
         context = prepare(ref, settings)

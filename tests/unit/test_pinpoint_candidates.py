@@ -13,10 +13,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci import pinpoint
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds
+from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
 from ditox_ci.log import Log
 from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import Pinpointed, PinpointOptions, culprit_step, write_candidate
+from ditox_ci.pinpoint import Pinpointed, PinpointOptions, culprit_step
 from ditox_ci.plan import Step
 from ditox_ci.report.model import Culprit
 from ditox_ci.worker import JobResult, WorkerConfig, WorkerPool
@@ -46,7 +46,7 @@ def test_a_candidate_folder_feeds_back_exactly_its_values_per_sample(tmp_path: P
     ]
     folder = tmp_path / "candidate"
 
-    write_candidate(folder, model, feeds)
+    write_recorded_inputs(folder, model, feeds)
 
     ref = ModelRef(id="c", source="reduce", path=str(folder / "model.onnx"), inputs_dir=str(folder))
     read = make_feeds(onnx.load(ref.path), ref, samples=2, seed=99, attempt=3)
