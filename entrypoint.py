@@ -1,6 +1,6 @@
 """The Action's entrypoint: INPUT_* → `ditox-ci` stages; the exit code is the gate.
 
-Thin on purpose: the mapping lives in `ditox_ci.action`, the work in the CLI (which also writes
+Thin on purpose: the mapping lives in `ditox_ci.ci.action`, the work in the CLI (which also writes
 the step summary). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ditox_ci import action
+from ditox_ci.ci import action
 from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report

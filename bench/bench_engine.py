@@ -22,13 +22,13 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
-from ditox_ci import runner
 from ditox_ci.compare.tensor import compare_arrays
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import make_feeds
+from ditox_ci.engine import runner
+from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.plan import Step, build_steps
 from ditox_ci.sweep import SweepOptions, run_sweep
 
 DEFAULT_SOURCES = ("onnx-node", "onnx-data:[sp]*")

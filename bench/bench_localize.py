@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import onnxoptimizer
 
-from ditox_ci.localize import localize
-from ditox_ci.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.pinpoint.localize import localize
 
 MISMATCH = Outcome(kind="output-mismatch", message="planted")
 FINE = Outcome(kind=None)

@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from ditox_ci.ci.shard import estimate_cost, job_cost, makespan, plan_jobs
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.plan import DEFAULT_CONFIGS, build_steps
-from ditox_ci.shard import estimate_cost, job_cost, makespan, plan_jobs
 
 SHARDS = 4
 WORKERS = 2

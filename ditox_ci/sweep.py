@@ -22,25 +22,25 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
-from ditox_ci.base_optimizer import KNOWN_BY, check_on_base
-from ditox_ci.baseline import load_baseline
+from ditox_ci.ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
+from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
+from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.errors import UsageError
-from ditox_ci.evaluate import EvalSettings
-from ditox_ci.fingerprint import fingerprint
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.install import base_installation
-from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import LOCALIZE_MODES, PinpointOptions, pinpoint
-from ditox_ci.plan import DEFAULT_CONFIGS, Step, build_steps
+from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
-from ditox_ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
-from ditox_ci.worker import Job, JobResult, WorkerConfig, WorkerPool
+from ditox_ci.report.fingerprint import fingerprint
+from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
+from ditox_ci.triage.baseline import load_baseline
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 
-from ditox_ci.baseline import update_baseline
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
+from ditox_ci.triage.baseline import update_baseline
 
 NAME = "baseline"
 HELP = "manage the baseline of known limitations"

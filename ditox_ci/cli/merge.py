@@ -7,9 +7,9 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
-from ditox_ci.merge import merge_reports
 from ditox_ci.report.model import read_report
 from ditox_ci.report.outputs import render_summary, write_outputs
 

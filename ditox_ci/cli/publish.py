@@ -8,13 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ditox_ci.baseline import load_baseline
-from ditox_ci.classify import classify
 from ditox_ci.errors import EXIT_OK, GitHubError, UsageError
 from ditox_ci.github import GitHubContext, Publisher, PublishOptions, Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.model import read_report
+from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.classify import classify
 
 NAME = "publish"
 HELP = "publish a report to GitHub: sticky PR comment, check run, one issue per bug"

@@ -17,17 +17,17 @@ import onnx
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
+from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step, check_passes
+from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.errors import InputError, UsageError
-from ditox_ci.evaluate import EvalSettings
-from ditox_ci.fingerprint import finding_fingerprint
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import JudgeError, PoolJudge, candidate_outcome, write_repro
-from ditox_ci.plan import Step, check_passes
-from ditox_ci.reduce import Feeds, reduce, same_finding
+from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
+from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.worker import WorkerConfig, WorkerPool
 
 NAME = "reduce"
 HELP = "shrink a model that fails under given passes and write a repro bundle"

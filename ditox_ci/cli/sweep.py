@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ditox_ci.baseline import load_baseline
-from ditox_ci.classify import classify
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report import STATUSES, Report, read_report
 from ditox_ci.report.outputs import render_summary, write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
+from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.classify import classify
 
 NAME = "sweep"
 HELP = "run the differential sweep over a corpus and write DIR/report.json and DIR/summary.md"

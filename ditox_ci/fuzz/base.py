@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci import runner
+from ditox_ci.engine import runner
 from ditox_ci.errors import InternalError, UsageError
 from ditox_ci.fuzz.builder import GraphBuilder
 

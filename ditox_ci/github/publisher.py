@@ -21,13 +21,13 @@ from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.Repository import Repository
 
-from ditox_ci.classify import issue_worthy
 from ditox_ci.errors import GitHubError
 from ditox_ci.github.client import Retrier, RetryPolicy, WriteDenied, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import Texts, event_marker, fingerprint_in, issue_title
 from ditox_ci.log import Log
 from ditox_ci.report.model import Finding, Report
+from ditox_ci.triage.classify import issue_worthy
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call

@@ -20,10 +20,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
-from ditox_ci.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.engine.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import Step
 
 SINGLE_CULPRIT = "eliminate_identity"
 PAIR_CULPRITS = ("eliminate_nop_transpose", "fuse_consecutive_transposes")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-from ditox_ci import runner
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tasks import CompareContext, needs_context
+from ditox_ci.engine import runner
 
 VOCAB = 8
 

@@ -11,12 +11,12 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from ditox_ci import runner
 from ditox_ci.__main__ import main_inner
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
 from ditox_ci.corpus.inputs import has_recorded_inputs, make_feeds
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.corpus.sources import ONNX_DATA_DIR, onnx_node_dir
+from ditox_ci.engine import runner
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,8 @@ import onnx
 import onnxoptimizer
 import pytest
 
-from ditox_ci import runner
 from ditox_ci.__main__ import main_inner
+from ditox_ci.engine import runner
 from ditox_ci.fuzz import GENERATORS, generate
 
 SEEDS = (0, 1, 2)

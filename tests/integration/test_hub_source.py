@@ -18,9 +18,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci import runner
 from ditox_ci.corpus import SOURCES, CorpusContext
 from ditox_ci.corpus.hub import MANIFEST_NAME, hub_model
+from ditox_ci.engine import runner
 from ditox_ci.errors import InputError, UsageError
 
 

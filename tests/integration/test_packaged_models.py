@@ -10,12 +10,12 @@ from pathlib import Path
 import onnx
 import pytest
 
-from ditox_ci import runner
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare import tasks as _tasks  # noqa: F401  (registers the task comparators)
 from ditox_ci.corpus import task_inputs as _task_inputs  # noqa: F401  (registers generators)
 from ditox_ci.corpus.inputs import INPUT_GENERATORS
 from ditox_ci.corpus.packaged import MANIFEST, load_manifest, model_ref
+from ditox_ci.engine import runner
 
 pytestmark = pytest.mark.packaged_models
 

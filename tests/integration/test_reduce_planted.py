@@ -10,14 +10,14 @@ import localize_planted as planted
 import onnx
 import onnxoptimizer
 
-from ditox_ci.fingerprint import finding_fingerprint
-from ditox_ci.localize import Probe, localize
-from ditox_ci.localize_nodes import first_divergence
-from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import PoolJudge
-from ditox_ci.plan import Step
-from ditox_ci.reduce import Feeds, reduce, same_finding
-from ditox_ci.worker import WorkerConfig, WorkerPool
+from ditox_ci.engine.divergence import first_divergence
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import WorkerConfig, WorkerPool
+from ditox_ci.pinpoint.localize import Probe, localize
+from ditox_ci.pinpoint.pinpointer import PoolJudge
+from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.report.fingerprint import finding_fingerprint
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
 RTOL, ATOL = 1e-4, 1e-5

@@ -15,13 +15,13 @@ import onnx
 import onnxruntime
 import pytest
 
-from ditox_ci import runner
-from ditox_ci.fingerprint import finding_fingerprint
-from ditox_ci.localize_nodes import first_divergence
-from ditox_ci.outcome import Outcome
-from ditox_ci.reduce import Feeds, reduce, same_finding
+from ditox_ci.engine import runner
+from ditox_ci.engine.divergence import first_divergence
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.pinpoint.repro import write_bundle
+from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.repro import write_bundle
 
 RTOL, ATOL = 1e-4, 1e-5
 PLANTED_DIR = str(Path(planted.__file__).parent)

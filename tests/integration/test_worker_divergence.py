@@ -11,8 +11,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.plan import Step
-from ditox_ci.worker import Job, WorkerConfig, WorkerPool
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes" / "faulty_optimizers.py"
 FLIPPED = Step("pass:eliminate_identity", ("eliminate_identity",))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ditox_ci.action import (
+from ditox_ci.ci.action import (
     build_argv,
     format_outputs,
     gate,

@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from ditox_ci.base_optimizer import KNOWN_BY, base_jobs, judge_on_base
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step, step_on_build
+from ditox_ci.engine.worker import JobResult
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import cache_key, is_import_path
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import Step, step_on_build
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.worker import JobResult
+from ditox_ci.triage.base_optimizer import KNOWN_BY, base_jobs, judge_on_base
 
 HEAD = OptimizerInfo("onnxoptimizer", "0.4", ("nop", "a", "b", "new"), ("a", "new"))
 BASE = OptimizerInfo("onnxoptimizer", "0.3", ("nop", "a", "b"), ("a", "b"))

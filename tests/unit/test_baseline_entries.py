@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ditox_ci.baseline import load_baseline, parse_baseline, update_baseline
 from ditox_ci.errors import ConfigError
 from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.triage.baseline import load_baseline, parse_baseline, update_baseline
 
 TODAY = dt.date(2025, 6, 1)
 

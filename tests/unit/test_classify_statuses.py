@@ -3,9 +3,9 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from ditox_ci.baseline import load_baseline, parse_baseline
-from ditox_ci.classify import classify, issue_worthy
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
+from ditox_ci.triage.baseline import load_baseline, parse_baseline
+from ditox_ci.triage.classify import classify, issue_worthy
 
 TODAY = dt.date(2025, 6, 1)
 

@@ -1,8 +1,8 @@
 import pytest
 
+from ditox_ci.engine.plan import build_steps
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
-from ditox_ci.plan import build_steps
 
 INFO = OptimizerInfo("opt", "1", ("nop", "a", "b", "c"), ("a", "b"))
 

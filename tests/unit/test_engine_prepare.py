@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
-from ditox_ci.evaluate import EvalSettings, prepare
+from ditox_ci.engine.evaluate import EvalSettings, prepare
 
 
 def _model(path: Path) -> str:

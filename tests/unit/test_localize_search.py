@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import onnxoptimizer
 import pytest
 
-from ditox_ci.localize import NOP_PASSES, localize
-from ditox_ci.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.pinpoint.localize import NOP_PASSES, localize
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
 MISMATCH = Outcome(kind="output-mismatch", message="output 'y' differs: max_abs 2.0")

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from ditox_ci.__main__ import main_inner
-from ditox_ci.baseline import Baseline, BaselineEntry
-from ditox_ci.classify import classify
+from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import MergeError
-from ditox_ci.merge import merge_reports
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
+from ditox_ci.triage.baseline import Baseline, BaselineEntry
+from ditox_ci.triage.classify import classify
 
 OPTIMIZER = {
     "name": "onnxoptimizer",

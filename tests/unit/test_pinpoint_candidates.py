@@ -11,15 +11,15 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from ditox_ci import pinpoint
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
-from ditox_ci.outcome import Outcome
-from ditox_ci.pinpoint import Pinpointed, PinpointOptions, culprit_step
-from ditox_ci.plan import Step
+from ditox_ci.pinpoint import pinpointer as pinpoint
+from ditox_ci.pinpoint.pinpointer import Pinpointed, PinpointOptions, culprit_step
 from ditox_ci.report.model import Culprit
-from ditox_ci.worker import JobResult, WorkerConfig, WorkerPool
 
 
 def _model() -> onnx.ModelProto:

@@ -10,9 +10,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ditox_ci.localize_nodes import Divergence
+from ditox_ci.engine.divergence import Divergence
+from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.repro import write_bundle
 
 
 def _chain(nodes: int) -> onnx.ModelProto:

@@ -11,11 +11,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.ci.shard import estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.plan import Step
 from ditox_ci.errors import UsageError
-from ditox_ci.plan import Step
 from ditox_ci.report.model import ModelEntry, Report
-from ditox_ci.shard import estimate_cost, parse_shard, plan_jobs, previous_costs
 
 STEPS = (Step("nop", ("nop",)), Step("default", ("a", "b")), Step("pass:a", ("a",)))
 

@@ -26,21 +26,21 @@ from pathlib import Path
 
 import onnx
 
-from ditox_ci import runner
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
-from ditox_ci.evaluate import MAX_REDRAWS
-from ditox_ci.fingerprint import finding_fingerprint, fingerprint
-from ditox_ci.localize import localize
-from ditox_ci.localize_nodes import Divergence
+from ditox_ci.engine import runner
+from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.evaluate import MAX_REDRAWS
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import NOP_PASS, Step
+from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import NOP_PASS, Step
-from ditox_ci.reduce import Feeds, ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.pinpoint.localize import localize
+from ditox_ci.pinpoint.reduce import Feeds, ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.pinpoint.repro import write_bundle
+from ditox_ci.report.fingerprint import finding_fingerprint, fingerprint
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.repro import write_bundle
-from ditox_ci.worker import Job, JobResult, WorkerPool
 
 LOCALIZE_MODES = ("auto", "off")
 REPRO_DIR = "repro"

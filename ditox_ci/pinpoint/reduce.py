@@ -21,9 +21,9 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ditox_ci import runner
-from ditox_ci.localize import delta_debug
-from ditox_ci.outcome import Outcome
+from ditox_ci.engine import runner
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.pinpoint.localize import delta_debug
 
 Feeds = list[dict[str, np.ndarray]]
 StillFails = Callable[[onnx.ModelProto, Feeds], bool]

@@ -35,12 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.divergence import Divergence, first_divergence
+from ditox_ci.engine.evaluate import EvalSettings, ModelContext, SkipModel, optimizer_input, prepare, run_step
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
 from ditox_ci.errors import OptimizerLoadError
-from ditox_ci.evaluate import EvalSettings, ModelContext, SkipModel, optimizer_input, prepare, run_step
-from ditox_ci.localize_nodes import Divergence, first_divergence
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import Step
 
 POLL_S = 0.2
 CONTEXTS_KEPT = 2
@@ -232,7 +232,7 @@ def _rss_mb(pid: int) -> float:
 def _mp_context() -> multiprocessing.context.BaseContext:
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["ditox_ci.worker"])
+        context.set_forkserver_preload(["ditox_ci.engine.worker"])
         return context
     return multiprocessing.get_context("spawn")
 

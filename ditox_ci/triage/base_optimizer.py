@@ -14,14 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step, step_on_build
+from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import Step, step_on_build
 from ditox_ci.progress import Progress
 from ditox_ci.report.model import Finding
-from ditox_ci.worker import Job, JobResult, WorkerConfig, WorkerPool
 
 KNOWN_BY = "base-optimizer"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ditox_ci.fingerprint import normalize_message
+from ditox_ci.report.fingerprint import normalize_message
 
 
 @dataclass(frozen=True)

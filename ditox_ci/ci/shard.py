@@ -21,11 +21,11 @@ from typing import Any
 import onnx
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import Job, JobResult
 from ditox_ci.errors import UsageError
-from ditox_ci.localize import split_evenly
-from ditox_ci.plan import Step
+from ditox_ci.pinpoint.localize import split_evenly
 from ditox_ci.report.model import Report
-from ditox_ci.worker import Job, JobResult
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 

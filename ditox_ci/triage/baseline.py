@@ -35,7 +35,7 @@ from ditox_ci.errors import ConfigError, InputError
 from ditox_ci.report.model import FINDING_KINDS, Finding, Report
 
 BASELINE_VERSION = 1
-DEFAULT_BASELINE = Path(__file__).resolve().parent / "data" / "baseline-default.yml"
+DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-default.yml"
 _ENTRY_KEYS = (
     "id",
     "kind",

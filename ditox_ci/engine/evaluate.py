@@ -17,16 +17,16 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci import runner
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds
 from ditox_ci.corpus.loading import ModelLoadError, load_model
+from ditox_ci.engine import runner
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import LoadedOptimizer
-from ditox_ci.outcome import Outcome
-from ditox_ci.plan import Step
 
 MAX_REDRAWS = 3
 PhaseCallback = Callable[[str], None]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from ditox_ci.baseline import Baseline, BaselineEntry
 from ditox_ci.report.model import Culprit, Finding, Report
+from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
 
 def _known(finding: Finding, by: str) -> Finding:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.localize_nodes import Divergence
+from ditox_ci.engine.divergence import Divergence
 from ditox_ci.report.model import Finding
 from ditox_ci.report.render import render
 

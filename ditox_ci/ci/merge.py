@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from ditox_ci.ci.shard import CONTROL
 from ditox_ci.errors import MergeError
 from ditox_ci.report.model import Finding, ModelEntry, Report
-from ditox_ci.shard import CONTROL
 
 # What must be identical in every shard for the shards to be parts of one sweep.
 _SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
-from ditox_ci.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome
 from ditox_ci.report.model import Culprit
 
 T = TypeVar("T")

@@ -1,0 +1,1 @@
+"""Pinpointing: which pass (localize), the smallest failing model (reduce), the repro bundle."""
