@@ -20,12 +20,13 @@ from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, check_passes
+from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
-from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
 

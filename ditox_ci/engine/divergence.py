@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.pinpoint.reduce import Feeds, node_inputs, record_values
+from ditox_ci.engine.values import Feeds, node_inputs, record_values
 
 
 @dataclass(frozen=True)

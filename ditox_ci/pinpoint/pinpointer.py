@@ -34,10 +34,11 @@ from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import MAX_REDRAWS
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import NOP_PASS, Step
+from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
-from ditox_ci.pinpoint.reduce import Feeds, ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.fingerprint import finding_fingerprint, fingerprint
 from ditox_ci.report.model import Culprit, Finding

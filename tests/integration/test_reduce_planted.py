@@ -13,10 +13,11 @@ import onnxoptimizer
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.pinpoint.localize import Probe, localize
 from ditox_ci.pinpoint.pinpointer import PoolJudge
-from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.report.fingerprint import finding_fingerprint
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())

@@ -18,7 +18,8 @@ import pytest
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.pinpoint.reduce import Feeds, reduce, same_finding
+from ditox_ci.engine.values import Feeds
+from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
