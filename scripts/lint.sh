@@ -14,6 +14,8 @@ echo "== ruff"
 ruff check .
 echo "== mypy"
 mypy ditox_ci
+echo "== import-linter"
+lint-imports --no-cache
 echo "== actionlint"
 actionlint "${workflows[@]}"
 echo "== hadolint"
