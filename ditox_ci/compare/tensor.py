@@ -23,15 +23,38 @@ def _tolerance(value: float | Mapping[str, float], name: str, fallback: float) -
     return float(value)
 
 
-def _as_array(value: Any) -> np.ndarray:
-    if isinstance(value, list):  # sequence outputs: compare element by element as one array
-        return np.asarray([np.asarray(v) for v in value], dtype=object)
-    return np.asarray(value)
+def _compare_sequences(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
+    """Sequence and optional outputs: presence, length, then each element with the same tolerances;
+    the worst element's numbers, with its index, stand for the output."""
+    if expected is None or actual is None:
+        if expected is None and actual is None:
+            return None
+        present = "expected" if actual is None else "actual"
+        return {"reason": "optional", "present_only_in": present}
+    if not isinstance(expected, list) or not isinstance(actual, list):
+        kinds = {"expected_type": type(expected).__name__, "actual_type": type(actual).__name__}
+        return {"reason": "type", **kinds}
+    if len(expected) != len(actual):
+        return {"reason": "length", "expected_length": len(expected), "actual_length": len(actual)}
+    worst: dict[str, Any] | None = None
+    for index, (a, b) in enumerate(zip(expected, actual)):
+        metrics = compare_arrays(a, b, rtol, atol)
+        if metrics is None:
+            continue
+        metrics = {**metrics, "element": index}
+        if worst is None or metrics.get("max_abs", np.inf) > worst.get("max_abs", np.inf):
+            worst = metrics
+    return worst
 
 
 def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
-    """None when close; otherwise the numbers that show how far apart they are."""
-    a, b = _as_array(expected), _as_array(actual)
+    """None when close; otherwise the numbers that show how far apart they are.
+
+    `error_scale` (the largest difference over the largest expected magnitude) says how big the
+    error is independently of the output's units; the same-failure matcher bands it."""
+    if isinstance(expected, list) or isinstance(actual, list) or expected is None or actual is None:
+        return _compare_sequences(expected, actual, rtol, atol)
+    a, b = np.asarray(expected), np.asarray(actual)
     if a.shape != b.shape:
         return {"reason": "shape", "expected_shape": list(a.shape), "actual_shape": list(b.shape)}
     if a.dtype != b.dtype:
@@ -53,19 +76,20 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
         if not bad.any():
             return None
         worst = int(np.argmax(np.where(bad, finite, -1.0)))
+        max_abs = float(np.max(np.where(bad, finite, 0.0)))
+        magnitudes = np.abs(a64)[np.isfinite(a64)]
+        scale = max(float(magnitudes.max()) if magnitudes.size else 0.0, atol, np.finfo(np.float64).tiny)
         return {
             "reason": "values",
-            "max_abs": float(np.max(np.where(bad, finite, 0.0))),
+            "max_abs": max_abs,
             "max_rel": float(np.max(np.where(bad, rel, 0.0))),
+            "error_scale": max_abs / scale if np.isfinite(max_abs) else float("inf"),
             "mismatch_fraction": float(bad.mean()),
             "worst_index": [int(i) for i in np.unravel_index(worst, a.shape)] if a.ndim else [],
             "expected_value": repr(a.flat[worst]),
             "actual_value": repr(b.flat[worst]),
         }
-    if a.dtype == object:
-        bad = np.array([not _equal_objects(x, y) for x, y in zip(a.flat, b.flat)])
-    else:
-        bad = a != b
+    bad = a != b
     if not np.any(bad):
         return None
     worst = int(np.argmax(bad))
@@ -80,13 +104,8 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
         metrics["max_abs"] = float(diff.max())
         metrics["max_rel"] = float((diff / np.maximum(np.abs(a.astype(np.float64)), 1.0)).max())
+        metrics["error_scale"] = metrics["max_abs"] / max(float(np.abs(a.astype(np.float64)).max()), 1.0)
     return metrics
-
-
-def _equal_objects(x: Any, y: Any) -> bool:
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return compare_arrays(x, y, DEFAULT_RTOL, DEFAULT_ATOL) is None
-    return bool(x == y)
 
 
 @register("tensor")
@@ -97,6 +116,7 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
     ) -> Comparison:
+        # the worst output is the one with the largest error for its own scale: units differ by output
         worst: tuple[float, str, int, dict[str, Any]] | None = None
         for sample, (want, got) in enumerate(zip(expected, actual)):
             for position, (a, b) in enumerate(zip(want, got)):
@@ -106,9 +126,9 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
                 )
                 if metrics is None:
                     continue
-                score = float(metrics.get("max_abs", np.inf))
+                score = float(metrics.get("error_scale", np.inf))
                 if worst is None or score > worst[0]:
-                    worst = (score, name, sample, metrics)
+                    worst = (score, name, sample, {**metrics, "output_index": position})
         if worst is None:
             return Comparison(passed=True, comparator="tensor")
         _, name, sample, metrics = worst

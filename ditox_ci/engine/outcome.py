@@ -2,10 +2,37 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from ditox_ci.report.fingerprint import normalize_message
+
+# decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
+# beyond them every error is "tiny" or "huge"
+_BAND_LIMITS = (-9, 2)
+
+
+def magnitude_band(evidence: dict[str, Any]) -> int | None:
+    """The decade of an output mismatch's error relative to the output's own magnitude, or None
+    when the comparator gave no such number (a task comparator, a shape difference)."""
+    try:  # a report read back holds non-finite numbers as strings ("Infinity")
+        scale = float(evidence["error_scale"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if math.isnan(scale):
+        return None
+    low, high = _BAND_LIMITS
+    if scale <= 0:
+        return low
+    if math.isinf(scale):
+        return high
+    return max(low, min(high, math.floor(math.log10(scale))))
+
+
+def _output_position(evidence: dict[str, Any]) -> Any:
+    """Position when the comparator gave one (a pass may rename outputs by design), else name."""
+    return evidence.get("output_index", evidence.get("output"))
 
 
 @dataclass(frozen=True)
@@ -27,16 +54,31 @@ class Outcome:
     def failed(self) -> bool:
         return self.kind is not None and self.kind != "warning"
 
-    def same_failure(self, other: Outcome) -> bool:
-        """Same kind and the same message once addresses, numbers and names are normalized.
+    def same_failure(self, other: Outcome, *, same_interface: bool = True) -> bool:
+        """The one "same failure" matcher (nop folding, localization, the base build, reduction).
 
-        Warnings compare like failures, so a warning the nop control shows is not blamed on passes.
+        Same kind, and the same evidence: for an output mismatch the comparator, the way it differs
+        (values, shape, dtype, length, …) and the magnitude band of its error, and, when both ran on
+        models with the same interface (`same_interface`; a reduced candidate has other outputs),
+        the output position; for every other kind the message once addresses, numbers and names
+        are normalized, and the signal. Warnings compare like failures, so a warning the nop
+        control shows is not blamed on passes.
         """
         if self.kind is None or self.kind != other.kind:
             return False
-        if self.kind == "output-mismatch":
-            return True
-        return normalize_message(self.message) == normalize_message(other.message)
+        if self.evidence.get("signal") != other.evidence.get("signal"):
+            return False
+        if self.kind != "output-mismatch":
+            return normalize_message(self.message) == normalize_message(other.message)
+        mine, theirs = self.evidence, other.evidence
+        if mine.get("comparator", "tensor") != theirs.get("comparator", "tensor"):
+            return False
+        if mine.get("reason") != theirs.get("reason"):
+            return False
+        if same_interface and _output_position(mine) != _output_position(theirs):
+            return False
+        band, other_band = magnitude_band(mine), magnitude_band(theirs)
+        return band is None or other_band is None or abs(band - other_band) <= 1
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -184,10 +184,12 @@ class Reducer:
 def same_finding(
     evaluate: Callable[[onnx.ModelProto, Feeds], Outcome], failure: Outcome
 ) -> StillFails:
-    """A `still_fails` from an evaluator that returns the Outcome of a candidate on its feeds."""
+    """A `still_fails` from an evaluator that returns the Outcome of a candidate on its feeds: the
+    same failure by `Outcome.same_failure`, except the output position (a candidate has other
+    outputs than the model it was cut from)."""
 
     def still_fails(model: onnx.ModelProto, feeds: Feeds) -> bool:
-        return evaluate(model, feeds).same_failure(failure)
+        return evaluate(model, feeds).same_failure(failure, same_interface=False)
 
     return still_fails
 

@@ -54,3 +54,30 @@ def test_shape_and_dtype_differences_are_mismatches():
 def test_integer_and_bool_outputs_compare_exactly():
     assert compare_arrays(np.array([1, 2]), np.array([1, 3]), 1.0, 1.0)["max_abs"] == 1.0
     assert compare_arrays(np.array([True]), np.array([False]), 1.0, 1.0) is not None
+
+
+def test_sequence_outputs_compare_element_by_element_with_the_tolerances():
+    expected = [np.zeros(3, np.float32), np.ones((2, 2), np.float32)]
+    within = [np.full(3, 0.05, np.float32), np.ones((2, 2), np.float32)]
+    assert compare_arrays(expected, within, 0.0, 0.1) is None
+    beyond = compare_arrays(expected, within, 0.0, 0.01)
+    assert beyond["element"] == 0 and beyond["max_abs"] == np.float32(0.05)
+    assert compare_arrays(expected, expected[:1], 1, 1)["reason"] == "length"
+    retyped = [expected[0].astype(np.float64), expected[1]]
+    assert compare_arrays(expected, retyped, 1, 1) == {
+        "reason": "dtype", "expected_dtype": "float32", "actual_dtype": "float64", "element": 0
+    }
+
+
+def test_optional_outputs_compare_presence_then_value():
+    assert compare_arrays(None, None, 0, 0) is None
+    assert compare_arrays(None, np.zeros(1), 0, 0)["reason"] == "optional"
+    assert compare_arrays([np.zeros(1)], None, 0, 0)["present_only_in"] == "expected"
+
+
+def test_the_tensor_oracle_reports_the_position_of_the_worst_output_for_its_scale():
+    expected = [[np.full(4, 1000.0, np.float32), np.ones(4, np.float32)]]
+    actual = [[np.full(4, 1001.0, np.float32), np.full(4, 2.0, np.float32)]]
+    result = _tensor(rtol=0.0, atol=1e-4)(expected, actual, ["big", "small"])
+    assert result.output == "small" and result.metrics["output_index"] == 1
+    assert result.metrics["error_scale"] == 1.0
