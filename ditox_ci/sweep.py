@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
-from ditox_ci.errors import UsageError
+from ditox_ci.errors import Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.install import base_installation
@@ -207,6 +207,20 @@ def configs_run(labels: set[str], steps: Sequence[Step]) -> tuple[str, ...]:
     """The configs a model ran here, in step order, when that is only a part of them; else ()."""
     if all(step.label in labels for step in steps):
         return ()
+class _Caught:
+    exception: Any = None
+
+
+@contextlib.contextmanager
+def _catch(kind: type[BaseException]) -> Iterator[_Caught]:
+    """Swallow `kind` raised in the block and keep it on the yielded object."""
+    caught = _Caught()
+    try:
+        yield caught
+    except kind as exc:
+        caught.exception = exc
+
+
     return tuple(step.label for step in steps if step.label in labels)
 
 
@@ -246,7 +260,10 @@ def run_sweep(
     findings: list[Finding] = []
     pinpoint_stats: dict[str, int] | None = None
     base_stats: dict[str, Any] | None = None
-    with contextlib.ExitStack() as stack:
+    interrupted: Interrupted | None = None
+    # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
+    # finished: whole models only, with their findings as far as they were pinpointed.
+    with _catch(Interrupted) as caught, contextlib.ExitStack() as stack:
         base = None
         if options.base_optimizer:
             with log.group("base optimizer"):
@@ -260,9 +277,9 @@ def run_sweep(
                 finished_parts[part.ref.id].append(part)
                 if len(finished_parts[part.ref.id]) < parts[part.ref.id]:
                     continue
+                results.append(result)
                 # findings, coverage and the report see one result per model, however it was split
                 result = combine_results(finished_parts.pop(part.ref.id), steps)
-                results.append(result)
                 new = findings_for(result, steps)
                 findings.extend(new)
                 progress.advance(findings=len(findings))
@@ -284,6 +301,7 @@ def run_sweep(
                 by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
                 or baseline.match(finding, datetime.date.today()) is not None,
             )
+    interrupted = caught.exception
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
             findings, pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
@@ -311,6 +329,12 @@ def run_sweep(
         "models_total": len(results),
         "models_skipped": sum(1 for r in results if r.status != "ok"),
         "configs": [s.label for s in steps],
+    if interrupted is not None:
+        log.warning(
+            f"interrupted by {interrupted.signal_name}: {len(results)} of {len(parts)} models finished; "
+            "the report holds only those"
+        )
+        stats.update(interrupted=True, interrupted_by=interrupted.signal_name, models_planned=len(parts))
         "jobs": jobs,
         "coverage_by_family": by_family,
     }

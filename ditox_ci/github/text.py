@@ -7,14 +7,16 @@ the sticky comment, one issue per fingerprint, and one comment per (issue, event
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.model import Finding, Report
-from ditox_ci.report.render import render
+from ditox_ci.report.render import fit, hard_truncate, render
 
 BODY_LIMIT = 65_536
+CHECK_SUMMARY_LIMIT = 65_535  # a check run's output.summary: one less than a comment body
 TITLE_LIMIT = 256
 _SAFE_BUNDLE = re.compile(r"^[A-Za-z0-9_.\-/]+$")
 _FINGERPRINT_MARKER = re.compile(r"<!-- ditox-ci:fingerprint=([0-9A-Za-z_-]+) -->")
@@ -57,46 +59,6 @@ def issue_title(finding: Finding) -> str:
     return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"
 
 
-def fit(render_with: Callable[[int], str], items: int, limit: int, pointer: str) -> str:
-    """Render with as many detailed items as fit in `limit` characters (binary search).
-
-    Templates cut each long string already; if even zero detailed items do not fit, the text is
-    cut at a line boundary, open code fences and `<details>` are closed, and `pointer` says where
-    the rest is.
-    """
-    text = render_with(items)
-    if len(text) <= limit:
-        return text
-    low, high = 0, items - 1
-    best: str | None = None
-    while low <= high:
-        middle = (low + high) // 2
-        candidate = render_with(middle)
-        if len(candidate) <= limit:
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
-    return best if best is not None else hard_truncate(render_with(0), limit, pointer)
-
-
-def hard_truncate(text: str, limit: int, pointer: str) -> str:
-    note = f"\n\n_…truncated to GitHub's size limit: {pointer}_\n"
-    cut = text[: max(0, limit - len(note) - 64)]
-    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
-    closing = ""
-    fence = None
-    for line in cut.splitlines():
-        run = re.match(r"^(`{3,})", line)
-        if run and fence is None:
-            fence = run.group(1)
-        elif run and fence is not None and line.strip() == fence:
-            fence = None
-    if fence:
-        closing += f"\n{fence}"
-    closing += "\n</details>" * max(0, cut.count("<details>") - cut.count("</details>"))
-    return (cut + closing + note)[:limit]
-
-
 @dataclass(frozen=True)
 class Texts:
     """Renders the bot's texts for one report; `artifact` and `run_url` say where the rest is."""
@@ -121,45 +83,28 @@ class Texts:
             "repro_dir": repro_dir,
         }
 
-    def _split(self) -> dict[str, list[Finding]]:
-        by_status: dict[str, list[Finding]] = {"new": [], "known": [], "fixed": []}
-        for finding in self.report.findings:
-            by_status.setdefault(finding.status, []).append(finding)
-        return by_status
+    def _bugs(self) -> dict[str, Any]:
+        return bug_context(self.report.findings, self.report.stats.get("baseline", {}))
 
     def comment(self, key: str) -> str:
-        groups = self._split()
-        baseline = self.report.stats.get("baseline", {})
+        bugs = self._bugs()
 
         def render_with(shown: int) -> str:
             return render(
-                "comment.md.j2",
-                marker=sticky_marker(key),
-                new=groups["new"],
-                known=groups["known"],
-                fixed=groups["fixed"],
-                shown=shown,
-                shown_known=min(shown + 50, 200),
-                baseline=baseline,
-                **self._common(),
+                "comment.md.j2", marker=sticky_marker(key), shown=shown, **bugs, **self._common()
             )
 
-        return fit(render_with, len(groups["new"]), self.limit, self.pointer)
+        most = max(len(bugs["new_bugs"]), len(bugs["fixed_bugs"]))
+        return fit(render_with, most, self.limit, self.pointer)
 
     def check_summary(self) -> str:
-        groups = self._split()
+        bugs = self._bugs()
 
         def render_with(shown: int) -> str:
-            return render(
-                "check.md.j2",
-                new=groups["new"],
-                known=groups["known"],
-                fixed=groups["fixed"],
-                shown=shown,
-                **self._common(),
-            )
+            return render("check.md.j2", shown=shown, **bugs, **self._common())
 
-        return fit(render_with, len(groups["new"]), self.limit, self.pointer)
+        most = max(len(bugs["new_bugs"]), len(bugs["fixed_bugs"]))
+        return fit(render_with, most, min(self.limit, CHECK_SUMMARY_LIMIT), self.pointer)
 
     def issue(self, finding: Finding, others: Sequence[str] = ()) -> str:
         """The bug report for a fingerprint; `others` are further models showing the same bug."""

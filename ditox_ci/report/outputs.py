@@ -6,19 +6,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import coverage_svg, never_fired
-from ditox_ci.report.model import STATUSES, Report, write_report
-from ditox_ci.report.render import render
+from ditox_ci.report.model import Report, write_report
+from ditox_ci.report.render import fit, render, utf8_size
 
 SKIPPED_SHOWN = 50
+SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for what publish appends
 
 
 def summary_context(report: Report) -> dict[str, Any]:
     failures = [f for f in report.findings if f.kind != "warning"]
-    by_kind = Counter(f.kind for f in report.findings)
-    by_culprit = Counter(
-        ("+".join(f.culprit.passes) or f.culprit.scope, f.kind) for f in report.findings
-    )
     skipped = [m for m in report.models if m.status != "ok"]
     reasons = Counter(m.reason.split(":")[0] for m in skipped)
     coverage = sorted(
@@ -27,20 +25,26 @@ def summary_context(report: Report) -> dict[str, Any]:
     return {
         "report": report,
         "failures": failures,
-        "by_kind": sorted(by_kind.items(), key=lambda kv: (-kv[1], kv[0])),
-        "by_culprit": sorted(by_culprit.items(), key=lambda kv: (-kv[1], kv[0])),
+        **bug_context(report.findings, report.stats.get("baseline", {})),
         "skipped": skipped[:SKIPPED_SHOWN],
         "skipped_more": max(0, len(skipped) - SKIPPED_SHOWN),
-        "skip_reasons": reasons.most_common(),
+        "skip_reasons": reasons.most_common(SKIPPED_SHOWN),
         "coverage": coverage,
         "never_fired": never_fired(report),
-        "counts": {s: report.count(s) for s in STATUSES},
         "models_ok": len(report.models) - len(skipped),
     }
 
 
-def render_summary(report: Report) -> str:
-    return render("summary.md.j2", **summary_context(report))
+def render_summary(report: Report, limit: int = SUMMARY_LIMIT) -> str:
+    """summary.md, within `limit` bytes (GitHub's step summary takes 1 MiB) however big the run:
+    as many bugs as fit are detailed, the rest counted and left to report.json."""
+    context = summary_context(report)
+    most = max(len(context["new_bugs"]), len(context["fixed_bugs"]))
+
+    def render_with(shown: int) -> str:
+        return render("summary.md.j2", **context, shown=shown)
+
+    return fit(render_with, most, limit, "every finding is in report.json.", utf8_size)
 
 
 def write_outputs(report: Report, out_dir: Path) -> Path:

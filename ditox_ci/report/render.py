@@ -7,16 +7,18 @@ and `code` puts them in a fence they cannot close.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-TEMPLATES_DIR = Path(
-    os.environ.get("DITOX_TEMPLATES", Path(__file__).resolve().parents[2] / "templates")
-)
+# A source checkout (and the Action's image) has the templates beside the package; an installed
+# wheel has them as the package `ditox_ci.templates` (pyproject maps the top-level folder there).
+SOURCE_TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 # C0/C1 controls and Unicode bidi overrides: invisible, and able to make text read differently
@@ -45,9 +47,19 @@ def truncate(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def template_loader() -> jinja2.BaseLoader:
+    """`DITOX_TEMPLATES` if set, else the installed package's templates, else the checkout's."""
+    override = os.environ.get("DITOX_TEMPLATES")
+    if override:
+        return jinja2.FileSystemLoader(override)
+    if importlib.util.find_spec("ditox_ci.templates") is not None:
+        return jinja2.PackageLoader("ditox_ci.templates", "")
+    return jinja2.FileSystemLoader(str(SOURCE_TEMPLATES_DIR))
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES_DIR)),
+        loader=template_loader(),
         autoescape=False,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -62,3 +74,57 @@ def environment() -> jinja2.Environment:
 
 def render(template: str, **context: Any) -> str:
     return environment().get_template(template).render(**context)
+
+
+def utf8_size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+def fit(
+    render_with: Callable[[int], str],
+    items: int,
+    limit: int,
+    pointer: str,
+    measure: Callable[[str], int] = len,
+) -> str:
+    """Render with as many detailed items as fit in `limit` (binary search); `measure` is how
+    the receiver counts (GitHub counts comment characters, step-summary bytes).
+
+    Templates cut each long string already; if even zero detailed items do not fit, the text is
+    cut at a line boundary, open code fences and `<details>` are closed, and `pointer` says where
+    the rest is.
+    """
+    text = render_with(items)
+    if measure(text) <= limit:
+        return text
+    low, high = 0, items - 1
+    best: str | None = None
+    while low <= high:
+        middle = (low + high) // 2
+        candidate = render_with(middle)
+        if measure(candidate) <= limit:
+            best, low = candidate, middle + 1
+        else:
+            high = middle - 1
+    return best if best is not None else hard_truncate(render_with(0), limit, pointer, measure)
+
+
+def hard_truncate(text: str, limit: int, pointer: str, measure: Callable[[str], int] = len) -> str:
+    note = f"\n\n_…truncated to GitHub's size limit: {pointer}_\n"
+    room = max(0, limit - measure(note) - 64)
+    cut = text[:room]
+    while measure(cut) > room:  # multi-byte characters: fewer of them fit
+        cut = cut[: len(cut) - max(1, (measure(cut) - room) // 4)]
+    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
+    closing = ""
+    fence = None
+    for line in cut.splitlines():
+        run = re.match(r"^(`{3,})", line)
+        if run and fence is None:
+            fence = run.group(1)
+        elif run and fence is not None and line.strip() == fence:
+            fence = None
+    if fence:
+        closing += f"\n{fence}"
+    closing += "\n</details>" * max(0, cut.count("<details>") - cut.count("</details>"))
+    return (cut + closing + note)[:limit]

@@ -80,5 +80,5 @@ def test_github_down_exits_with_github_error(server, tmp_path: Path):
     rep = write(tmp_path, "r.json", report(BUG_A))
     with pytest.raises(GitHubError, match="kept failing"):
         run_publish(["--report", str(rep), "--file-issues"], env)
-    assert "ditox-ci: 1 new finding" in (tmp_path / "summary.md").read_text()
+    assert "ditox-ci: 1 new bug (1 finding on 1 model)" in (tmp_path / "summary.md").read_text()
     assert not server.bot_issues()

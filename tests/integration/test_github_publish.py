@@ -144,7 +144,7 @@ def test_read_only_token_gives_clear_message_and_summary(server, tmp_path: Path)
     assert raised.value.exit_code == GitHubError.exit_code
     assert "Resource not accessible" in str(raised.value)
     summary = (tmp_path / "summary.md").read_text()
-    assert "ditox-ci: 1 new finding" in summary and "could not publish" in summary
+    assert "ditox-ci: 1 new bug (1 finding on 1 model)" in summary and "could not publish" in summary
     assert not server.repo.comments and not server.bot_issues()
     writes = [x for x in server.exchanges if x.method != "GET"]
     assert len(writes) == 1  # the first denied write stops the others

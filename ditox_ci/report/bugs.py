@@ -1,0 +1,165 @@
+"""Findings grouped into bugs: one bug per fingerprint, what people count and act on.
+
+A sweep's findings are (model, config) pairs, so their number grows with the corpus; the number
+of bugs grows with what is broken. Every text for people (summary, PR comment, check) leads with
+bugs, and counts known findings per reason they are known (a baseline entry, the base build…),
+while `report.json` keeps every finding.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ditox_ci.report.model import Culprit, Finding
+
+MODELS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class Bug:
+    """The findings of one status that share a fingerprint, in report order."""
+
+    findings: tuple[Finding, ...]
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+    @property
+    def fingerprint(self) -> str:
+        return self.first.fingerprint
+
+    @property
+    def example(self) -> Finding:
+        """The finding to show: the first with a repro bundle, else the first."""
+        return next((f for f in self.findings if f.repro), self.first)
+
+    @property
+    def kind(self) -> str:
+        return self.first.kind
+
+    @property
+    def status(self) -> str:
+        return self.first.status
+
+    @property
+    def culprit(self) -> Culprit:
+        return self.first.culprit
+
+    @property
+    def is_warning(self) -> bool:
+        return self.kind == "warning"
+
+    @property
+    def message(self) -> str:
+        return str(self.first.evidence.get("message", ""))
+
+    @property
+    def repro(self) -> str | None:
+        return next((f.repro for f in self.findings if f.repro), None)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.model for f in self.findings))
+
+    @property
+    def hits(self) -> tuple[str, ...]:
+        """'model [config]' per finding, the way the texts list where a bug was seen."""
+        return tuple(f"{f.model} [{f.config}]" for f in self.findings)
+
+    @property
+    def reduced(self) -> tuple[int, int] | None:
+        """(nodes before, nodes after) of the reduction that made the repro, if one ran."""
+        for finding in self.findings:
+            reduction = finding.evidence.get("reduction")
+            if isinstance(reduction, dict) and "nodes_after" in reduction:
+                return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+        return None
+
+
+@dataclass(frozen=True)
+class KnownGroup:
+    """The known findings one reason accounts for: `reason` is the finding's `known_by`
+    (`baseline:<entry id>`, `base-optimizer`, `previous`, `engine`)."""
+
+    reason: str
+    findings: int
+    bugs: int
+    models: int
+    kinds: tuple[str, ...]
+
+    @property
+    def baseline_entry(self) -> str | None:
+        return self.reason.removeprefix("baseline:") if self.reason.startswith("baseline:") else None
+
+
+def group_bugs(findings: Iterable[Finding]) -> list[Bug]:
+    """One Bug per fingerprint; failures before warnings, then the most findings first."""
+    grouped: dict[str, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.fingerprint, []).append(finding)
+    bugs = [Bug(tuple(group)) for group in grouped.values()]
+    return sorted(bugs, key=lambda bug: (bug.is_warning, -len(bug.findings), bug.fingerprint))
+
+
+def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
+    """Known findings counted per reason, the largest first."""
+    by_reason: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_reason.setdefault(str(finding.evidence.get("known_by", "engine")), []).append(finding)
+    groups = [
+        KnownGroup(
+            reason=reason,
+            findings=len(group),
+            bugs=len({f.fingerprint for f in group}),
+            models=len({f.model for f in group}),
+            kinds=tuple(kind for kind, _ in Counter(f.kind for f in group).most_common()),
+        )
+        for reason, group in by_reason.items()
+    ]
+    return sorted(groups, key=lambda group: (-group.findings, group.reason))
+
+
+def headline(bugs: Sequence[Bug], status: str) -> str:
+    """'3 new bugs (13 findings on 4 models)', plus the warnings when there are any."""
+    failures = [bug for bug in bugs if not bug.is_warning]
+    warnings = [bug for bug in bugs if bug.is_warning]
+    parts = []
+    if failures or not warnings:
+        parts.append(_count(failures, f"{status} bug"))
+    if warnings:
+        parts.append(_count(warnings, f"{status} warning"))
+    return ", ".join(parts)
+
+
+def _count(bugs: Sequence[Bug], noun: str) -> str:
+    text = f"{len(bugs)} {noun}{'s' if len(bugs) != 1 else ''}"
+    if not bugs:
+        return text
+    findings = sum(len(bug.findings) for bug in bugs)
+    models = len({model for bug in bugs for model in bug.models})
+    return (
+        f"{text} ({findings} finding{'s' if findings != 1 else ''} "
+        f"on {models} model{'s' if models != 1 else ''})"
+    )
+
+
+def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[str, Any]:
+    """What every bug-centric template takes: new bugs and warnings, fixed bugs, known groups."""
+    new = group_bugs(f for f in findings if f.status == "new")
+    known = [f for f in findings if f.status == "known"]
+    fixed = group_bugs(f for f in findings if f.status == "fixed")
+    return {
+        "new_bugs": new,
+        "new_failures": [bug for bug in new if not bug.is_warning],
+        "new_warnings": [bug for bug in new if bug.is_warning],
+        "new_headline": headline(new, "new"),
+        "fixed_bugs": fixed,
+        "known_groups": known_groups(known),
+        "known_count": len(known),
+        "baseline": baseline,
+    }
+

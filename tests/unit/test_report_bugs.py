@@ -1,0 +1,108 @@
+"""Bug-centric texts: summary, PR comment and check lead with bugs (fingerprints), count known
+findings per reason, and stay within GitHub's sizes whatever the corpus."""
+
+from __future__ import annotations
+
+from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts
+from ditox_ci.report.bugs import group_bugs, headline, known_groups
+from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
+from ditox_ci.report.outputs import SUMMARY_LIMIT, render_summary
+
+
+def _finding(fingerprint: str, model: str, config: str, kind: str = "output-mismatch",
+             status: str = "new", passes: tuple[str, ...] = ("fuse_pad_into_pool",),
+             **evidence: object) -> Finding:
+    return Finding(
+        fingerprint=fingerprint,
+        kind=kind,
+        model=model,
+        config=config,
+        culprit=Culprit("pass", passes, "bisect", 3),
+        status=status,
+        evidence={"message": f"{kind} on {model}", **evidence},
+        repro=f"repro/{fingerprint}/",
+    )
+
+
+def _report(findings: list[Finding], models: int, stale: tuple[str, ...] = ()) -> Report:
+    return Report(
+        tool={"name": "ditox-ci", "version": "0.1.0"},
+        optimizer={"name": "onnxoptimizer", "version": "0.4.2", "passes": [], "default_passes": []},
+        environment={"onnx": "1.23.2", "onnxruntime": "1.32.0", "python": "3.11"},
+        shard={"index": 0, "count": 1},
+        models=tuple(ModelEntry(f"m{i}", "onnx-node", "0" * 64) for i in range(models)),
+        findings=tuple(findings),
+        coverage={},
+        stats={"baseline": {"stale": list(stale), "expired": [], "matched": {}}},
+    )
+
+
+def _three_bugs_on_four_models() -> list[Finding]:
+    reduction = {"nodes_before": 40, "nodes_after": 2, "reason": "minimal"}
+    bug_a = [_finding("a" * 20, f"m{i}", c, reduction=reduction) for i in range(4)
+             for c in ("default", "fixed-point", "pass:fuse_pad_into_pool")][:9]
+    bug_b = [_finding("b" * 20, "m0", "default", kind="optimizer-crash", passes=("fuse_bn_into_conv",)),
+             _finding("b" * 20, "m1", "default", kind="optimizer-crash", passes=("fuse_bn_into_conv",))]
+    bug_c = [_finding("c" * 20, "m2", "default", kind="runtime-load-error"),
+             _finding("c" * 20, "m3", "default", kind="runtime-load-error")]
+    warning = [_finding("d" * 20, "m3", "nop", kind="warning")]
+    return bug_a + bug_b + bug_c + warning
+
+
+def _known(count: int, entry: str) -> list[Finding]:
+    return [
+        _finding("e" * 19 + entry[0], f"known-model-{i}", "pass:split_init", kind="interface-change",
+                 status="known", passes=("split_init",), known_by=f"baseline:{entry}")
+        for i in range(count)
+    ]
+
+
+def test_headline_counts_bugs_with_their_findings_and_models():
+    bugs = group_bugs(_three_bugs_on_four_models())
+    assert [b.fingerprint[0] for b in bugs] == ["a", "b", "c", "d"]
+    assert headline(bugs, "new") == (
+        "3 new bugs (13 findings on 4 models), 1 new warning (1 finding on 1 model)"
+    )
+    assert bugs[0].reduced == (40, 2) and len(bugs[0].models) == 3
+
+
+def test_known_findings_are_counted_per_baseline_entry():
+    groups = known_groups(_known(30, "split_init") + _known(5, "rewrite_input_dtype"))
+    assert [(g.baseline_entry, g.findings, g.bugs, g.models) for g in groups] == [
+        ("split_init", 30, 1, 30),
+        ("rewrite_input_dtype", 5, 1, 5),
+    ]
+
+
+def test_summary_comment_and_check_lead_with_bugs():
+    report = _report(_three_bugs_on_four_models() + _known(30, "split_init"), 4, stale=("old_entry",))
+    summary = render_summary(report)
+    texts = Texts(report, "f" * 40, "ditox-report", None)
+    comment, check = texts.comment("k"), texts.check_summary()
+    for text in (summary, comment, check):
+        assert "3 new bugs (13 findings on 4 models)" in text
+        assert "baseline entry **split\\_init**" in text and "old\\_entry" in text
+        # first few models a bug hit, then how many more; known findings are never listed one by one
+        hits = "m0 \\[default\\], m0 \\[fixed-point\\], m0 \\[pass:fuse\\_pad\\_into\\_pool\\] and 6 more"
+        assert hits in text
+        assert "known-model-" not in text
+        assert "2 of 40 nodes" in text
+    assert comment.count("#### ") == 4  # one section per new fingerprint, not per finding
+
+
+def test_texts_stay_within_limits_whatever_the_corpus():
+    # 30,000 findings of 6,000 distinct bugs, with long model names and messages
+    findings = [
+        _finding(f"{i:020x}", f"models/{'deep/' * 20}model-{i}-{j}.onnx", "default",
+                 message="x" * 3000)
+        for i in range(6000) for j in range(5)
+    ]
+    report = _report(findings + _known(20000, "split_init"), 30000)
+    summary = render_summary(report)
+    texts = Texts(report, "f" * 40, "ditox-report", None)
+    comment, check = texts.comment("k"), texts.check_summary()
+    assert len(summary.encode()) <= SUMMARY_LIMIT <= 1024 * 1024
+    assert len(comment) <= BODY_LIMIT and len(check) <= CHECK_SUMMARY_LIMIT
+    assert "6000 new bugs (30000 findings on 30000 models)" in summary
+    for text in (summary, comment, check):
+        assert "more" in text and ("report.json" in text or "artifact" in text)
