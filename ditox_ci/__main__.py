@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from ditox_ci import __version__
 from ditox_ci.cli import COMMANDS
-from ditox_ci.errors import FatalError, InternalError, UsageError
+from ditox_ci.errors import FatalError, InternalError, Interrupted, UsageError
 
 DESCRIPTION = """\
 Differential testing of ONNX graph optimizers: each model runs original vs optimized in
@@ -79,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("ditox-ci: interrupted", file=sys.stderr)
         code = 130
+    except Interrupted as exc:  # before anything finished: there is no report to write
+        print(f"ditox-ci: {exc}", file=sys.stderr)
+        code = exc.exit_code
     except Exception as exc:  # a bug in ditox-ci itself
         if debug:
             traceback.print_exc()

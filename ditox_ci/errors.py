@@ -6,8 +6,12 @@ Bugs in ditox-ci itself are InternalError, kept apart so they are never mistaken
 
 from __future__ import annotations
 
+import signal
+
 EXIT_OK = 0
 EXIT_NEW_FINDINGS = 1
+# 128 + the signal, as a shell reports a process a signal ended: SIGINT, SIGTERM
+EXIT_INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
 class FatalError(Exception):
@@ -56,3 +60,19 @@ class InternalError(Exception):
     """A bug in ditox-ci itself; reported with a request to file an issue."""
 
     exit_code = 70
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived: the run stops, keeps what finished, and exits 128 + the signal.
+
+    A BaseException, like KeyboardInterrupt, so that no `except Exception` on the way swallows it.
+    """
+
+    def __init__(self, signum: int):
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(f"interrupted by {self.signal_name}")
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

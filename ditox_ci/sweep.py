@@ -207,6 +207,9 @@ def configs_run(labels: set[str], steps: Sequence[Step]) -> tuple[str, ...]:
     """The configs a model ran here, in step order, when that is only a part of them; else ()."""
     if all(step.label in labels for step in steps):
         return ()
+    return tuple(step.label for step in steps if step.label in labels)
+
+
 class _Caught:
     exception: Any = None
 
@@ -219,9 +222,6 @@ def _catch(kind: type[BaseException]) -> Iterator[_Caught]:
         yield caught
     except kind as exc:
         caught.exception = exc
-
-
-    return tuple(step.label for step in steps if step.label in labels)
 
 
 def run_sweep(
@@ -277,10 +277,10 @@ def run_sweep(
                 finished_parts[part.ref.id].append(part)
                 if len(finished_parts[part.ref.id]) < parts[part.ref.id]:
                     continue
-                results.append(result)
                 # findings, coverage and the report see one result per model, however it was split
                 result = combine_results(finished_parts.pop(part.ref.id), steps)
                 new = findings_for(result, steps)
+                results.append(result)
                 findings.extend(new)
                 progress.advance(findings=len(findings))
                 if on_result:
@@ -301,10 +301,10 @@ def run_sweep(
                 by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
                 or baseline.match(finding, datetime.date.today()) is not None,
             )
-    interrupted = caught.exception
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
             findings, pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
+    interrupted = caught.exception
     results.sort(key=lambda r: r.ref.id)
     coverage, by_family = coverage_of(results, steps)
     models = tuple(
@@ -329,15 +329,15 @@ def run_sweep(
         "models_total": len(results),
         "models_skipped": sum(1 for r in results if r.status != "ok"),
         "configs": [s.label for s in steps],
+        "jobs": jobs,
+        "coverage_by_family": by_family,
+    }
     if interrupted is not None:
         log.warning(
             f"interrupted by {interrupted.signal_name}: {len(results)} of {len(parts)} models finished; "
             "the report holds only those"
         )
         stats.update(interrupted=True, interrupted_by=interrupted.signal_name, models_planned=len(parts))
-        "jobs": jobs,
-        "coverage_by_family": by_family,
-    }
     if pinpoint_stats is not None:
         stats["pinpoint"] = pinpoint_stats
     if base_stats is not None:

@@ -69,9 +69,12 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                 )
 
 
-def _combine_parts(parts: Sequence[tuple[int, ModelEntry]], configs: Sequence[str]) -> ModelEntry:
+def _combine_parts(
+    parts: Sequence[tuple[int, ModelEntry]], configs: Sequence[str], partial: bool = False
+) -> ModelEntry:
     """The entries of one model's parts (shard index, entry) → the model's entry; refuses parts
-    that share a config other than the control, or that leave one of `configs` out."""
+    that share a config other than the control, or that leave one of `configs` out (unless the
+    sweep is `partial`: an interrupted shard never finished some parts)."""
     owner: dict[str, int] = {}
     for shard, entry in parts:
         for config in entry.configs or configs or (_ALL_CONFIGS,):
@@ -84,31 +87,34 @@ def _combine_parts(parts: Sequence[tuple[int, ModelEntry]], configs: Sequence[st
             owner.setdefault(config, shard)
     first = parts[0][1]
     missing = [config for config in configs if config not in owner]
-    if missing:
+    if missing and not partial:
         raise MergeError(
             f"model {first.id!r} never ran config(s) {', '.join(missing[:5])} in any shard; the "
             "shards were planned differently: give every shard job the same corpus, --previous and --jobs"
         )
-    if len(parts) == 1:
+    if len(parts) == 1 and not missing:
         return first
     entries = [entry for _, entry in parts]
     skipped = next((entry for entry in entries if entry.status != "ok"), None)
     prepared = next((entry for entry in entries if entry.sha256), first)
+    ran = tuple(c for c in configs if c in owner) if missing else () if configs else tuple(sorted(owner))
     return replace(
         prepared,
         status=skipped.status if skipped else prepared.status,
         reason=skipped.reason if skipped else prepared.reason,
         cost_s=round(sum(entry.cost_s for entry in entries), 4),
-        configs=() if configs else tuple(sorted(owner)),
+        configs=ran,
     )
 
 
-def _merge_models(reports: Sequence[Report], configs: Sequence[str]) -> tuple[ModelEntry, ...]:
+def _merge_models(
+    reports: Sequence[Report], configs: Sequence[str], partial: bool = False
+) -> tuple[ModelEntry, ...]:
     parts: dict[str, list[tuple[int, ModelEntry]]] = {}
     for report in reports:
         for entry in report.models:
             parts.setdefault(entry.id, []).append((report.shard.get("index", 0), entry))
-    return tuple(_combine_parts(parts[model], configs) for model in sorted(parts))
+    return tuple(_combine_parts(parts[model], configs, partial) for model in sorted(parts))
 
 
 def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
@@ -220,13 +226,18 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     _check_same_sweep(ordered)
     first = ordered[0]
     configs = _configs(ordered)
-    models = _merge_models(ordered, configs)
+    # an interrupted shard (SIGTERM, a cancelled job) reported only what finished: the merge says
+    # so, and publishing treats it as incomplete
+    interrupted = [report.shard.get("index", 0) for report in ordered if report.stats.get("interrupted")]
+    models = _merge_models(ordered, configs, partial=bool(interrupted))
     # a model split over shards counts once
     stats = {
         **_merge_stats(ordered),
         "models_total": len(models),
         "models_skipped": sum(1 for entry in models if entry.status != "ok"),
     }
+    if interrupted:
+        stats.update(interrupted=True, interrupted_shards=interrupted)
     return Report(
         tool=first.tool,
         optimizer=first.optimizer,

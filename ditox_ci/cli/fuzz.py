@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
@@ -79,7 +80,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     configs = args.configs or ("default", "nop", *(f"pass:{name}" for name in passes))
     options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
     sweep_start = time.monotonic()
-    report = run_sweep(options, log)
+    with stop_on_signals() as stop:
+        report = run_sweep(options, log)
+        stop.disarm()
     stats = {
         **report.stats,
         FUZZ_STATS_KEY: {

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
@@ -156,10 +158,17 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         f"{len(report.models)} models ({skipped} skipped), {len(report.findings)} findings ({counts}); "
         f"report: {path}, summary: {path.parent / 'summary.md'}"
     )
+    interrupted_by = str(report.stats.get("interrupted_by", ""))
+    if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
+        log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
+        return 128 + signal.Signals[interrupted_by].value
     return EXIT_NEW_FINDINGS if new else EXIT_OK
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env, quiet=args.quiet)
     options = sweep_options(args, env)
-    return finish(run_sweep(options, log), options, log)
+    with stop_on_signals() as stop:
+        report = run_sweep(options, log)
+        stop.disarm()
+        return finish(report, options, log)

@@ -22,6 +22,7 @@ replaced and the model resumes at the next step, the mismatch found but without 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -43,6 +44,7 @@ from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 
 POLL_S = 0.2
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CONTEXTS_KEPT = 2
 STDERR_TAIL = 1500
 
@@ -98,7 +100,20 @@ def _divergence(
         return None
 
 
+def _die_with_parent() -> None:
+    """Have the kernel kill this worker when its parent dies, even by SIGKILL (Linux prctl
+    PR_SET_PDEATHSIG). The parent is the forkserver, which exits when the sweep does."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(1)
+    # Ctrl-C reaches the whole process group; the sweep decides what stops and kills its workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
+    _die_with_parent()
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(descriptor, 2)
     try:
@@ -251,15 +266,16 @@ class WorkerPool:
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        # leaving on an exception (SIGTERM/SIGINT among them): the workers' work is not wanted
+        self.close(wait_s=0 if exc_type is not None else 2)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 2) -> None:
         for slot in self._slots:
             with contextlib.suppress(OSError, BrokenPipeError):
                 slot.conn.send(None)
         for slot in self._slots:
-            slot.process.join(timeout=2)
+            slot.process.join(timeout=wait_s)
             if slot.process.is_alive():
                 slot.process.kill()
                 slot.process.join()

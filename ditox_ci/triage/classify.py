@@ -89,7 +89,10 @@ def classify(
             expired_hits.setdefault(expired.id, []).append(finding.fingerprint)
 
     present = {f.fingerprint for f in findings}
-    checked_models = {m.id for m in report.models if m.status == "ok"}
+    # an interrupted sweep may have stopped before a finding's config or its localization: what it
+    # did not show proves nothing, so it marks nothing fixed
+    complete = not report.stats.get("interrupted")
+    checked_models = {m.id for m in report.models if m.status == "ok"} if complete else set()
     for old in previous_open.values():
         # A model this run did not check (another shard, a narrower --models) proves nothing.
         if old.fingerprint not in present and old.model in checked_models:
@@ -100,7 +103,7 @@ def classify(
     for entry in baseline.entries:
         if matched[entry.id] or entry.expired(today):
             continue
-        if not entry.in_scope(report):
+        if not complete or not entry.in_scope(report):
             unchecked.append(entry.id)
             continue
         stale.append(entry.id)

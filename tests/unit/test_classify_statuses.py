@@ -105,3 +105,17 @@ def test_issue_worthy_excludes_by_design_warnings_and_fixed():
     # a bug the base build shares, or the previous report had, is still a bug: the nightly, which
     # has no base build, files it too
     assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["bug", "on-base"]
+
+
+def test_an_interrupted_report_marks_nothing_fixed_and_no_entry_stale():
+    baseline, _ = parse_baseline(
+        "entries:\n- {id: stale, reason: r, fingerprint: dead, kind: optimizer-crash, model: a.onnx}\n",
+        "b.yml",
+    )
+    previous = report(finding("gone"))
+    complete = classify(report(finding("n1")), baseline, previous, TODAY)
+    assert sorted(f.fingerprint for f in complete.findings if f.status == "fixed") == ["dead", "gone"]
+    interrupted = replace(report(finding("n1")), stats={"interrupted": True})
+    out = classify(interrupted, baseline, previous, TODAY)
+    assert [f.status for f in out.findings] == ["new"]
+    assert (out.stats["baseline"]["stale"], out.stats["baseline"]["unchecked"]) == ([], ["stale"])

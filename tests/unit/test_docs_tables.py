@@ -37,6 +37,7 @@ def test_the_readme_names_every_exit_code_and_no_other():
     documented = {int(code) for code in re.findall(r"`(\d+)`", line)}
     fatal = {cls.exit_code for cls in _subclasses(errors.FatalError)}
     defined = {errors.EXIT_OK, errors.EXIT_NEW_FINDINGS, errors.InternalError.exit_code} | fatal
+    defined |= set(errors.EXIT_INTERRUPTED)
     assert documented == defined
 
 

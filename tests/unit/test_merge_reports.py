@@ -305,3 +305,20 @@ def test_a_previous_finding_one_part_did_not_see_is_not_fixed_when_another_part_
     assert [f.status for f in shards[0].findings] == ["fixed"]
     merged = merge_reports(shards)
     assert [(f.fingerprint, f.status) for f in merged.findings] == [("f1", "known")]
+
+
+def test_an_interrupted_shard_makes_the_merge_incomplete_and_tolerates_its_unfinished_parts() -> None:
+    shards = _split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default"), 3.0))
+    with pytest.raises(MergeError, match="never ran"):
+        merge_reports(shards)
+    stopped = {"interrupted": True, "interrupted_by": "SIGTERM", "models_planned": 3}
+    shards[1] = replace(shards[1], stats={**shards[1].stats, **stopped})
+    merged = merge_reports(shards)
+    assert (merged.stats["interrupted"], merged.stats["interrupted_shards"]) == (True, [1])
+    entry = next(entry for entry in merged.models if entry.id == "m1")
+    assert entry.configs == ("nop", "default", "pass:b")
+
+
+def test_complete_shards_merge_into_a_report_that_is_not_interrupted() -> None:
+    merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0)))
+    assert "interrupted" not in merged.stats

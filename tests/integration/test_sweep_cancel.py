@@ -1,0 +1,79 @@
+"""SIGTERM / SIGINT in the middle of a sweep: a partial report, exit 128 + signal, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "stuck_optimizer.py"
+
+
+def _chain(name: str, length: int) -> onnx.ModelProto:
+    """Longer chains look costlier to the planner, which starts the costliest models first."""
+    names = ["x", *(f"t{i}" for i in range(length - 1)), "y"]
+    nodes = [helper.make_node("Relu", [a], [b]) for a, b in zip(names, names[1:])]
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has exited; only its parent's wait is missing
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tmp_path: Path, signum: int):
+    models = tmp_path / "models"
+    models.mkdir()
+    for index in range(3):
+        onnx.save(_chain(f"quick{index}", 40), models / f"quick{index}.onnx")
+    for index in range(3):
+        onnx.save(_chain(f"stuck{index}", 1), models / f"stuck{index}.onnx")
+    pids, temp, out = tmp_path / "pids", tmp_path / "tmp", tmp_path / "out"
+    pids.mkdir()
+    temp.mkdir()
+    env = {**os.environ, "DITOX_TEST_PIDS": str(pids), "TMPDIR": str(temp)}
+    command = [sys.executable, "-m", "ditox_ci", "sweep", "--models", str(models), "--configs", "nop"]
+    command += ["--optimizer", f"{FAKE}:optimize", "--jobs", "2", "--timeout", "600"]
+    command += ["--localize", "off", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
+    sweep = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while len(list(pids.glob("*-stuck*"))) < 2:  # both workers are stuck, every quick model is done
+        assert sweep.poll() is None and time.monotonic() < deadline, sweep.stderr.read() if sweep.stderr else ""
+        time.sleep(0.1)
+
+    sent = time.monotonic()
+    sweep.send_signal(signum)
+    _, stderr = sweep.communicate(timeout=30)
+    stopped_s = time.monotonic() - sent
+
+    assert sweep.returncode == 128 + signum, stderr
+    assert stopped_s < 10
+    report = json.loads((out / "report.json").read_text())
+    assert report["stats"]["interrupted"] is True
+    assert report["stats"]["interrupted_by"] == signal.Signals(signum).name
+    assert report["stats"]["models_planned"] == 6
+    assert sorted(m["id"] for m in report["models"]) == ["quick0.onnx", "quick1.onnx", "quick2.onnx"]
+    assert "interrupted" in (out / "summary.md").read_text()
+    processes = {int(part) for marker in pids.iterdir() for part in marker.name.split("-")[:2]}
+    time.sleep(0.5)  # the kernel delivers the parent-death signal asynchronously
+    assert [pid for pid in processes if _alive(pid)] == []
+    # importing onnxruntime writes a `.ses` file into the temp folder, a run that completes as well
+    assert sorted(path.name for path in temp.iterdir() if path.name != ".ses") == []
