@@ -4,22 +4,50 @@ Thin on purpose: the mapping lives in `ditox_ci.ci.action`, the work in the CLI 
 the step summary). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
+
+In the container this is PID 1, which the kernel sends no signal it has no handler for: SIGTERM
+and SIGINT (a cancelled job) are forwarded to the running stage, and no later stage starts.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import FrameType
 
 from ditox_ci.ci import action
 from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
 
-# The stages run as `python -m ditox_ci` and must import this copy of the package.
+# The stages run as `python -P -m ditox_ci` and must import this copy of the package.
 HERE = Path(__file__).resolve().parent
+
+
+class Stages:
+    """Runs the plan's commands one at a time and forwards a stop signal to the running one."""
+
+    def __init__(self) -> None:
+        self.running: subprocess.Popen[bytes] | None = None
+        self.stopped_by: int | None = None
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._forward)
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped_by = signum
+        if self.running is not None and self.running.poll() is None:
+            self.running.send_signal(signum)
+
+    def run(self, command: tuple[str, ...], env: dict[str, str]) -> int:
+        # its own process group: a Ctrl-C in a terminal reaches the stage once, through here
+        self.running = subprocess.Popen(command, env=env, start_new_session=True)
+        try:
+            return self.running.wait()
+        finally:
+            self.running = None
 
 
 def main() -> int:
@@ -31,15 +59,27 @@ def main() -> int:
     except FatalError as exc:
         log.error(str(exc))
         return exc.exit_code
-    child_env = action.stage_env(inputs, env)
-    child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
+    try:
+        return _run(inputs, env, log)
+    finally:
+        action.hand_over(Path(inputs.out), workspace)
 
+
+def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
+    stages = Stages()
     for step in action.plan(inputs, sys.executable):
+        child_env = action.stage_env(inputs, env, step)
+        child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
         with log.group(step.title):
-            code = subprocess.run(step.command, env=child_env).returncode
-        if code > EXIT_NEW_FINDINGS or (code and step.failure_code is not None):
+            code = stages.run(step.command, child_env)
+        if stages.stopped_by is not None:
+            name = signal.Signals(stages.stopped_by).name
+            log.error(f"{step.title} stopped by {name}; no later stage ran")
+            return code if code > EXIT_NEW_FINDINGS else 128 + stages.stopped_by
+        if code > EXIT_NEW_FINDINGS or code < 0 or (code and step.failure_code is not None):
             log.error(f"{step.title} failed with exit code {code}; see the log above")
-            return step.failure_code or code
+            return step.failure_code or (code if code > 0 else 128 - code)
 
     path = action.report_path(inputs)
     try:

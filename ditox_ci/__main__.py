@@ -69,6 +69,10 @@ def main_inner(argv: Sequence[str], env: Mapping[str, str]) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
+    # Every Python this run starts (workers, their forkserver, pip, the base build's probe) keeps
+    # the working directory off its import path: it may be a checkout of the optimizer under test,
+    # whose source package `onnxoptimizer/` would shadow the installed build.
+    os.environ["PYTHONSAFEPATH"] = "1"
     try:
         code = main_inner(arguments, dict(os.environ))
     except FatalError as exc:

@@ -6,6 +6,7 @@ and the verdict is read back from the report the CLI wrote. The environment is p
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable, Mapping
@@ -126,6 +127,11 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     return inputs
 
 
+# `-P`: the working directory (the workspace, maybe a PR's checkout of the optimizer with its
+# source package `onnxoptimizer/`, maybe a planted `yaml.py`) never goes on the import path.
+SAFE_PATH_FLAG = "-P"
+
+
 def install_commands(spec: str, python: str) -> list[list[str]]:
     """pip commands that put an optimizer build in place (none for an import path).
 
@@ -134,7 +140,7 @@ def install_commands(spec: str, python: str) -> list[list[str]]:
     """
     if optimizer_kind(spec) == "import":
         return []
-    pip = [python, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    pip = [python, SAFE_PATH_FLAG, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
     return [[*pip, "--force-reinstall", "--no-deps", spec], [*pip, spec]]
 
 
@@ -197,10 +203,15 @@ class Step:
     title: str
     command: tuple[str, ...]
     failure_code: int | None = None
+    # the one stage that talks to GitHub gets the token; pip, the optimizer and the sweep never do
+    needs_token: bool = False
 
 
-def _cli(python: str, argv: list[str]) -> Step:
-    return Step(f"ditox-ci {argv[0]}", (python, "-m", "ditox_ci", *argv))
+_CLI = (SAFE_PATH_FLAG, "-m", "ditox_ci")
+
+
+def _cli(python: str, argv: list[str], needs_token: bool = False) -> Step:
+    return Step(f"ditox-ci {argv[0]}", (python, *_CLI, *argv), needs_token=needs_token)
 
 
 def _install(python: str, spec: str) -> list[Step]:
@@ -217,7 +228,7 @@ def _sweep_steps(inputs: ActionInputs, python: str) -> list[Step]:
 STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
     "sweep": _sweep_steps,
     "merge": lambda inputs, python: [_cli(python, _merge_argv(inputs))],
-    "publish": lambda inputs, python: [_cli(python, _publish_argv(inputs))],
+    "publish": lambda inputs, python: [_cli(python, _publish_argv(inputs), needs_token=True)],
 }
 
 
@@ -229,15 +240,54 @@ def plan(inputs: ActionInputs, python: str) -> list[Step]:
 def build_argv(env: Mapping[str, str]) -> list[list[str]]:
     """One `ditox-ci` argv (without the program name) per CLI stage of the requested mode."""
     steps = plan(read_inputs(env), "python")
-    return [list(step.command[3:]) for step in steps if step.command[1:3] == ("-m", "ditox_ci")]
+    prefix = 1 + len(_CLI)
+    return [list(step.command[prefix:]) for step in steps if step.command[1:prefix] == _CLI]
 
 
-def stage_env(inputs: ActionInputs, env: Mapping[str, str]) -> dict[str, str]:
-    """The CLI's environment: the token travels as GITHUB_TOKEN, never on a command line."""
-    child = {key: value for key, value in env.items() if not key.startswith("INPUT_")}
-    if inputs.github_token:
+# The runner hands a container action its job's credentials: the token, and the ACTIONS_* runtime
+# token and URLs (cache, artifacts, OIDC). Debug switches are the only ACTIONS_* a stage keeps.
+_KEPT_ACTIONS_VARIABLES = frozenset({"ACTIONS_STEP_DEBUG", "ACTIONS_RUNNER_DEBUG"})
+
+
+def is_credential(name: str) -> bool:
+    """A variable no stage but publish may see: inputs (the token is one), tokens, runtime services."""
+    upper = name.upper()
+    return (
+        upper.startswith("INPUT_")
+        or "TOKEN" in upper
+        or (upper.startswith("ACTIONS_") and upper not in _KEPT_ACTIONS_VARIABLES)
+    )
+
+
+def stage_env(inputs: ActionInputs, env: Mapping[str, str], step: Step) -> dict[str, str]:
+    """A stage's environment: no GitHub credential, except the token for the step that publishes
+    (as GITHUB_TOKEN, never on a command line); every Python it starts ignores the working directory.
+    """
+    child = {key: value for key, value in env.items() if not is_credential(key)}
+    child["PYTHONSAFEPATH"] = "1"
+    if step.needs_token and inputs.github_token:
         child["GITHUB_TOKEN"] = inputs.github_token
     return child
+
+
+def hand_over(out: Path, workspace: Path) -> None:
+    """Give the output folder to the workspace's owner (the container runs as root, the runner's
+    later steps do not: a fork workflow writes pr-number.txt into it, upload and cleanup read it).
+
+    Only inside the workspace, and symlinks are changed themselves, never followed: a planted
+    `out -> /etc` must not hand anything else over.
+    """
+    if os.geteuid() != 0 or not out.exists():
+        return
+    owner = workspace.stat()
+    root = out.resolve()
+    if owner.st_uid == 0 or not root.is_relative_to(workspace.resolve()):
+        return
+    os.lchown(out, owner.st_uid, owner.st_gid)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(folder, name), owner.st_uid, owner.st_gid)
+    os.lchown(root, owner.st_uid, owner.st_gid)
 
 
 def gate(report: Report, fail_on: str) -> int:

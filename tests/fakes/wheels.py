@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -43,10 +44,11 @@ def _record_line(path: str, data: bytes) -> str:
     return f"{path},sha256={digest},{len(data)}"
 
 
-def write_wheel(folder: Path, name: str, version: str, files: Mapping[str, str]) -> Path:
-    """A pure-Python wheel of `files` (path in the wheel → text), written into `folder`."""
+def write_wheel(folder: Path, name: str, version: str, files: Mapping[str, str | bytes]) -> Path:
+    """A wheel of `files` (path in the wheel → text or bytes) tagged py3-none-any, written into
+    `folder`."""
     dist = f"{name.replace('-', '_')}-{version}"
-    contents = {path: text.encode() for path, text in files.items()}
+    contents = {path: data if isinstance(data, bytes) else data.encode() for path, data in files.items()}
     contents[f"{dist}.dist-info/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
     )
@@ -69,3 +71,16 @@ def planted_build(folder: Path, version: str, bugs: Iterable[str]) -> Path:
     """A wheel of `planted_opt` whose optimize raises when any pass in `bugs` is asked for."""
     source = _SOURCE.format(version=version, bugs=tuple(sorted(bugs)))
     return write_wheel(folder, "planted-opt", version, {f"{PACKAGE}/__init__.py": source})
+
+
+def repack_installed(folder: Path, distribution: str, package: str, version: str) -> Path:
+    """A wheel of the installed `package` (its compiled extension included) whose `version.py` says
+    `version`: a report naming that version proves this copy ran, not another one on the path."""
+    installed = importlib.metadata.distribution(distribution)
+    files: dict[str, str | bytes] = {}
+    for entry in installed.files or ():
+        path = str(entry)
+        if path.startswith(f"{package}/") and "__pycache__" not in path:
+            files[path] = Path(str(entry.locate())).read_bytes()
+    files[f"{package}/version.py"] = f"version = {version!r}\n"
+    return write_wheel(folder, distribution, version, files)

@@ -35,9 +35,14 @@ def _parse_outputs(text: str) -> dict[str, str]:
 
 
 def run_action(
-    workspace: Path, event: str, **inputs: str
+    workspace: Path,
+    event: str,
+    python: str = sys.executable,
+    runner_env: dict[str, str] | None = None,
+    **inputs: str,
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
-    """Run the entrypoint in `workspace`; returns the process, its outputs and its step summary."""
+    """Run the entrypoint in `workspace`; returns the process, its outputs and its step summary.
+    `runner_env` adds variables the runner sets (credentials among them)."""
     run_dir = workspace / f"runner-{len(list(workspace.glob('runner-*')))}"
     run_dir.mkdir()
     output, summary = run_dir / "github_output", run_dir / "step_summary"
@@ -61,10 +66,11 @@ def run_action(
         "DITOX_CACHE": str(workspace / "cache"),
         "INPUT_GITHUB_TOKEN": TOKEN,
         "INPUT_JOBS": "1",
+        **(runner_env or {}),
         **{f"INPUT_{name.upper()}": value for name, value in inputs.items()},
     }
     process = subprocess.run(
-        [sys.executable, str(ROOT / "entrypoint.py")],
+        [python, str(ROOT / "entrypoint.py")],
         cwd=workspace,
         env=env,
         capture_output=True,
@@ -239,7 +245,7 @@ def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace:
         mode="all",
         models="wrong",
         configs="default",
-        optimizer="faulty_optimizers:optimize",
+        optimizer="faulty_optimizers.py:optimize",  # the workspace is not on the import path
         baseline="accepted.yml",
         out="accepted",
         dry_run="true",

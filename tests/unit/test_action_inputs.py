@@ -215,8 +215,9 @@ def test_source_checkout_is_installed_then_swept_as_onnxoptimizer(tmp_path: Path
     assert second[-1] == spec and "--no-deps" not in second
     steps = plan(read_inputs({"INPUT_OPTIMIZER": spec, "INPUT_MODE": "sweep"}), "py")
     assert [step.failure_code for step in steps] == [5, 5, None]
-    assert steps[2].command[:8] == (
+    assert steps[2].command[:9] == (
         "py",
+        "-P",
         "-m",
         "ditox_ci",
         "sweep",
@@ -246,10 +247,37 @@ def test_the_base_optimizer_goes_to_the_one_sweep_that_installs_it_itself() -> N
     assert sweep[sweep.index("--shard") + 1] == "1/2"
 
 
-def test_token_goes_to_env_not_inputs() -> None:
-    inputs = read_inputs({"INPUT_GITHUB_TOKEN": "tok"})
-    child = stage_env(inputs, {"INPUT_GITHUB_TOKEN": "tok", "GITHUB_REPOSITORY": "o/r"})
-    assert child == {"GITHUB_TOKEN": "tok", "GITHUB_REPOSITORY": "o/r"}
+RUNNER_ENV = {
+    "INPUT_GITHUB_TOKEN": "tok",
+    "GITHUB_TOKEN": "from-the-workflow-env",
+    "GH_TOKEN": "gh",
+    "ACTIONS_RUNTIME_TOKEN": "runtime",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc",
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.invalid",
+    "ACTIONS_CACHE_URL": "https://cache.invalid",
+    "ACTIONS_RESULTS_URL": "https://results.invalid",
+    "ACTIONS_STEP_DEBUG": "true",
+    "GITHUB_REPOSITORY": "o/r",
+}
+
+
+def test_only_the_publish_stage_gets_the_token_and_no_stage_other_credentials() -> None:
+    inputs = read_inputs({**RUNNER_ENV, "INPUT_OPTIMIZER": "dist/pr.whl"})
+    steps = plan(inputs, "py")
+    assert [step.title.split()[0] for step in steps] == ["install", "install", "ditox-ci", "ditox-ci"]
+    safe = {"GITHUB_REPOSITORY": "o/r", "ACTIONS_STEP_DEBUG": "true", "PYTHONSAFEPATH": "1"}
+    *others, publish = steps
+    assert publish.command[4] == "publish"
+    assert stage_env(inputs, RUNNER_ENV, publish) == {**safe, "GITHUB_TOKEN": "tok"}
+    for step in others:
+        assert stage_env(inputs, RUNNER_ENV, step) == safe, step.title
+
+
+def test_every_python_a_stage_starts_ignores_the_working_directory() -> None:
+    inputs = read_inputs({"INPUT_OPTIMIZER": "dist/pr.whl"})
+    for step in plan(inputs, "py"):
+        assert step.command[:2] == ("py", "-P"), step.command
+        assert stage_env(inputs, {}, step)["PYTHONSAFEPATH"] == "1"
 
 
 @pytest.mark.parametrize(
