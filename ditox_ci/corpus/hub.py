@@ -19,7 +19,7 @@ import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import requests
@@ -142,10 +142,31 @@ def parse_spec(arg: str | None) -> tuple[str, int | None]:
     return name, int(opset) if opset else None
 
 
+def _checked_model_path(model: HubModel) -> PurePosixPath:
+    """The manifest's `model_path`, refused when it is absolute or climbs out (`..`): it names a
+    file below the mirror and below the cache, and a hostile manifest must not write elsewhere."""
+    path = PurePosixPath(model.path)
+    # a backslash or a drive letter would be a separator or a root on Windows
+    outside = path.is_absolute() or ".." in path.parts or "\\" in model.path or ":" in model.path
+    if outside or not path.name:
+        raise InputError(
+            f"hub model {model.name}@{model.opset}: model_path {model.path!r} is not a relative path "
+            "inside the hub; refusing it (fix the mirror's manifest)"
+        )
+    return path
+
+
 def fetch_model(model: HubModel, location: HubLocation, cache_dir: Path) -> Path:
     """The model file in the cache, downloaded and verified if not already there."""
-    folder = cache_dir / "hub" / Path(model.path).parent
-    stem = Path(model.path).name
+    relative = _checked_model_path(model)
+    hub_root = (cache_dir / "hub").resolve()
+    folder = cache_dir / "hub" / relative.parent
+    stem = relative.name
+    if not folder.resolve().is_relative_to(hub_root):  # a symlink in the cache pointing out
+        raise InputError(
+            f"hub model {model.name}@{model.opset}: cache folder {folder} leads outside {hub_root}; "
+            "remove the symlink from the cache"
+        )
     cached = folder / (f"{model.sha256}_{stem}" if model.sha256 else stem)
     if cached.is_file() and model.sha256 and _sha256(cached.read_bytes()) == model.sha256:
         return cached

@@ -165,3 +165,34 @@ def test_a_fresh_cli_process_resolves_hub_specs(hub_dir: Path, tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     (row,) = json.loads(done.stdout)
     assert row["id"] == "hub:TinyNet@12" and row["source"] == "hub"
+
+
+@pytest.mark.parametrize("model_path", ["../outside.onnx", "models/../../outside.onnx", "/ABS/outside.onnx"])
+def test_a_hostile_manifest_path_is_refused_and_nothing_is_written_outside_the_cache(
+    tmp_path: Path, model_path: str
+) -> None:
+    """The file the path names exists (so a reader that followed it would succeed) and its sha256
+    matches: only the path check stands between the manifest and a write outside the cache."""
+    hub, cache = tmp_path / "hub", tmp_path / "cache"
+    data = _tiny_model(13, 2.0)
+    model_path = model_path.replace("/ABS", str(tmp_path))
+    target = Path(model_path) if model_path.startswith("/") else hub / model_path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    hub.mkdir(exist_ok=True)
+    target.write_bytes(data)
+    (hub / MANIFEST_NAME).write_text(json.dumps([_entry("Evil", 13, model_path, data, [])]))
+    before = sorted(path for path in tmp_path.rglob("*") if not path.is_relative_to(cache))
+    with pytest.raises(InputError, match="not a relative path inside the hub"):
+        hub_model("Evil", CorpusContext(cache), {"DITOX_HUB_URL": str(hub)})
+    assert sorted(path for path in tmp_path.rglob("*") if not path.is_relative_to(cache)) == before
+    assert not list(cache.rglob("*.onnx"))
+
+
+def test_a_cache_folder_that_is_a_symlink_out_of_the_cache_is_refused(hub_dir: Path, tmp_path: Path) -> None:
+    cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (cache / "hub" / "vision" / "classification").mkdir(parents=True)
+    (cache / "hub" / "vision" / "classification" / "tinynet").symlink_to(elsewhere)
+    with pytest.raises(InputError, match="leads outside"):
+        hub_model("TinyNet", CorpusContext(cache), {"DITOX_HUB_URL": str(hub_dir)})
+    assert list(elsewhere.iterdir()) == []

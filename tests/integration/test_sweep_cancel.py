@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -20,7 +21,7 @@ FAKE = Path(__file__).resolve().parents[1] / "fakes" / "stuck_optimizer.py"
 def _chain(name: str, length: int) -> onnx.ModelProto:
     """Longer chains look costlier to the planner, which starts the costliest models first."""
     names = ["x", *(f"t{i}" for i in range(length - 1)), "y"]
-    nodes = [helper.make_node("Relu", [a], [b]) for a, b in zip(names, names[1:])]
+    nodes = [helper.make_node("Relu", [a], [b]) for a, b in itertools.pairwise(names)]
     graph = helper.make_graph(
         nodes,
         name,
@@ -56,7 +57,7 @@ def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tm
     sweep = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while len(list(pids.glob("*-stuck*"))) < 2:  # both workers are stuck, every quick model is done
-        assert sweep.poll() is None and time.monotonic() < deadline, sweep.stderr.read() if sweep.stderr else ""
+        assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()[1]
         time.sleep(0.1)
 
     sent = time.monotonic()
