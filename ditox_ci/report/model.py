@@ -177,7 +177,8 @@ def write_report(report: Report, path: Path) -> None:
     path.write_text(json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n")
 
 
-def read_report(path: Path) -> Report:
+def parse_report_json(path: Path) -> dict[str, Any]:
+    """The JSON object in `path`, or an InputError saying why there is none."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
@@ -188,6 +189,11 @@ def read_report(path: Path) -> Report:
         raise InputError(f"report {path} is not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InputError(f"report {path} is not a JSON object")
+    return data
+
+
+def read_report(path: Path) -> Report:
+    data = parse_report_json(path)
     try:
         return Report.from_json(data)
     except (KeyError, TypeError, ValueError) as exc:

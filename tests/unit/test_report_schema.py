@@ -1,0 +1,81 @@
+"""report.json's JSON Schema (shipped in the package) agrees with the report model and refuses
+what publish must not act on: odd fingerprints, unknown statuses or kinds."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.errors import InputError
+from ditox_ci.report.model import (
+    CULPRIT_SCOPES,
+    FINDING_KINDS,
+    STATUSES,
+    Culprit,
+    Finding,
+    ModelEntry,
+    Report,
+)
+from ditox_ci.report.schema import read_checked_report, report_schema, schema_errors
+
+FINDING = Finding(
+    fingerprint="0123456789abcdef0001",
+    kind="output-mismatch",
+    model="test_abs/model.onnx",
+    config="pass:fuse_bn_into_conv",
+    culprit=Culprit("pass", ("fuse_bn_into_conv",), "bisect", 3),
+    evidence={"message": "max_abs=1"},
+    repro="repro/0123456789abcdef0001/",
+)
+REPORT = Report(
+    tool={"name": "ditox-ci", "version": "0.1.0"},
+    optimizer={"name": "onnxoptimizer", "version": "0.4.2", "passes": ["nop"], "default_passes": []},
+    environment={"onnx": "1.23.2"},
+    shard={"index": 0, "count": 1},
+    models=(ModelEntry("test_abs/model.onnx", "onnx-node", "0" * 64),),
+    findings=(FINDING,),
+    coverage={},
+    stats={"interrupted": False},
+)
+
+
+def test_enumerations_match_the_report_model() -> None:
+    finding = report_schema()["$defs"]["finding"]["properties"]
+    assert tuple(finding["kind"]["enum"]) == FINDING_KINDS
+    assert tuple(finding["status"]["enum"]) == STATUSES
+    assert tuple(finding["culprit"]["properties"]["scope"]["enum"]) == CULPRIT_SCOPES
+
+
+def test_a_report_the_model_writes_is_valid() -> None:
+    assert schema_errors(REPORT.to_json()) == []
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("findings", 0, "fingerprint"), ""),
+        (("findings", 0, "fingerprint"), "0123456789abcdef.001"),
+        (("findings", 0, "fingerprint"), "0123456789abcdef" * 6),
+        (("findings", 0, "fingerprint"), "0123456789ABCDEF0001"),
+        (("findings", 0, "status"), "reopen"),
+        (("findings", 0, "kind"), "pwned"),
+        (("findings", 0, "culprit", "scope"), "everything"),
+        (("models", 0, "status"), "maybe"),
+        (("stats", "interrupted"), "no"),
+        (("schema_version",), 2),
+    ],
+)
+def test_untrusted_values_are_refused(tmp_path: Path, path: tuple, value: object) -> None:
+    data = copy.deepcopy(REPORT.to_json())
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    assert schema_errors(data), f"{path} = {value!r} should be refused"
+    file = tmp_path / "report.json"
+    file.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"does not follow the report\.json schema"):
+        read_checked_report(file)
