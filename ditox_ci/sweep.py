@@ -28,17 +28,16 @@ from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.errors import Interrupted, UsageError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.install import base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
-from ditox_ci.report.fingerprint import fingerprint
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
 
@@ -110,9 +109,7 @@ def culprit_for(step: Step) -> Culprit:
 def finding_fingerprint(outcome: Outcome, culprit: Culprit, config: str) -> str:
     """Semantic: kind, culprit passes (the config when not localized), message, ops rewritten."""
     blame = culprit.passes or ((config,) if culprit.scope == "unknown" else ())
-    message = f"{outcome.message} {outcome.evidence.get('signal', '')}"
-    ops = [*outcome.evidence.get("ops_removed", ()), *outcome.evidence.get("ops_added", ())]
-    return fingerprint(outcome.kind or "", blame, message, ops)
+    return failure_fingerprint(outcome, blame)
 
 
 def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
@@ -241,6 +238,8 @@ def run_sweep(
             f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
             + (f"; {len(split)} costly models split by config ({len(planned)} jobs)" if split else "")
         )
+        if info.opaque:
+            log.notice(f"{info.name}: {OPAQUE_NOTE}")
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     config = WorkerConfig(
         optimizer=options.optimizer,
@@ -300,6 +299,8 @@ def run_sweep(
                 # localized but not reduced: a limitation by design, or older than this build
                 by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
                 or baseline.match(finding, datetime.date.today()) is not None,
+                opaque=info.opaque,
+                passes_ordered=info.order_matters,
             )
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)

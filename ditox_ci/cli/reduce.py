@@ -18,7 +18,7 @@ from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step, check_passes
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
@@ -27,7 +27,6 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
-from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
 
 NAME = "reduce"
@@ -121,7 +120,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         with log.group(f"reduce {args.model.name} ({len(model.graph.node)} nodes)"):
             result = reduce(model, feeds, same_finding(evaluate, failure), args.budget)
     kind = str(failure.kind)
-    fingerprint = finding_fingerprint(kind, passes, failure.message, result.model)
+    fingerprint = failure_fingerprint(failure, passes)
     finding = Finding(
         fingerprint=fingerprint,
         kind=kind,

@@ -26,7 +26,7 @@ from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.optimizers import LoadedOptimizer
+from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
 
 MAX_REDRAWS = 3
 PhaseCallback = Callable[[str], None]
@@ -268,19 +268,24 @@ def _judge_changed(
     notes = _notes(context.model, optimized)
     if notes:
         evidence["info"] = notes
+    # A model the checker rejects is still run whenever ONNX Runtime loads it: when the nop control
+    # fails the checker (onnxoptimizer 0.4.2 drops the types of sequence outputs), a pass that also
+    # miscompiles must show its mismatch, not fold into the nop control's invalid-model.
+    invalid: Outcome | None = None
     if context.checker_error is None:
         error = _check(optimized)
         if error is not None:
-            return Outcome("invalid-model", error, {**evidence, "message": error})
+            evidence["checker"] = error
+            invalid = Outcome("invalid-model", error, {**evidence, "message": error})
     change = interface_change(context.model, optimized)
     if change is not None:
-        return Outcome("interface-change", change, {**evidence, "message": change})
+        return invalid or Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
     try:
         session = runner.load_session(data, settings.threads)
     except runner.RuntimeLoadError as exc:
-        return Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
+        return invalid or Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
     feeds = _rebind(context.feeds, context.model, optimized)
     try:
         outputs = runner.run_all(session, feeds)
@@ -288,20 +293,11 @@ def _judge_changed(
         return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
     finally:
         context.runtime_runs += len(feeds)
-    for name in comparators:
-        result = _compare(name, context, session, outputs, settings)
-        if not result.passed:
-            return Outcome(
-                "output-mismatch",
-                result.message,
-                {
-                    **evidence,
-                    **result.metrics,
-                    "message": result.message,
-                    "output": result.output,
-                    "comparator": result.comparator,
-                },
-            )
+    mismatch = _comparisons(context, session, outputs, comparators, settings, evidence)
+    if mismatch is not None:
+        return mismatch
+    if invalid is not None:
+        return invalid
     introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)
     if introduced:
         message = f"optimizer introduced {len(introduced)} unused initializer(s)"
@@ -311,6 +307,38 @@ def _judge_changed(
             {**evidence, "message": message, "initializers": sorted(introduced)[:20]},
         )
     return Outcome(None, "", evidence)
+
+
+def _comparisons(
+    context: ModelContext,
+    session: Any,
+    outputs: list[list[Any]],
+    comparators: Sequence[str],
+    settings: EvalSettings,
+    evidence: dict[str, Any],
+) -> Outcome | None:
+    """Every comparator runs, even after one failed: the evidence keeps each one's verdict and
+    numbers under `comparators` (when there are several) and names the first failing one, which
+    gates, as `comparator`. None when all pass."""
+    results = [_compare(name, context, session, outputs, settings) for name in comparators]
+    if len(results) > 1:
+        evidence["comparators"] = {
+            r.comparator: {"passed": r.passed, "message": r.message, **r.metrics} for r in results
+        }
+    gate = next((r for r in results if not r.passed), None)
+    if gate is None:
+        return None
+    return Outcome(
+        "output-mismatch",
+        gate.message,
+        {
+            **evidence,
+            **gate.metrics,
+            "message": gate.message,
+            "output": gate.output,
+            "comparator": gate.comparator,
+        },
+    )
 
 
 def _compare(
@@ -359,16 +387,17 @@ def run_step(
         except ValueError:
             pass  # over protobuf's 2 GiB: the ModelProto path below goes through external data
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}".strip()
-            return Outcome("optimizer-error", message, {"message": message})
+            return Outcome("optimizer-error", *optimizer_error(exc))
         else:
             return judge_bytes(context, data, comparators, settings, on_phase)
     model = optimizer_input(context, optimizer)
     try:
         optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
+        if isinstance(optimized, onnx.ModelProto) and optimizer.normalize is not None:
+            optimized = optimizer.normalize(optimized)
     except Exception as exc:
-        message = f"{type(exc).__name__}: {exc}".strip()
-        return Outcome("optimizer-error", message, {"message": message})
+        # keyed on the root cause: one bug, one message, whatever wrapped it on the way out
+        return Outcome("optimizer-error", *optimizer_error(exc))
     if not isinstance(optimized, onnx.ModelProto):
         message = f"optimizer returned {type(optimized).__name__}, not ModelProto"
         return Outcome("optimizer-error", message, {"message": message})

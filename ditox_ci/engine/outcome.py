@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ditox_ci.report.fingerprint import normalize_message
+from ditox_ci.report.fingerprint import fingerprint, normalize_message
 
 # decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
 # beyond them every error is "tiny" or "huge"
 _BAND_LIMITS = (-9, 2)
+GROSS_BAND = -2
 
 
 def magnitude_band(evidence: dict[str, Any]) -> int | None:
@@ -28,6 +30,13 @@ def magnitude_band(evidence: dict[str, Any]) -> int | None:
     if math.isinf(scale):
         return high
     return max(low, min(high, math.floor(math.log10(scale))))
+
+
+def _gross(evidence: dict[str, Any]) -> bool:
+    """A mismatch no numerical drift explains: a structural one, or an error of 1% of the output's
+    magnitude or more."""
+    band = magnitude_band(evidence)
+    return evidence.get("reason", "values") != "values" or (band is not None and band >= GROSS_BAND)
 
 
 def _output_position(evidence: dict[str, Any]) -> Any:
@@ -73,9 +82,13 @@ class Outcome:
         mine, theirs = self.evidence, other.evidence
         if mine.get("comparator", "tensor") != theirs.get("comparator", "tensor"):
             return False
-        if mine.get("reason") != theirs.get("reason"):
-            return False
         if same_interface and _output_position(mine) != _output_position(theirs):
+            return False
+        # cut out of a miscompiled model, a candidate may show the same wrong rewrite as a shape
+        # change (a dropped Reshape): gross stays gross, but a drift never becomes one
+        if not same_interface and _gross(mine) and _gross(theirs):
+            return True
+        if mine.get("reason") != theirs.get("reason"):
             return False
         band, other_band = magnitude_band(mine), magnitude_band(theirs)
         return band is None or other_band is None or abs(band - other_band) <= 1
@@ -98,3 +111,18 @@ class Outcome:
             digest=data.get("digest", ""),
             changed=bool(data.get("changed", False)),
         )
+
+
+def failure_fingerprint(failure: Outcome, passes: Sequence[str], rewrites: Outcome | None = None) -> str:
+    """The same bug's id however it was found: kind, culprit passes, the normalized message and
+    signal, and the op types the culprit's rewrite of the original removed and added (`rewrites`,
+    the outcome of the culprit passes alone; the failure itself by default).
+
+    Nothing in it depends on reduction, so neither `--reduce-budget` nor a loaded machine (which
+    stops reduction at another candidate) changes it."""
+    evidence = (rewrites or failure).evidence
+    message = f"{failure.message} {failure.evidence.get('signal', '')}"
+    removed = [f"-{op}" for op in evidence.get("ops_removed", ())]
+    added = [f"+{op}" for op in evidence.get("ops_added", ())]
+    return fingerprint(failure.kind or "", passes, message, removed + added)
+

@@ -9,8 +9,9 @@ candidate a worker ran), to record intermediates and the bundle's expected outpu
 For each failing finding:
 1. a multi-pass config's culprit (scope `unknown`) is localized with probes through the pool;
 2. the original model is reduced while it still fails the same way under the culprit step;
-3. the fingerprint is recomputed from the culprit and the reduced model, so the same bug found in
-   two models gets one fingerprint;
+3. the fingerprint is recomputed from the culprit and what its passes alone rewrite in the
+   original (never from the reduced model, which depends on the time budget), so the same bug
+   found by two configs or in two models gets one fingerprint;
 4. one repro bundle is written per distinct fingerprint.
 Any error while pinpointing a finding leaves it as the sweep found it, with `pinpoint_error`.
 """
@@ -32,7 +33,7 @@ from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import MAX_REDRAWS
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import NOP_PASS, Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
@@ -40,10 +41,10 @@ from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
-from ditox_ci.report.fingerprint import finding_fingerprint, fingerprint
 from ditox_ci.report.model import Culprit, Finding
 
 LOCALIZE_MODES = ("auto", "off")
+OPAQUE_METHOD = "not localized: opaque optimizer (no pass lists)"
 REPRO_DIR = "repro"
 
 
@@ -56,6 +57,10 @@ class PinpointOptions:
     # findings the baseline accepts as by design are localized (the baseline matches on culprit
     # passes) but not reduced: nobody will read their repro
     by_design: Callable[[Finding], bool] = field(default=lambda finding: False, compare=False)
+    # an opaque optimizer has no pass names to localize over; one whose passes are a set (it orders
+    # them itself) gets its culprits as sorted sets
+    opaque: bool = False
+    passes_ordered: bool = True
 
 
 @dataclass(frozen=True)
@@ -96,14 +101,6 @@ def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     if culprit.scope == "unknown" or not culprit.passes:
         return step
     return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
-
-
-def same_bug_key(kind: str, culprit: Culprit, failure: Outcome) -> str:
-    """What makes a finding the same bug as one already reduced, before reducing it: kind, culprit
-    passes, message shape, and the op types the optimizer removed and added."""
-    removed = [f"-{op}" for op in failure.evidence.get("ops_removed", ())]
-    added = [f"+{op}" for op in failure.evidence.get("ops_added", ())]
-    return fingerprint(kind, culprit.passes, failure.message, removed + added)
 
 
 class JudgeError(Exception):
@@ -230,12 +227,33 @@ class _Pinpointer:
                 self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(passes), key[1]))
             return self.probes[key]
 
+        if self.options.opaque:
+            return Culprit("unknown", (), OPAQUE_METHOD, 0)
         single = {
             s.single_pass: result.outcomes[s.label]
             for s in self.steps.values()
             if s.single_pass and s.label in result.outcomes
         }
-        return localize(step.passes, failure, probe, single=single, nop=result.outcomes.get("nop"))
+        culprit = localize(step.passes, failure, probe, single=single, nop=result.outcomes.get("nop"))
+        if self.options.passes_ordered:
+            return culprit
+        return replace(culprit, passes=tuple(sorted(culprit.passes)))
+
+    def _rewrites(self, result: JobResult, culprit: Culprit, failure: Outcome) -> Outcome:
+        """What the culprit passes alone (not fixed-point) do to the original, for the fingerprint:
+        the sweep's or localization's outcome when there is one, else one run through the pool."""
+        if culprit.scope == "unknown":
+            return failure
+        if culprit.scope == "infrastructure":
+            return result.outcomes.get("nop", failure)
+        for step in self.steps.values():
+            if step.passes == culprit.passes and not step.fixed_point and step.label in result.outcomes:
+                return result.outcomes[step.label]
+        key = (result.ref.id, culprit.passes)
+        if key not in self.probes:
+            self.probe_runs += 1
+            self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(key[1]), key[1]))
+        return self.probes[key]
 
     def _original(self, result: JobResult) -> tuple[onnx.ModelProto, Feeds]:
         """The model as the sweep ran it, and the feeds its worker judged it on."""
@@ -266,8 +284,9 @@ class _Pinpointer:
         localized = replace(finding, culprit=culprit)
         if self.options.by_design(localized):
             return localized
-        seen_key = same_bug_key(finding.kind, culprit, failure)
-        earlier = self.reduced.get(seen_key)
+        # the fingerprint comes before reduction and never from it: see failure_fingerprint
+        same_bug = failure_fingerprint(failure, culprit.passes, self._rewrites(result, culprit, failure))
+        earlier = self.reduced.get(same_bug)
         if earlier is not None:
             self.reused += 1
             evidence = {**finding.evidence, "reduction": {"same_as": f"{earlier.model} [{earlier.config}]"}}
@@ -289,10 +308,7 @@ class _Pinpointer:
             )
             if divergence is not None:
                 evidence["divergence"] = divergence.to_json()
-        reduced_print = finding_fingerprint(
-            finding.kind, culprit.passes, failure.message, reduced if reduction else None
-        )
-        pinpointed = replace(finding, fingerprint=reduced_print, culprit=culprit, evidence=evidence)
+        pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, evidence=evidence)
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or reduction.reason != "not-reproducible":
             pinpointed = replace(
@@ -300,7 +316,7 @@ class _Pinpointer:
                 repro=self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence),
             )
         self.log.info(_summary(pinpointed, reduction))
-        self.reduced[seen_key] = pinpointed
+        self.reduced[same_bug] = pinpointed
         return pinpointed
 
     def _bundle(

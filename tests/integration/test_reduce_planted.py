@@ -11,14 +11,13 @@ import onnx
 import onnxoptimizer
 
 from ditox_ci.engine.divergence import first_divergence
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.pinpoint.localize import Probe, localize
 from ditox_ci.pinpoint.pinpointer import PoolJudge
 from ditox_ci.pinpoint.reduce import reduce, same_finding
-from ditox_ci.report.fingerprint import finding_fingerprint
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
 RTOL, ATOL = 1e-4, 1e-5
@@ -102,12 +101,9 @@ def test_same_bug_in_two_models_shares_a_fingerprint_other_culprit_does_not() ->
     for nodes, fault_at in ((120, 40), (80, 60)):
         model, feeds = planted.chain_model(nodes=nodes, fault_at=fault_at), planted.feeds()
         failure = outcome(model, feeds, spec, passes)
-        check = same_finding(lambda m, f: outcome(m, f, spec, passes), failure)
-        reduced = reduce(model, feeds, check, 60.0).model
-        prints.append(finding_fingerprint(str(failure.kind), passes, failure.message, reduced))
+        prints.append(failure_fingerprint(failure, passes))
     assert prints[0] == prints[1]
-    other = finding_fingerprint("output-mismatch", list(planted.PAIR_CULPRITS), "x", reduced)
-    assert other != prints[0]
+    assert failure_fingerprint(failure, list(planted.PAIR_CULPRITS)) != prints[0]
 
 
 def test_pool_judge_survives_an_aborting_optimizer(tmp_path: Path) -> None:

@@ -17,11 +17,10 @@ import pytest
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.values import Feeds
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
-from ditox_ci.report.fingerprint import finding_fingerprint
 from ditox_ci.report.model import Culprit, Finding
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -55,7 +54,7 @@ def make_bundle(tmp_path: Path, spec: str, passes: Sequence[str], nodes: int) ->
     divergence = first_divergence(reduced, optimized, result.feeds, rtol=RTOL, atol=ATOL)
     scope = "pass" if len(passes) == 1 else "interaction"
     finding = Finding(
-        fingerprint=finding_fingerprint(str(failure.kind), passes, failure.message, reduced),
+        fingerprint=failure_fingerprint(failure, passes),
         kind=str(failure.kind),
         model="chain.onnx",
         config="default",

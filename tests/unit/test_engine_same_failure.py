@@ -84,3 +84,10 @@ def test_the_base_build_showing_another_mismatch_does_not_make_a_new_one_known()
         base = [JobResult(ref=ref, status="ok", outcomes={"pass:b": base_outcome})]
         (judged,) = judge_on_base([finding], ours, base, "base")
         assert (judged.evidence.get("known_by") == KNOWN_BY) is known
+
+
+def test_a_candidate_may_show_a_gross_mismatch_as_a_shape_change_but_a_drift_stays_a_drift():
+    reshaped = Outcome("output-mismatch", "output 'v' shape differs", {"reason": "shape", "output_index": 0})
+    assert reshaped.same_failure(MISCOMPILED_SECOND, same_interface=False)
+    assert not reshaped.same_failure(MISCOMPILED_SECOND)
+    assert not reshaped.same_failure(DRIFT_ON_FIRST, same_interface=False)

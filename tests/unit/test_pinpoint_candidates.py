@@ -13,7 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
@@ -102,17 +102,19 @@ def test_a_models_findings_share_one_load_and_one_draw_of_feeds(
     assert other[0] is not first[0]
 
 
-def test_the_same_bug_key_tells_findings_apart_by_the_ops_rewritten() -> None:
-    culprit = Culprit("pass", ("fuse_bn_into_conv",))
+def test_the_fingerprint_tells_findings_apart_by_culprit_and_the_ops_its_passes_rewrite() -> None:
+    passes = ("fuse_bn_into_conv",)
 
     def mismatch(message: str, removed: list[str], added: list[str]) -> Outcome:
         evidence = {"ops_removed": removed, "ops_added": added}
         return Outcome("output-mismatch", message, evidence)
 
-    key = pinpoint.same_bug_key("output-mismatch", culprit, mismatch("output 'y' max_abs 2.0", ["Add"], []))
+    key = failure_fingerprint(mismatch("output 'y' max_abs 2.0", ["Add"], []), passes)
     again = mismatch("output 'z' max_abs 0.5", ["Add"], [])
-    assert pinpoint.same_bug_key("output-mismatch", culprit, again) == key
+    assert failure_fingerprint(again, passes) == key
     for other in (mismatch("output 'y' max_abs 2.0", ["Mul"], []), mismatch("output 'y'", [], ["Add"])):
-        assert pinpoint.same_bug_key("output-mismatch", culprit, other) != key
-    elsewhere = Culprit("pass", ("eliminate_identity",))
-    assert pinpoint.same_bug_key("output-mismatch", elsewhere, again) != key
+        assert failure_fingerprint(other, passes) != key
+    assert failure_fingerprint(again, ("eliminate_identity",)) != key
+    # a default-config failure rewrites more ops; the culprit's own rewrite decides
+    default = mismatch("output 'y' max_abs 2.0", ["Add", "Identity"], [])
+    assert failure_fingerprint(default, passes, rewrites=again) == key

@@ -1,0 +1,93 @@
+"""Verdicts a gate can trust: real onnxoptimizer and ONNX Runtime, planted faulty optimizers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes" / "faulty_optimizers.py"
+
+
+def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", "--jobs", "1", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    return proc.returncode, report, proc.stderr
+
+
+def sequence_output_model(name: str) -> onnx.ModelProto:
+    """x + w through Tanh, and the sum in a sequence output: onnxoptimizer 0.4.2's round trip
+    drops the sequence output's type, so even its nop control fails the checker."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])
+    sequence = helper.make_value_info("s", helper.make_sequence_type_proto(element))
+    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Add", ["i", "w"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["y"]),
+        helper.make_node("SequenceConstruct", ["a", "x"], ["s"]),
+    ]
+    graph = helper.make_graph(nodes, name, [x], [y, sequence], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and_blamed(tmp_path: Path):
+    model = tmp_path / "wrong_seq.onnx"
+    onnx.save(sequence_output_model("wrong_seq"), model)
+    code, report, stderr = sweep(
+        "--models",
+        str(model),
+        "--optimizer",
+        f"{FAKES}:optimize",
+        "--configs",
+        "default,single",
+        "--reduce-budget",
+        "0",
+        out=tmp_path / "r",
+    )
+    assert code == 1, stderr
+    findings = {f["config"]: f for f in report["findings"]}
+    nop = findings["nop"]
+    assert (nop["kind"], nop["culprit"]["scope"]) == ("invalid-model", "infrastructure")
+    # the passes that only show nop's checker failure fold into it; the miscompiling one does not
+    assert set(nop["evidence"]["also_in"]) == {"pass:eliminate_deadend", "pass:fuse_bn_into_conv"}
+    for config in ("default", "pass:eliminate_identity"):
+        finding = findings[config]
+        assert finding["kind"] == "output-mismatch"
+        assert finding["culprit"]["passes"] == ["eliminate_identity"]
+        assert "is required but missing" in finding["evidence"]["checker"]
+    assert findings["default"]["fingerprint"] == findings["pass:eliminate_identity"]["fingerprint"]
+
+
+def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
+    prints = set()
+    for budget in ("0.001", "60"):
+        code, report, stderr = sweep(
+            "--models",
+            "onnx-node:test_group_normalization_example_expanded",
+            "--configs",
+            "pass:eliminate_consecutive_idempotent_ops",
+            "--reduce-budget",
+            budget,
+            out=tmp_path / budget,
+        )
+        assert code == 1, stderr
+        [finding] = report["findings"]
+        prints.add(finding["fingerprint"])
+        reductions = finding["evidence"]["reduction"]
+        assert reductions["reason"] == ("budget" if budget == "0.001" else "minimal")
+    assert len(prints) == 1
