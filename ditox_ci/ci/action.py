@@ -69,6 +69,9 @@ GATES: dict[str, Callable[[Report], int]] = {
 }
 
 _IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")
+# `path/to/file.py:function`: how a module from the workspace is named, since the workspace itself
+# is never on the import path
+_FILE_PATH = re.compile(r"^[^:]+\.py:[A-Za-z_]\w*$")
 
 
 def _is_wheel(spec: str) -> bool:
@@ -81,7 +84,7 @@ def _is_source_checkout(spec: str) -> bool:
 
 
 def _is_import_path(spec: str) -> bool:
-    return bool(_IMPORT_PATH.match(spec))
+    return bool(_IMPORT_PATH.match(spec) or _FILE_PATH.match(spec))
 
 
 # How the `optimizer` input is obtained, first match wins. A bare module name or `pkg.mod:func`

@@ -197,6 +197,8 @@ def test_non_input_environment_is_ignored() -> None:
     [
         ("onnxoptimizer", "import"),
         ("my_pkg.sub:optimize", "import"),
+        ("/workspace/tools/my_opt.py:optimize", "import"),
+        ("tools/my-opt.py:optimize", "import"),
         ("dist/onnxoptimizer-0.4.2-cp311-cp311-linux_x86_64.whl", "wheel"),
         ("onnxoptimizer==0.3.13", "pip"),
         ("git+https://example.invalid/onnx/optimizer@main", "pip"),
