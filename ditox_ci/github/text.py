@@ -13,7 +13,7 @@ from typing import Any
 
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.model import Finding, Report
-from ditox_ci.report.render import fit, hard_truncate, render
+from ditox_ci.report.render import fit, hard_truncate, no_autolinks, render
 
 BODY_LIMIT = 65_536
 CHECK_SUMMARY_LIMIT = 65_535  # a check run's output.summary: one less than a comment body
@@ -55,7 +55,7 @@ def repro_dir(finding: Finding) -> str | None:
 def issue_title(finding: Finding) -> str:
     passes = " + ".join(finding.culprit.passes) or finding.config or "unknown pass"
     title = f"[ditox-ci] {finding.kind} in {passes} on {finding.model}"
-    title = re.sub(r"\s+", " ", title).replace("@", "@\u200b")
+    title = no_autolinks(re.sub(r"\s+", " ", title)).replace("@", "@\u200b")
     return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"
 
 

@@ -26,10 +26,27 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~])")
 _INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+# What GitHub turns into a link even in escaped text: URLs (a scheme before //, or www.), issue
+# references (#123, owner/repo#123, GH-123). A zero-width space keeps the text as it reads.
+_AUTOLINKS = (
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}):(?=/)"), "\\1:\u200b"),
+    (re.compile(r"(?i)\b(www)\."), "\\1\u200b."),
+    (re.compile(r"(?i)\b(gh)-(?=\d)"), "\\1\u200b-"),
+    (re.compile(r"#(?=\d)"), "#\u200b"),
+)
+
+
+def no_autolinks(text: str) -> str:
+    """Untrusted text that GitHub cannot turn into a link or a cross-reference."""
+    for pattern, replacement in _AUTOLINKS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def md(value: Any) -> str:
     """Escape text for inline Markdown: no HTML, no @mentions or #refs, no emphasis or links."""
     text = _INVISIBLE.sub("", str(value).replace("\r", " ").replace("\n", " "))
-    text = text.replace("&", "&amp;")
+    text = no_autolinks(text).replace("&", "&amp;")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("@", "@\u200b")
 

@@ -2,7 +2,14 @@ from __future__ import annotations
 
 import re
 
-from ditox_ci.github.text import fingerprint_in, fingerprint_marker, fit, hard_truncate, repro_dir
+from ditox_ci.github.text import (
+    fingerprint_in,
+    fingerprint_marker,
+    fit,
+    hard_truncate,
+    issue_title,
+    repro_dir,
+)
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.report.render import code, md
 
@@ -11,8 +18,16 @@ def test_md_neutralises_html_mentions_links_and_bidi():
     text = md("<b>x</b> @octocat [a](http://e) #12 line\nbreak \u202eevil\x1b[31m")
     assert "<b>" not in text and "\\<b\\>" in text
     assert "@octocat" not in text and "@\u200boctocat" in text
-    assert "\\[a\\]\\(http" in text and "\\#12" in text
+    assert "\\[a\\]\\(http" in text and "\\#\u200b12" in text
     assert "\n" not in text and "\u202e" not in text and "\x1b" not in text
+
+
+def test_untrusted_text_cannot_become_a_link_or_a_cross_reference():
+    hostile = "see https://evil.example/x, WWW.evil.com, GH-12, gh-3, #123, octo/repo#4, ftp://h"
+    for text in (md(hostile), issue_title(Finding("f" * 16, "warning", hostile, "c", Culprit("unknown")))):
+        assert not re.search(r"(?i)[a-z]://|www\.|gh-\d|#\d", text), text
+    # what people read is unchanged but for invisible zero-width spaces
+    assert md(hostile).replace("\u200b", "").replace("\\", "") == hostile
 
 
 def test_code_fence_cannot_be_closed_from_inside():
