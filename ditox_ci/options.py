@@ -13,9 +13,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.safeload import parse_yaml
 
 T = TypeVar("T")
 
@@ -60,9 +59,10 @@ def load_config_file(path: Path | None, section: str) -> dict[str, Any]:
     if not path.is_file():
         raise InputError(f"config file {path} does not exist; pass an existing file to --config")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"config file {path} is not valid YAML: {exc}".splitlines()[0]) from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"config file {path} is unreadable: {exc}") from None
+    data = parse_yaml(text, f"config file {path}", ConfigError) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must be a mapping of command sections")
     values = data.get(section, {}) or {}

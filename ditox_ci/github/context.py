@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.safeload import parse_json
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -81,9 +81,10 @@ def _read_event(path: str | None) -> dict[str, Any]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text())
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"GITHUB_EVENT_PATH {path} does not exist; unset it or fix the path") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"GITHUB_EVENT_PATH {path} is not a readable JSON event ({exc})") from None
+    data = parse_json(text, f"GITHUB_EVENT_PATH {path}", InputError)
     return data if isinstance(data, dict) else {}

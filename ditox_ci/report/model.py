@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
+from ditox_ci.safeload import parse_json
 
 SCHEMA_VERSION = 1
 
@@ -180,13 +181,14 @@ def write_report(report: Report, path: Path) -> None:
 def parse_report_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`, or an InputError saying why there is none."""
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(
             f"report {path} does not exist; run `ditox-ci sweep --out DIR` first"
         ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"report {path} is not valid JSON ({exc})") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"report {path} is unreadable ({exc})") from None
+    data = parse_json(text, f"report {path}", InputError)
     if not isinstance(data, dict):
         raise InputError(f"report {path} is not a JSON object")
     return data

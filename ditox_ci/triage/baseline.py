@@ -33,6 +33,7 @@ import yaml
 
 from ditox_ci.errors import ConfigError, InputError
 from ditox_ci.report.model import FINDING_KINDS, Finding, Report
+from ditox_ci.safeload import parse_yaml
 
 BASELINE_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-default.yml"
@@ -195,10 +196,7 @@ class Baseline:
 
 def parse_baseline(text: str, origin: str) -> tuple[Baseline, bool]:
     """One baseline file, and whether it wants the shipped default layered under it."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"baseline {origin} is not valid YAML: {exc}".splitlines()[0]) from None
+    data = parse_yaml(text, f"baseline {origin}", ConfigError)
     data = {} if data is None else data
     if not isinstance(data, dict):
         raise ConfigError(f"baseline {origin} must be a mapping with an 'entries' list")
@@ -295,7 +293,8 @@ def update_baseline(
     if item_indent is not None:
         new_text = text.rstrip("\n") + "\n" + _indent(block, item_indent)
     else:
-        data = {"version": BASELINE_VERSION, **((yaml.safe_load(text) or {}) if exists else {})}
+        existing = (parse_yaml(text, f"baseline {path}", ConfigError) or {}) if exists else {}
+        data = {"version": BASELINE_VERSION, **existing}
         data["entries"] = list(data.get("entries") or []) + [e.to_yaml() for e in added]
         header = "" if exists else _NEW_FILE_HEADER
         new_text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)

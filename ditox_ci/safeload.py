@@ -1,0 +1,98 @@
+"""Readers for files someone else may have written: reports (a fork's artifact), baselines and config
+files (a pull request may change them), event payloads.
+
+Each bounds the work a small file can cause and turns every way of being malformed into one line
+of the caller's error class, never a traceback or exit 70: YAML aliases are refused (a few lines
+of nested aliases expand to gigabytes), JSON deeper than MAX_JSON_DEPTH, integers longer than
+MAX_INT_DIGITS and numbers too large for a float (`1e999`) are errors. The `NaN` and `Infinity`
+constants stay readable: the report writer itself puts them where a comparison saw them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import yaml
+
+from ditox_ci.errors import FatalError
+
+# report.json nests about 6 deep; no file this tool reads needs more than a few levels beyond it
+MAX_JSON_DEPTH = 64
+# a 64-bit counter has 20 digits; Python itself stops at 4,300 with a ValueError nobody expects
+MAX_INT_DIGITS = 40
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is too large for a float")
+    return value
+
+
+def _depth(data: Any) -> int:
+    """How deep lists and objects nest (iterative: the data may be deep enough to break recursion)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, dict | list):
+            deepest = max(deepest, level)
+            if level > MAX_JSON_DEPTH:
+                break
+            stack.extend((item, level + 1) for item in (value.values() if isinstance(value, dict) else value))
+    return deepest
+
+
+def parse_json(text: str, what: str, error: type[FatalError]) -> Any:
+    """The JSON value in `text`; `what` names the file in the one-line `error`."""
+    too_deep = f"{what} nests deeper than {MAX_JSON_DEPTH} levels; it is not a file ditox-ci wrote"
+    try:
+        data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float)
+    except RecursionError:
+        raise error(too_deep) from None
+    except ValueError as exc:  # JSONDecodeError included
+        raise error(f"{what} is not valid JSON: {one_line(str(exc))}") from None
+    if _depth(data) > MAX_JSON_DEPTH:
+        raise error(too_deep)
+    return data
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that an alias (`*name`, `<<: *name`) is an error."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"YAML aliases (*{event.anchor}) are not accepted: write the value out where it is used",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def parse_yaml(text: str, what: str, error: type[FatalError]) -> Any:
+    """The YAML document in `text`, without aliases; `what` names the file in the one-line `error`."""
+    try:
+        return yaml.load(text, Loader=_NoAliasLoader)  # a SafeLoader subclass: no Python objects
+    except RecursionError:
+        raise error(f"{what} nests too deeply to be a baseline or config file") from None
+    except yaml.MarkedYAMLError as exc:
+        where = f" (line {exc.problem_mark.line + 1})" if exc.problem_mark is not None else ""
+        raise error(f"{what} is not accepted YAML: {one_line(exc.problem or str(exc))}{where}") from None
+    except yaml.YAMLError as exc:
+        raise error(f"{what} is not valid YAML: {one_line(str(exc))}") from None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """`text` as one line of at most `limit` characters: an error message quotes untrusted input."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,0 +1,131 @@
+"""Files and values someone else wrote are input, never a reason for a traceback, exit 70 or
+unbounded work: crafted reports, baselines and config files, and non-finite or negative numbers
+(threat model items 4 and 6), each through the real CLI in process."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.__main__ import main
+from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.report.model import Report, write_report
+from ditox_ci.safeload import MAX_JSON_DEPTH, parse_json, parse_yaml
+
+# Nine levels of aliases, each doubling: 2**9 × 9 strings from a few hundred bytes; real billion
+# laughs go further, which a loader that expands aliases at all cannot survive.
+BILLION_LAUGHS = "a: &a [lol, lol]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)
+)
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """The exit code and the error line; anything else on stderr is progress, never a traceback."""
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [line for line in err.splitlines() if line.startswith("ditox-ci:")]
+    assert len(errors) <= 1, err
+    return int(exited.value.code or 0), "".join(errors)
+
+
+def _good_report(path: Path) -> Path:
+    write_report(
+        Report(
+            tool={"name": "ditox-ci", "version": "0"},
+            optimizer={"name": "onnxoptimizer", "version": "0", "passes": [], "default_passes": []},
+            environment={},
+            shard={"index": 0, "count": 1},
+            models=(),
+            findings=(),
+            coverage={},
+            stats={},
+        ),
+        path,
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    ("tamper", "says"),
+    [
+        (lambda text: text.replace('"stats": {}', '"stats": {"wall_s": 1e999}'), "too large for a float"),
+        (lambda text: text.replace('"stats": {}', '"stats": {"runs": ' + "9" * 5000 + "}"), "5000 digits"),
+        (
+            lambda text: text.replace('"stats": {}', '"stats": ' + "[" * 100_000 + "]" * 100_000),
+            f"deeper than {MAX_JSON_DEPTH}",
+        ),
+        (
+            lambda text: text.replace('"stats": {}', '"stats": ' + "[" * 200 + "]" * 200),
+            f"deeper than {MAX_JSON_DEPTH}",
+        ),
+    ],
+    ids=["1e999", "huge-integer", "nested-past-recursion", "nested-200"],
+)
+def test_a_crafted_report_is_an_input_error_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: object, says: str
+) -> None:
+    report = _good_report(tmp_path / "report.json")
+    report.write_text(tamper(report.read_text()))  # type: ignore[operator]
+    for argv in (
+        ["publish", "--report", str(report), "--dry-run"],
+        ["merge", str(tmp_path), "--out", str(tmp_path / "merged")],
+        ["baseline", "update", "--report", str(report), "--baseline", str(tmp_path / "b.yml")],
+    ):
+        code, err = _cli(argv, capsys)
+        assert code == InputError.exit_code, (argv, err)
+        assert says in err, err
+
+
+def test_a_report_may_still_hold_the_nan_and_infinity_its_writer_puts_there(tmp_path: Path) -> None:
+    data = parse_json('{"max_abs": NaN, "max_rel": Infinity, "n": -12}', "report r", InputError)
+    assert data["max_rel"] == float("inf") and data["n"] == -12
+
+
+def test_a_baseline_with_aliases_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _good_report(tmp_path / "report.json")
+    baseline = tmp_path / "baseline.yml"
+    baseline.write_text("entries: []\n" + BILLION_LAUGHS)
+    started = time.monotonic()
+    code, err = _cli(["publish", "--report", str(report), "--baseline", str(baseline), "--dry-run"], capsys)
+    assert code == ConfigError.exit_code, err
+    assert "YAML aliases (*a) are not accepted" in err and "line 3" in err
+    assert time.monotonic() - started < 5
+
+
+def test_a_config_file_with_aliases_or_merge_keys_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "ditox.yml"
+    config.write_text("defaults: &d {jobs: 1}\nsweep:\n  <<: *d\n")
+    code, err = _cli(["sweep", "--config", str(config), "--models", str(tmp_path / "none")], capsys)
+    assert code == ConfigError.exit_code, err
+    assert "YAML aliases (*d)" in err
+
+
+def test_deep_yaml_is_an_error_not_a_crash() -> None:
+    with pytest.raises(ConfigError, match="nests too deeply"):
+        parse_yaml("[" * 50_000 + "]" * 50_000, "baseline b.yml", ConfigError)
+
+
+def test_anchors_without_aliases_and_plain_yaml_still_load() -> None:
+    assert parse_yaml("a: &x 1\nb: [2, 3]\n", "config c", ConfigError) == {"a": 1, "b": [2, 3]}
+
+
+def test_event_payloads_go_through_the_same_reader(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"number": 1}).replace("1", "1e999"))
+    report = _good_report(tmp_path / "report.json")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GITHUB_EVENT_PATH", str(event))
+        patch.setenv("GITHUB_EVENT_NAME", "pull_request")
+        code, err = _cli(["publish", "--report", str(report), "--dry-run"], capsys)
+    assert code == InputError.exit_code and "GITHUB_EVENT_PATH" in err, err
