@@ -1,16 +1,20 @@
 """The baseline: known limitations, declared once in a reviewed YAML file, that do not block a PR.
 
 An entry matches a finding when every field it sets matches (kind, passes, model glob, message
-regex, fingerprint). The shipped default (`ditox_ci/data/baseline-default.yml`) covers passes the
-optimizer documents as not meaning-preserving; a user baseline is layered on top of it unless it
-says `include_default: false`.
+regex, fingerprint). An entry accepts only what it says: without `kind` it accepts every kind but
+those that are never by design unless named (optimizer crash, timeout and error), and with
+`passes` only findings whose culprit passes it covers, every one of them. The shipped default
+(`ditox_ci/data/baseline-default.yml`) covers passes the optimizer documents as not
+meaning-preserving; a user baseline is layered on top of it unless it says
+`include_default: false`.
 
 ```yaml
 version: 1
 entries:
   - id: my-known-bug
-    kind: output-mismatch              # one kind or a list; omitted = any kind
-    passes: [fuse_bn_into_conv]        # the culprit involves any of these passes
+    optimizer: onnxoptimizer           # the optimizer it is about (glob); omitted = onnxoptimizer
+    kind: output-mismatch              # one kind or a list; omitted = any but crash/timeout/error
+    passes: [fuse_bn_into_conv]        # covers every culprit pass of the finding
     model: "onnx-node:test_batchnorm*" # fnmatch glob on the model id
     message: "shape mismatch"          # regex searched in the evidence message
     reason: why this is expected or accepted
@@ -37,8 +41,15 @@ from ditox_ci.safeload import parse_yaml
 
 BASELINE_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-default.yml"
+DEFAULT_OPTIMIZER = "onnxoptimizer"
+
+
+def optimizer_baseline(optimizer: str) -> Path:
+    """The known limitations a built-in optimizer other than onnxoptimizer ships, if any."""
+    return DEFAULT_BASELINE.with_name(f"baseline-{optimizer}.yml")
 _ENTRY_KEYS = (
     "id",
+    "optimizer",
     "kind",
     "passes",
     "model",
@@ -49,6 +60,9 @@ _ENTRY_KEYS = (
     "expires",
 )
 _FILE_KEYS = ("version", "include_default", "entries")
+# the optimizer itself failing is never a documented property of a pass: only an entry that names
+# one of these kinds accepts it
+NAMED_ONLY_KINDS = ("optimizer-crash", "optimizer-timeout", "optimizer-error")
 
 
 def finding_passes(finding: Finding) -> tuple[str, ...]:
@@ -77,14 +91,21 @@ class BaselineEntry:
     issue: str | None = None
     expires: dt.date | None = None
     origin: str = field(default="", compare=False)
+    # fnmatch glob on the optimizer's name (report.optimizer.name): pass names mean nothing alone
+    optimizer: str = DEFAULT_OPTIMIZER
+
+    def about(self, optimizer: str) -> bool:
+        return fnmatch.fnmatchcase(optimizer, self.optimizer)
 
     def matches(self, finding: Finding) -> bool:
         if self.fingerprint and finding.fingerprint != self.fingerprint:
             return False
-        if self.kinds and finding.kind not in self.kinds:
+        if finding.kind not in self.kinds if self.kinds else finding.kind in NAMED_ONLY_KINDS:
             return False
-        if self.passes and not set(self.passes) & set(finding_passes(finding)):
-            return False
+        if self.passes:
+            culprits = set(finding_passes(finding))
+            if not culprits or not culprits <= set(self.passes):
+                return False
         if not fnmatch.fnmatchcase(finding.model, self.model):
             return False
         return not (self.message and not re.search(self.message, finding_message(finding)))
@@ -108,6 +129,8 @@ class BaselineEntry:
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id}
+        if self.optimizer != DEFAULT_OPTIMIZER:
+            data["optimizer"] = self.optimizer
         if self.kinds:
             data["kind"] = self.kinds[0] if len(self.kinds) == 1 else list(self.kinds)
         if self.passes:
@@ -156,6 +179,7 @@ class BaselineEntry:
             issue=str(data["issue"]) if data.get("issue") else None,
             expires=_date(data.get("expires"), f"{where}: expires"),
             origin=where.split(" entry")[0],
+            optimizer=str(data.get("optimizer") or DEFAULT_OPTIMIZER),
         )
 
 
@@ -233,16 +257,23 @@ def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
     return parse_baseline(text, str(path))
 
 
-def load_baseline(path: Path | None) -> Baseline:
-    """The shipped default, with the user's baseline (if any) layered on top of it."""
+def load_baseline(path: Path | None, optimizer: str = DEFAULT_OPTIMIZER) -> Baseline:
+    """The shipped default (and the optimizer's own shipped file, if any), with the user's
+    baseline (if any) layered on top; only the entries about `optimizer` are kept."""
     default, _ = read_baseline_file(DEFAULT_BASELINE)
-    if path is None:
-        return default
-    user, include_default = read_baseline_file(path)
-    return default + user if include_default else user
+    if optimizer_baseline(optimizer).is_file():
+        default = default + read_baseline_file(optimizer_baseline(optimizer))[0]
+    layered = default
+    if path is not None:
+        user, include_default = read_baseline_file(path)
+        layered = default + user if include_default else user
+    entries = tuple(entry for entry in layered.entries if entry.about(optimizer))
+    return Baseline(entries, layered.sources)
 
 
-def accepted_entry(finding: Finding, reason: str, expires: dt.date | None) -> BaselineEntry:
+def accepted_entry(
+    finding: Finding, reason: str, expires: dt.date | None, optimizer: str = DEFAULT_OPTIMIZER
+) -> BaselineEntry:
     """An entry that accepts exactly this finding (by fingerprint) and says where it came from."""
     passes = finding_passes(finding)
     return BaselineEntry(
@@ -253,6 +284,7 @@ def accepted_entry(finding: Finding, reason: str, expires: dt.date | None) -> Ba
         model=_glob_escape(finding.model),
         fingerprint=finding.fingerprint,
         expires=expires,
+        optimizer=_glob_escape(optimizer),
     )
 
 
@@ -267,7 +299,12 @@ class UpdateResult:
 
 
 def update_baseline(
-    path: Path, findings: Iterable[Finding], reason: str, expires: dt.date | None, today: dt.date
+    path: Path,
+    findings: Iterable[Finding],
+    reason: str,
+    expires: dt.date | None,
+    today: dt.date,
+    optimizer: str = DEFAULT_OPTIMIZER,
 ) -> UpdateResult:
     """Add an entry for every finding no unexpired entry (default or file) matches yet.
 
@@ -275,7 +312,7 @@ def update_baseline(
     file's last key, which is how this command and the documented layout write it.
     """
     exists = path.exists()
-    layered = load_baseline(path if exists else None)
+    layered = load_baseline(path if exists else None, optimizer)
     added: list[BaselineEntry] = []
     known = 0
     for finding in findings:
@@ -284,7 +321,7 @@ def update_baseline(
         if layered.match(finding, today) or any(e.matches(finding) for e in added):
             known += 1
             continue
-        added.append(accepted_entry(finding, reason, expires))
+        added.append(accepted_entry(finding, reason, expires, optimizer))
     if not added:
         return UpdateResult((), known)
     block = yaml.safe_dump([e.to_yaml() for e in added], sort_keys=False, allow_unicode=True)

@@ -91,3 +91,4 @@ def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_pat
         reductions = finding["evidence"]["reduction"]
         assert reductions["reason"] == ("budget" if budget == "0.001" else "minimal")
     assert len(prints) == 1
+

@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.errors import ConfigError
-from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.model import Culprit, Finding, Report
 from ditox_ci.triage.baseline import load_baseline, parse_baseline, update_baseline
+from ditox_ci.triage.classify import classify
 
 TODAY = dt.date(2025, 6, 1)
 
@@ -103,3 +104,34 @@ def test_update_creates_a_new_file(tmp_path: Path):
     entry = load_baseline(path).match(make(model="odd[1]*.onnx"), TODAY)
     assert entry is not None and entry.expires == dt.date(2026, 1, 1)
     assert load_baseline(path).match(make(model="odd1x.onnx"), TODAY) is None
+
+
+def test_a_crash_timeout_or_optimizer_error_is_never_by_design_unless_an_entry_names_it():
+    default = load_baseline(None)
+    for kind in ("optimizer-crash", "optimizer-timeout", "optimizer-error"):
+        assert default.match(make(kind=kind, passes=("split_init",)), TODAY) is None
+    named, _ = parse_baseline(
+        "entries:\n- {id: e, reason: r, passes: [split_init], kind: optimizer-crash}\n", "b.yml"
+    )
+    assert named.match(make(kind="optimizer-crash", passes=("split_init",)), TODAY)
+    unnamed, _ = parse_baseline("entries:\n- {id: e, reason: r, passes: [split_init]}\n", "b.yml")
+    assert unnamed.match(make(kind="output-mismatch", passes=("split_init",)), TODAY)
+    assert unnamed.match(make(kind="optimizer-timeout", passes=("split_init",)), TODAY) is None
+
+
+def test_an_entry_matches_only_when_it_covers_every_culprit_pass():
+    baseline, _ = parse_baseline("entries:\n- {id: e, reason: r, passes: [split_init, a]}\n", "b.yml")
+    pair = Finding("f" * 20, "output-mismatch", "m", "default", Culprit("interaction", ("a", "split_init")))
+    assert baseline.match(pair, TODAY)
+    wider = Finding("f" * 20, "output-mismatch", "m", "default", Culprit("interaction", ("split_init", "b")))
+    assert baseline.match(wider, TODAY) is None
+    infrastructure = Finding("f" * 20, "output-mismatch", "m", "nop", Culprit("infrastructure"))
+    assert baseline.match(infrastructure, TODAY) is None
+
+
+def test_classify_calls_a_crash_in_a_by_design_pass_new_and_its_interface_change_known():
+    crash = make(fp="c" * 20, kind="optimizer-crash", passes=("split_init",))
+    change = make(fp="i" * 20, kind="interface-change", passes=("split_init",))
+    report = Report({}, {}, {}, {"index": 0, "count": 1}, (), (crash, change), {}, {})
+    statuses = {f.kind: f.status for f in classify(report, load_baseline(None), None).findings}
+    assert statuses == {"optimizer-crash": "new", "interface-change": "known"}
