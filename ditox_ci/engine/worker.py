@@ -13,7 +13,8 @@ The parent sends a Job, or None to stop. A worker answers each Job with:
     ("step", i, Outcome); when the Job asks for divergence and the step ended in an output mismatch,
     ("phase", i, "divergence") and ("divergence", i, Divergence | None): the first node whose output
     differs (localize_nodes), found with the optimizer run again in the worker;
-  ("done", {runtime_runs, cache_hits}), or ("internal", message) for a bug in ditox-ci.
+  ("done", {runtime_runs, cache_hits}), or ("internal", message) for a bug in ditox-ci, which the
+  parent raises as InternalError naming the model (exit 70), never a skip.
 A worker that cannot load the optimizer sends ("fatal", message) instead. Divergence is optional
 evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase is
 replaced and the model resumes at the next step, the mismatch found but without its divergence.
@@ -29,7 +30,7 @@ import os
 import signal
 import tempfile
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,7 +41,7 @@ from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import EvalSettings, ModelContext, SkipModel, optimizer_input, prepare, run_step
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.errors import InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 
 POLL_S = 0.2
@@ -135,6 +136,9 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
                 context = prepare(job.ref, config.settings)
             except SkipModel as exc:
                 conn.send(("skipped", str(exc)))
+                continue
+            except Exception as exc:  # a bug in ditox-ci: never a silent skip
+                conn.send(("internal", f"preparing the original: {type(exc).__name__}: {exc}"))
                 continue
         contexts[key] = context
         contexts.move_to_end(key)
@@ -365,9 +369,9 @@ class WorkerPool:
             slot.running = None
             return self._finish(running, "skipped", message[1])
         elif tag == "internal":
+            # a gate must not turn green because ditox-ci's own oracle code failed on a model
             slot.running = None
-            reason = f"ditox-ci internal error, please report it: {message[1]}"
-            return self._finish(running, "skipped", reason)
+            raise InternalError(f"{running.job.ref.id}: {message[1]}")
         elif tag == "done":
             running.runtime_runs += message[1]["runtime_runs"]
             running.cache_hits += message[1]["cache_hits"]
@@ -433,14 +437,20 @@ class WorkerPool:
         return None
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
-        queue = deque(jobs)
-        while len(self._slots) < min(self.size, max(1, len(queue))):
-            self._slots.append(self._spawn())
+        """Results as they finish. `jobs` is drawn from only when a worker is free, so it may be
+        a generator that makes each job on demand (fuzzing) and decides when to stop."""
+        pending = iter(jobs)
+        job = next(pending, None)
         while True:
-            for slot in self._slots:
-                if slot.running is None and queue:
-                    job = queue.popleft()
-                    self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
+            while job is not None:
+                slot = next((s for s in self._slots if s.running is None), None)
+                if slot is None and len(self._slots) < self.size:
+                    slot = self._spawn()
+                    self._slots.append(slot)
+                if slot is None:
+                    break
+                self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
+                job = next(pending, None)
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:
                 return

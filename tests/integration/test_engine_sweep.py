@@ -158,9 +158,10 @@ def test_bad_input_is_one_line_and_a_distinct_exit_code(tmp_path: Path, corpus: 
     assert len(errors) == 1 and needle in errors[0] and "Traceback" not in proc.stderr
 
 
-def test_a_comparator_that_raises_is_an_internal_error_not_a_runtime_finding(corpus: Path, tmp_path: Path):
-    # a detection comparator cannot decode a [2, 3] tensor: ditox-ci's problem, not the optimizer's
-    code, report, _ = sweep(
+def test_a_comparator_that_raises_is_an_internal_error_naming_the_model(corpus: Path, tmp_path: Path):
+    # a detection comparator cannot decode a [2, 3] tensor: ditox-ci's problem, not the optimizer's,
+    # and never a silent skip that leaves the gate green
+    code, _, stderr = sweep(
         "--models",
         str(corpus / "good.onnx"),
         "--configs",
@@ -169,8 +170,6 @@ def test_a_comparator_that_raises_is_an_internal_error_not_a_runtime_finding(cor
         "detection",
         out=tmp_path / "r",
     )
-    assert code == 0
-    assert report["findings"] == []
-    [model] = report["models"]
-    assert model["status"] == "skipped"
-    assert model["reason"].startswith("ditox-ci internal error")
+    assert code == 70
+    [line] = [line for line in stderr.splitlines() if "internal error" in line]
+    assert "good.onnx: pass:eliminate_identity:" in line and "Traceback" not in stderr
