@@ -6,6 +6,9 @@ Every record is a frozen dataclass that round-trips through JSON (`to_json` / `f
 from __future__ import annotations
 
 import json
+import math
+import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -98,6 +101,9 @@ class ModelEntry:
     cost_s: float = 0.0
     # the configs this entry ran when it is one part of a model split across shards; () = all
     configs: tuple[str, ...] = ()
+    # which runner judged the model: "onnxruntime", or "reference" for an original ONNX Runtime
+    # cannot load or run; "" when it was skipped before any runner could
+    runner: str = ""
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -105,6 +111,8 @@ class ModelEntry:
             data["configs"] = list(self.configs)
         else:
             del data["configs"]
+        if not self.runner:
+            del data["runner"]
         return data
 
     @classmethod
@@ -118,6 +126,7 @@ class ModelEntry:
             nodes=int(data.get("nodes", 0)),
             cost_s=float(data.get("cost_s", 0.0)),
             configs=tuple(data.get("configs", ())),
+            runner=data.get("runner", ""),
         )
 
 
@@ -173,9 +182,31 @@ class Report:
         return [f for f in self.findings if f.status == "new" and f.kind != "warning"]
 
 
+def strict_json(value: Any) -> Any:
+    """`value` with every NaN/Infinity float replaced by the string "NaN", "Infinity" or "-Infinity":
+    strict JSON parsers (jq, JavaScript, Go) reject Python's bare NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(item) for item in value]
+    return value
+
+
 def write_report(report: Report, path: Path) -> None:
+    """Strict JSON, written atomically: a reader (a merge, the bot, a killed sweep's next run)
+    sees the old report or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.to_json(), indent=2, sort_keys=False) + "\n")
+    text = json.dumps(strict_json(report.to_json()), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    with tempfile.NamedTemporaryFile(
+        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
+    ) as partial:
+        partial.write(text)
+        partial.flush()
+        os.fsync(partial.fileno())
+    os.chmod(partial.name, 0o644)  # what write_text would have made, not the temporary file's 0600
+    os.replace(partial.name, path)
 
 
 def parse_report_json(path: Path) -> dict[str, Any]:

@@ -1,0 +1,37 @@
+"""report.json is strict JSON, written atomically."""
+
+import json
+import math
+from pathlib import Path
+
+from ditox_ci.report.model import Culprit, Finding, Report, read_report, strict_json, write_report
+
+
+def _report(evidence: dict) -> Report:
+    finding = Finding("f" * 20, "output-mismatch", "m", "pass:a", Culprit("pass", ("a",)), evidence=evidence)
+    return Report({}, {}, {}, {"index": 0, "count": 1}, (), (finding,), {}, {"wall_s": math.inf})
+
+
+def test_non_finite_numbers_are_encoded_so_strict_parsers_read_the_report(tmp_path: Path):
+    path = tmp_path / "report.json"
+    write_report(_report({"max_abs": math.inf, "max_rel": -math.inf, "nested": [math.nan, 1.5]}), path)
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"bare {constant} in report.json")
+
+    data = json.loads(path.read_text(), parse_constant=refuse)
+    evidence = data["findings"][0]["evidence"]
+    assert evidence == {"max_abs": "Infinity", "max_rel": "-Infinity", "nested": ["NaN", 1.5]}
+    assert data["stats"]["wall_s"] == "Infinity"
+    assert read_report(path).findings[0].evidence["nested"] == ["NaN", 1.5]
+    assert strict_json({"a": (1.0, math.nan)}) == {"a": [1.0, "NaN"]}
+
+
+def test_the_report_is_replaced_whole_and_no_partial_file_is_left(tmp_path: Path):
+    path = tmp_path / "out" / "report.json"
+    write_report(_report({"max_abs": 1.0}), path)
+    first = path.stat().st_ino
+    write_report(_report({"max_abs": 2.0}), path)
+    assert path.stat().st_ino != first  # a new file renamed over the old one, not rewritten in place
+    assert [p.name for p in path.parent.iterdir()] == ["report.json"]
+    assert path.stat().st_mode & 0o777 == 0o644
