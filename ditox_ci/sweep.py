@@ -290,7 +290,7 @@ def run_sweep(
             findings, base_stats = list(checked.findings), checked.stats
         # localization and reduction probe through the same workers, so the pool stays open
         if options.localize != "off" and findings:
-            baseline = load_baseline(Path(options.baseline) if options.baseline else None)
+            baseline = load_baseline(Path(options.baseline) if options.baseline else None, info.name)
             pinpoint_options = PinpointOptions(
                 Path(options.out),
                 options.reduce_budget,

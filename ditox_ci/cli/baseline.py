@@ -43,7 +43,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError(f"--expires must be a date like 2026-06-30, got {args.expires!r}") from None
     report = read_report(Path(args.report))
     reason = args.reason or DEFAULT_REASON.format(date=today.isoformat())
-    result = update_baseline(Path(args.baseline), report.findings, reason, expires, today)
+    optimizer = str(report.optimizer.get("name") or "onnxoptimizer")
+    result = update_baseline(Path(args.baseline), report.findings, reason, expires, today, optimizer)
     log = Log(env)
     log.info(
         f"{args.baseline}: {len(result.added)} entries added, {result.already_known} findings already covered"

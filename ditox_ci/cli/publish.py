@@ -83,7 +83,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     report = read_report(Path(settings.report))
     previous = read_report(Path(settings.previous)) if settings.previous else None
-    baseline = load_baseline(Path(settings.baseline) if settings.baseline else None)
+    baseline = load_baseline(
+        Path(settings.baseline) if settings.baseline else None,
+        str(report.optimizer.get("name") or "onnxoptimizer"),
+    )
     report = classify(report, baseline, previous)
     texts = Texts(report, context.sha, settings.artifact, context.run_url)
     # The summary goes first: it is the one output a read-only token cannot take away.

@@ -24,7 +24,7 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import load_optimizer
+from ditox_ci.optimizers import load_optimizer, optimizer_help
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.report.model import Culprit, Finding
@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--optimizer",
         default="onnxoptimizer",
-        help="onnxoptimizer (default) or pkg.module:function",
+        help=optimizer_help(),
     )
     parser.add_argument("--fixed-point", action="store_true", help="optimize to a fixed point")
     parser.add_argument(

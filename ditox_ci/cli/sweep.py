@@ -12,6 +12,7 @@ from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
+from ditox_ci.optimizers import optimizer_help
 from ditox_ci.report import STATUSES, Report, read_report
 from ditox_ci.report.outputs import render_summary, write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
@@ -40,6 +41,7 @@ examples:
   ditox-ci sweep --models ./models --passes fuse_bn_into_conv,eliminate_identity
   ditox-ci sweep --optimizer mypkg.opt:optimize --shard 1/4 --out shard-1
   ditox-ci sweep --base-optimizer onnxoptimizer==0.4.1     # PR gate: only what this build adds
+  ditox-ci sweep --optimizer onnxsim --models packaged   # another built-in optimizer (its extra)
 """
 
 
@@ -62,8 +64,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--optimizer",
-        help="onnxoptimizer (default), pkg.module:function or file.py:function "
-        "shaped like optimize(model, passes, fixed_point)",
+        help=optimizer_help(),
     )
     add(
         "--base-optimizer",
@@ -141,7 +142,8 @@ def sweep_options(
 def finish(report: Report, options: SweepOptions, log: Log) -> int:
     """Classify against the baseline (and previous report), write the outputs, return the gate."""
     previous = read_report(Path(options.previous)) if options.previous else None
-    baseline = load_baseline(Path(options.baseline) if options.baseline else None)
+    optimizer = str(report.optimizer.get("name", options.optimizer))
+    baseline = load_baseline(Path(options.baseline) if options.baseline else None, optimizer)
     report = classify(report, baseline, previous)
     path = write_outputs(report, Path(options.out))
     log.summary(render_summary(report))

@@ -71,12 +71,10 @@ def step_on_build(step: Step, info: OptimizerInfo) -> Step | None:
 
 
 def check_passes(passes: Sequence[str], info: OptimizerInfo) -> None:
+    """Every pass must be one of `info`'s own; the error lists that optimizer's passes."""
     unknown = [name for name in passes if name not in info.passes]
     if unknown:
-        raise UsageError(
-            f"unknown pass(es) {', '.join(unknown)} for {info.name} {info.version}; "
-            "`python -c 'import onnxoptimizer; print(onnxoptimizer.get_available_passes())'` lists them"
-        )
+        raise UsageError(f"unknown pass(es) {', '.join(unknown)} for {info.name}; {info.describe_passes()}")
 
 
 def build_steps(

@@ -1,9 +1,18 @@
 """The optimize stage: adapters that turn an optimizer spec into `optimize(model, passes, fixed_point)`.
 
-Built-in adapters live in OPTIMIZERS; any other spec is an import path `pkg.module:function` (or
-`path/to/file.py:function`) whose function has the onnxoptimizer shape. Its module may define
-`get_available_passes()` and `get_fuse_and_elimination_passes()`; where it does not, the installed
-onnxoptimizer's lists are used.
+Built-in optimizers live in OPTIMIZERS: onnxoptimizer, and onnxsim, onnxscript and onnx-ir through
+the adapter modules of `ditox_ci.optimizers.adapters` (each an optional extra). Any other spec is an
+import path `pkg.module:function` (or `path/to/file.py:function`) whose function has the
+onnxoptimizer shape. A module (built-in adapter or custom) may declare:
+
+- `get_available_passes()` and `get_fuse_and_elimination_passes()`: its pass lists. Without them
+  it is *opaque*: it runs only its default (called with OPAQUE_DEFAULT_PASSES) and the control
+  (an empty list), and nothing is localized per pass. It never gets another optimizer's names.
+- `PASS_ORDER_MATTERS = False`: the passes are a set (culprits are sets, repro text says "with").
+- `FIXED_POINT`: how it honours `fixed_point`, in words, for the report.
+- `normalize_output(model) -> model`: drops what it writes that is not the graph (stamped
+  metadata), so an otherwise untouched model counts as unchanged.
+- `DISTRIBUTIONS`: the pip distributions it imports, pinned in repro bundles.
 Imports happen lazily so a worker can put a different optimizer installation first on sys.path.
 """
 
@@ -17,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import onnx
 
@@ -24,6 +34,15 @@ from ditox_ci.errors import OptimizerLoadError
 
 OptimizeFunc = Callable[[onnx.ModelProto, Sequence[str], bool], onnx.ModelProto]
 OptimizeBytesFunc = Callable[[bytes, Sequence[str], bool], bytes]
+NormalizeFunc = Callable[[onnx.ModelProto], onnx.ModelProto]
+
+# what an opaque optimizer's default configs hand it: "your own default", in one word
+OPAQUE_DEFAULT_PASSES = ("default",)
+OPAQUE_NOTE = (
+    "opaque optimizer: it declares no pass lists (get_available_passes, "
+    "get_fuse_and_elimination_passes), so only its default and the control (an empty pass list) "
+    "run, and failures are not localized to passes"
+)
 
 
 @dataclass(frozen=True)
@@ -32,6 +51,12 @@ class OptimizerInfo:
     version: str
     passes: tuple[str, ...]
     default_passes: tuple[str, ...]
+    # False: the passes are a set the optimizer orders itself (onnxsim); culprits are sets
+    order_matters: bool = True
+    fixed_point: str = "repeat: the pass list runs again until the model stops changing"
+    opaque: bool = False
+    # the pip distributions the optimizer imports, pinned in repro bundles
+    distributions: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -39,7 +64,32 @@ class OptimizerInfo:
             "version": self.version,
             "passes": list(self.passes),
             "default_passes": list(self.default_passes),
+            "order_matters": self.order_matters,
+            "fixed_point": self.fixed_point,
+            "opaque": self.opaque,
+            "distributions": list(self.distributions),
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> OptimizerInfo:
+        return cls(
+            name=str(data["name"]),
+            version=str(data["version"]),
+            passes=tuple(data["passes"]),
+            default_passes=tuple(data["default_passes"]),
+            order_matters=bool(data.get("order_matters", True)),
+            fixed_point=str(data.get("fixed_point", cls.fixed_point)),
+            opaque=bool(data.get("opaque", False)),
+            distributions=tuple(data.get("distributions", ())),
+        )
+
+    def describe_passes(self, limit: int = 60) -> str:
+        """The optimizer's own pass names, for an error message."""
+        if self.opaque:
+            return f"{self.name} is opaque: it has no pass names ({OPAQUE_NOTE})"
+        shown = ", ".join(self.passes[:limit])
+        more = f", … ({len(self.passes) - limit} more)" if len(self.passes) > limit else ""
+        return f"{self.name} {self.version} has: {shown}{more}"
 
 
 @dataclass(frozen=True)
@@ -51,6 +101,33 @@ class LoadedOptimizer:
     mutates_input: bool = True
     # serialized model in, serialized model out: lets the engine see "unchanged" without parsing
     optimize_bytes: OptimizeBytesFunc | None = field(default=None, compare=False)
+    # drops what the optimizer writes that is not the graph (stamped metadata)
+    normalize: NormalizeFunc | None = field(default=None, compare=False)
+    # the adapter's source file, copied into repro bundles so they run without ditox-ci
+    adapter_file: str | None = None
+
+
+def root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of `exc`'s chain: wrappers such as onnx-ir's PassError name the
+    passes that ran before the failing one, so their text differs for one and the same bug."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+        if inner is None or id(inner) in seen:
+            return exc
+        seen.add(id(inner))
+        exc = inner
+
+
+def optimizer_error(exc: BaseException) -> tuple[str, dict[str, str]]:
+    """What the optimizer raised, keyed on its root cause: the message and its evidence (the
+    outermost text too when a wrapper said something else)."""
+    cause = root_cause(exc)
+    message = f"{type(cause).__name__}: {cause}".strip()
+    evidence = {"message": message}
+    if cause is not exc:
+        evidence["raised"] = f"{type(exc).__name__}: {exc}".strip()
+    return message, evidence
 
 
 def _version_of(module: ModuleType, distribution: str) -> str:
@@ -77,6 +154,8 @@ def _onnxoptimizer() -> LoadedOptimizer:
         version=_version_of(module, "onnxoptimizer"),
         passes=tuple(module.get_available_passes()),
         default_passes=tuple(module.get_fuse_and_elimination_passes()),
+        fixed_point="native: onnxoptimizer's optimize_fixedpoint",
+        distributions=("onnxoptimizer",),
     )
     native = module.onnx_opt_cpp2py_export
 
@@ -87,7 +166,102 @@ def _onnxoptimizer() -> LoadedOptimizer:
     return LoadedOptimizer(info=info, optimize=optimize, mutates_input=False, optimize_bytes=optimize_bytes)
 
 
-OPTIMIZERS: dict[str, Callable[[], LoadedOptimizer]] = {"onnxoptimizer": _onnxoptimizer}
+@dataclass(frozen=True)
+class BuiltinAdapter:
+    """A built-in optimizer other than onnxoptimizer: the adapter module and the extra to install."""
+
+    name: str
+    module: str
+    imports: str
+    extra: str
+
+    def installed(self) -> bool:
+        try:
+            return importlib.util.find_spec(self.imports) is not None
+        except (ImportError, ValueError):
+            return False
+
+    def load(self) -> LoadedOptimizer:
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as exc:
+            raise OptimizerLoadError(
+                f"cannot import {self.name} ({exc}); pip install 'ditox-ci[{self.extra}]'"
+            ) from None
+        return _from_module(module, self.name, module.optimize)
+
+
+ADAPTERS = {
+    adapter.name: adapter
+    for adapter in (
+        BuiltinAdapter("onnxsim", "ditox_ci.optimizers.adapters.onnxsim_adapter", "onnxsim", "onnxsim"),
+        BuiltinAdapter(
+            "onnxscript", "ditox_ci.optimizers.adapters.onnxscript_adapter", "onnxscript", "onnxscript"
+        ),
+        BuiltinAdapter("onnx-ir", "ditox_ci.optimizers.adapters.onnx_ir_adapter", "onnx_ir", "onnx-ir"),
+    )
+}
+OPTIMIZERS: dict[str, Callable[[], LoadedOptimizer]] = {
+    "onnxoptimizer": _onnxoptimizer,
+    **{name: adapter.load for name, adapter in ADAPTERS.items()},
+}
+
+
+def installed_optimizers() -> list[str]:
+    """The built-in optimizers importable here (found without importing them)."""
+    found = ["onnxoptimizer"] if importlib.util.find_spec("onnxoptimizer") is not None else []
+    return found + [name for name, adapter in ADAPTERS.items() if adapter.installed()]
+
+
+def optimizer_help() -> str:
+    """The --optimizer help: every built-in, which of them are installed, and the import path form."""
+    installed = installed_optimizers()
+    missing = [
+        f"{name} (pip install 'ditox-ci[{adapter.extra}]')"
+        for name, adapter in ADAPTERS.items()
+        if name not in installed
+    ]
+    return (
+        f"{' | '.join(OPTIMIZERS)}, or pkg.module:function / file.py:function shaped like "
+        f"optimize(model, passes, fixed_point) (default onnxoptimizer); installed here: "
+        f"{', '.join(installed) or 'none'}" + (f"; not installed: {', '.join(missing)}" if missing else "")
+    )
+
+
+def _distributions(module: ModuleType, module_name: str) -> tuple[str, ...]:
+    declared = getattr(module, "DISTRIBUTIONS", None)
+    if declared:
+        return tuple(declared)
+    top = module_name.split(".")[0]
+    return tuple(importlib.metadata.packages_distributions().get(top, ()))[:1]
+
+
+def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOptimizer:
+    """An optimizer from its adapter module's declarations (see the module docstring)."""
+    available = getattr(module, "get_available_passes", None)
+    default = getattr(module, "get_fuse_and_elimination_passes", None)
+    opaque = not callable(available)
+    passes = () if opaque else tuple(available())  # type: ignore[misc]
+    distributions = _distributions(module, module.__name__)
+    normalize = getattr(module, "normalize_output", None)
+    source = getattr(module, "__file__", None)
+    info = OptimizerInfo(
+        name=name,
+        version=_version_of(module, distributions[0] if distributions else name),
+        passes=passes,
+        default_passes=OPAQUE_DEFAULT_PASSES if opaque else tuple(default() if callable(default) else passes),
+        order_matters=bool(getattr(module, "PASS_ORDER_MATTERS", True)),
+        fixed_point=str(getattr(module, "FIXED_POINT", OptimizerInfo.fixed_point)),
+        opaque=opaque,
+        distributions=distributions,
+    )
+    return LoadedOptimizer(
+        info=info,
+        optimize=func,
+        normalize=normalize if callable(normalize) else None,
+        # a package's __init__ does not stand alone; a module file does
+        adapter_file=source if source and not source.endswith("__init__.py") else None,
+    )
 
 
 def _import_module(module_name: str) -> ModuleType:
@@ -117,30 +291,13 @@ def _import_path(spec: str) -> LoadedOptimizer:
             f"optimizer '{spec}': module '{module_name}' has no callable '{attr}'; "
             "expected a function optimize(model, passes, fixed_point) -> ModelProto"
         )
-    fallback = _onnxoptimizer().info
-    lists = {
-        name: tuple(getattr(module, name)()) if callable(getattr(module, name, None)) else default
-        for name, default in (
-            ("get_available_passes", fallback.passes),
-            ("get_fuse_and_elimination_passes", fallback.default_passes),
-        )
-    }
-    info = OptimizerInfo(
-        name=spec,
-        version=_version_of(
-            module,
-            Path(module_name).stem if module_name.endswith(".py") else module_name.split(".")[0],
-        ),
-        passes=lists["get_available_passes"],
-        default_passes=lists["get_fuse_and_elimination_passes"],
-    )
-    return LoadedOptimizer(info=info, optimize=func)
+    return _from_module(module, spec, func)
 
 
 def _check_origin(spec: str, search_path: str) -> None:
     """The optimizer's package must come from `search_path`; a copy found further down sys.path
     would be another build, and comparing a build with itself hides every regression."""
-    module_name = spec.rpartition(":")[0] or spec
+    module_name = ADAPTERS[spec].imports if spec in ADAPTERS else spec.rpartition(":")[0] or spec
     if module_name.endswith(".py"):  # loaded by its path, not through sys.path
         return
     package = module_name.split(".")[0]
@@ -162,7 +319,7 @@ def load_optimizer(spec: str, search_path: str | None = None) -> LoadedOptimizer
     elif ":" in spec:
         loaded = _import_path(spec)
     else:
-        known = ", ".join(sorted(OPTIMIZERS))
+        known = ", ".join(OPTIMIZERS)
         raise OptimizerLoadError(
             f"unknown optimizer '{spec}': use one of {known} or an import path pkg.module:function"
         )

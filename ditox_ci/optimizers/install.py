@@ -79,13 +79,7 @@ def describe(spec: str, optimizer: str, path: str | None) -> OptimizerInfo:
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
         raise OptimizerLoadError(f"--base-optimizer {spec}: {lines[-1]}")
-    data = json.loads(done.stdout)
-    return OptimizerInfo(
-        name=data["name"],
-        version=data["version"],
-        passes=tuple(data["passes"]),
-        default_passes=tuple(data["default_passes"]),
-    )
+    return OptimizerInfo.from_json(json.loads(done.stdout))
 
 
 def _pip_install(spec: str, target: Path) -> None:

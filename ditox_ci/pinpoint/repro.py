@@ -17,6 +17,8 @@ import numpy as np
 import onnx
 
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.model import Finding
 from ditox_ci.report.render import render
 
@@ -35,24 +37,49 @@ def _samples_npz(path: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> Non
     np.savez(path, **arrays)  # type: ignore[arg-type]
 
 
-def _distribution(optimizer_spec: str) -> str | None:
+ADAPTER_FILE = "optimizer_adapter.py"
+
+
+def _loaded(optimizer_spec: str) -> LoadedOptimizer | None:
+    try:
+        return load_optimizer(optimizer_spec)
+    except OptimizerLoadError:
+        return None
+
+
+def _distributions(optimizer_spec: str) -> tuple[str, ...]:
+    """The distributions the optimizer imports: its declared ones, else its top package's."""
+    loaded = _loaded(optimizer_spec)
+    if loaded is not None and loaded.info.distributions:
+        return loaded.info.distributions
     module = optimizer_spec.partition(":")[0].split(".")[0]
-    names = importlib.metadata.packages_distributions().get(module, [])
-    return names[0] if names else None
+    return tuple(importlib.metadata.packages_distributions().get(module, ()))[:1]
 
 
 def requirements(optimizer_spec: str) -> str:
-    """Pinned lines for the runtime stack and the optimizer, as installed right now."""
+    """Pinned lines for the runtime stack and every distribution the optimizer imports, as
+    installed right now."""
     lines = []
-    optimizer = _distribution(optimizer_spec)
-    for name in (*BASE_REQUIREMENTS, *([optimizer] if optimizer else [])):
+    optimizer = _distributions(optimizer_spec)
+    for name in dict.fromkeys((*BASE_REQUIREMENTS, *optimizer)):
         try:
             lines.append(f"{name}=={importlib.metadata.version(name)}")
         except importlib.metadata.PackageNotFoundError:
             lines.append(f"# {name}: not installed as a distribution")
-    if optimizer is None:
+    if not optimizer:
         lines.append(f"# optimizer {optimizer_spec}: not an installed distribution, bring it along")
     return "\n".join(lines) + "\n"
+
+
+def bundled_spec(bundle: Path, optimizer_spec: str) -> str:
+    """Copy the optimizer's adapter module (a built-in's, or a custom file or module) into the
+    bundle and return the spec that loads it from there; onnxoptimizer itself needs no adapter."""
+    loaded = _loaded(optimizer_spec)
+    if loaded is None or loaded.adapter_file is None:
+        return optimizer_spec
+    function = optimizer_spec.rpartition(":")[2] if ":" in optimizer_spec else "optimize"
+    shutil.copyfile(loaded.adapter_file, bundle / ADAPTER_FILE)
+    return f"{ADAPTER_FILE}:{function}"
 
 
 def _graph_text(model: onnx.ModelProto) -> str:
@@ -95,13 +122,16 @@ def write_bundle(
     _samples_npz(bundle / "inputs.npz", feeds)
     _samples_npz(bundle / "expected.npz", expected)
     (bundle / "requirements.txt").write_text(requirements(optimizer_spec))
-    optimizer = _distribution(optimizer_spec)
+    optimizer = _distributions(optimizer_spec)
+    loaded = _loaded(optimizer_spec)
     context: dict[str, Any] = {
         "finding": finding,
         "passes": list(passes),
         "fixed_point": fixed_point,
-        "optimizer_spec": optimizer_spec,
-        "optimizer_version": importlib.metadata.version(optimizer) if optimizer else "",
+        "optimizer_spec": bundled_spec(bundle, optimizer_spec),
+        "optimizer_name": optimizer_spec,
+        "passes_ordered": loaded is None or loaded.info.order_matters,
+        "optimizer_version": importlib.metadata.version(optimizer[0]) if optimizer else "",
         "rtol": rtol,
         "atol": atol,
         "timeout_s": timeout_s,

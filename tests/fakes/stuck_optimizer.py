@@ -12,6 +12,10 @@ from pathlib import Path
 import onnx
 import onnxoptimizer
 
+# it wraps onnxoptimizer, so it declares its pass lists (without them it would be opaque)
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+
 
 def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False) -> onnx.ModelProto:
     marker = Path(os.environ["DITOX_TEST_PIDS"]) / f"{os.getpid()}-{os.getppid()}-{model.graph.name}"

@@ -29,6 +29,10 @@ SINGLE_CULPRIT = "eliminate_identity"
 PAIR_CULPRITS = ("eliminate_nop_transpose", "fuse_consecutive_transposes")
 ABORT_CULPRIT = "fuse_bn_into_conv"
 
+# they wrap onnxoptimizer, so they declare its pass lists (without them they would be opaque)
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+
 
 def _flip_add_after_mul(model: onnx.ModelProto) -> onnx.ModelProto:
     """The planted bug: an Add fed by a Mul (a fusion pattern) silently becomes a Sub."""

@@ -145,10 +145,12 @@ def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) ->
         "expected.npz",
         "inputs.npz",
         "model.onnx",
+        "optimizer_adapter.py",  # the custom adapter travels with the bundle
         "original.onnx",
         "repro.py",
         "requirements.txt",
     ]
+    assert (bundle / "optimizer_adapter.py").read_text() == Path(planted.__file__).read_text()
     requirements = (bundle / "requirements.txt").read_text().splitlines()
     assert f"onnxruntime=={onnxruntime.__version__}" in requirements
     assert f"numpy=={np.__version__}" in requirements
