@@ -1,6 +1,7 @@
 """Optimizer runs per localization: a planted single-pass culprit at every position of the default
-pass list, localized by the default strategies, next to linear single-pass search (one run per pass
-the optimizer has, the research prototype's method)."""
+pass list, localized by the default strategies and by the Linear strategy (every pass alone, in
+order: the research prototype's method), both run on the same planted faults: over the default
+list, and over every available pass as the prototype did."""
 
 from __future__ import annotations
 
@@ -29,17 +30,27 @@ def runs_for(culprit: str, passes: Sequence[str], strategies: Sequence[str]) -> 
 
 def main() -> None:
     passes = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
-    linear_all = len(onnxoptimizer.get_available_passes()) - 1  # every pass alone, minus nop
-    rows = [(name, runs_for(name, passes, ("bisect", "ddmin"))) for name in passes[1:]]
-    print(f"{'position':>8}  {'culprit':<40} runs")
-    for position, (name, runs) in enumerate(rows, start=1):
-        print(f"{position:>8}  {name:<40} {runs}")
-    counts = [runs for _, runs in rows]
-    print(
-        f"\nbisect+ddmin over {len(passes)} default passes: "
-        f"mean {sum(counts) / len(counts):.1f}, max {max(counts)} runs per localization; "
-        f"linear single-pass search: {linear_all} runs"
-    )
+    every_pass = tuple(name for name in onnxoptimizer.get_available_passes() if name != "nop")
+    strategies = {
+        "bisect+ddmin": (passes, ("bisect", "ddmin")),
+        "linear": (passes, ("linear",)),
+        f"linear/{len(every_pass)}": (every_pass, ("linear",)),
+    }
+    rows = [
+        (name, [runs_for(name, pool, chosen) for pool, chosen in strategies.values()])
+        for name in passes[1:]
+    ]
+    print(f"{'position':>8}  {'culprit':<40} " + " ".join(f"{label:>12}" for label in strategies))
+    for position, (name, counts) in enumerate(rows, start=1):
+        print(f"{position:>8}  {name:<40} " + " ".join(f"{runs:>12}" for runs in counts))
+    print()
+    for column, label in enumerate(strategies):
+        counts = [runs[column] for _, runs in rows]
+        pool = strategies[label][0]
+        print(
+            f"{label} over {len(pool)} passes: mean {sum(counts) / len(counts):.1f}, "
+            f"max {max(counts)} runs per localization"
+        )
 
 
 if __name__ == "__main__":
