@@ -30,6 +30,7 @@ from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
+from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.errors import Interrupted, UsageError
 from ditox_ci.log import Log
@@ -60,6 +61,7 @@ class SweepOptions:
     rtol: float = DEFAULT_RTOL
     atol: float = DEFAULT_ATOL
     dynamic_dim: int = 2
+    runner: str = "auto"
     comparator: str | None = None
     out: str = "ditox-report"
     localize: str = "auto"
@@ -78,6 +80,8 @@ class SweepOptions:
             raise UsageError(
                 f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'"
             )
+        if self.runner not in RUNNER_CHOICES:
+            raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
         if self.reduce_budget < 0:
             raise UsageError(f"--reduce-budget must be >= 0 seconds, got {self.reduce_budget}")
         if self.comparator is not None and self.comparator not in COMPARATORS:
@@ -249,6 +253,7 @@ def run_sweep(
             dynamic_dim=options.dynamic_dim,
             rtol=options.rtol,
             atol=options.atol,
+            runner=options.runner,
         ),
         comparators=comparators,
         timeout_s=options.timeout,
@@ -318,6 +323,7 @@ def run_sweep(
             nodes=r.nodes,
             cost_s=round(r.wall_s, 4),
             configs=configs_run(labels_run[r.ref.id], steps),
+            runner=str(r.info.get("runner", "")),
         )
         for r in results
     )
@@ -329,6 +335,7 @@ def run_sweep(
         "worker_restarts": sum(r.restarts for r in results),
         "models_total": len(results),
         "models_skipped": sum(1 for r in results if r.status != "ok"),
+        "runners": dict(Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)),
         "configs": [s.label for s in steps],
         "jobs": jobs,
         "coverage_by_family": by_family,

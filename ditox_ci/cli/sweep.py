@@ -91,6 +91,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="size for symbolic dimensions (default 2)",
     )
+    add(
+        "--runner",
+        choices=("auto", "onnxruntime", "reference"),
+        help="what runs original and optimized: auto (default) uses ONNX Runtime, and ONNX's "
+        "reference implementation for a model whose original ONNX Runtime cannot load or run",
+    )
     add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
     add("--out", help="output folder (default ditox-report)")
     add(

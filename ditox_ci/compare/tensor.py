@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
@@ -47,6 +48,22 @@ def _compare_sequences(expected: Any, actual: Any, rtol: float, atol: float) -> 
     return worst
 
 
+def _widened(
+    a: np.ndarray, b: np.ndarray, rtol: float, atol: float
+) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """ml_dtypes arrays (bfloat16, float8, float4, int4, int2) as numpy types that hold them exactly.
+
+    A low-precision float gets tolerances of at least one unit in the last place: a pass that
+    reorders arithmetic legitimately moves a bfloat16 result by 2**-7 of its magnitude, a float8
+    one by up to 2**-2, which float32 tolerances would call a mismatch. Narrow integers stay exact.
+    """
+    if "float" in a.dtype.name:
+        info = ml_dtypes.finfo(a.dtype)
+        rtol, atol = max(rtol, float(info.eps)), max(atol, float(info.smallest_subnormal))
+        return a.astype(np.float32), b.astype(np.float32), rtol, atol
+    return a.astype(np.int16), b.astype(np.int16), rtol, atol
+
+
 def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
     """None when close; otherwise the numbers that show how far apart they are.
 
@@ -61,6 +78,8 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
         return {"reason": "dtype", "expected_dtype": str(a.dtype), "actual_dtype": str(b.dtype)}
     if a.size == 0:
         return None
+    if a.dtype.type.__module__.split(".")[0] == "ml_dtypes":
+        a, b, rtol, atol = _widened(a, b, rtol, atol)
     if a.dtype.kind in "fc":
         a64, b64 = (
             a.astype(np.complex128 if a.dtype.kind == "c" else np.float64),

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 
@@ -46,6 +46,24 @@ _INT_TYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.UINT16: np.uint16,
     onnx.TensorProto.UINT32: np.uint32,
     onnx.TensorProto.UINT64: np.uint64,
+}
+
+# element types numpy lacks, drawn as float32 / integers and converted to their ml_dtypes type
+_LOW_PRECISION_FLOAT_TYPES = {
+    onnx.TensorProto.BFLOAT16,
+    onnx.TensorProto.FLOAT8E4M3FN,
+    onnx.TensorProto.FLOAT8E4M3FNUZ,
+    onnx.TensorProto.FLOAT8E5M2,
+    onnx.TensorProto.FLOAT8E5M2FNUZ,
+    onnx.TensorProto.FLOAT8E8M0,
+    onnx.TensorProto.FLOAT4E2M1,
+}
+# (lowest, highest) value
+_NARROW_INT_TYPES: dict[int, tuple[int, int]] = {
+    onnx.TensorProto.INT4: (-8, 7),
+    onnx.TensorProto.UINT4: (0, 15),
+    onnx.TensorProto.INT2: (-2, 1),
+    onnx.TensorProto.UINT2: (0, 3),
 }
 
 
@@ -95,20 +113,7 @@ def feedable_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [info for info in model.graph.input if info.name not in initializers]
 
 
-def _check_feedable(value: Any, where: str) -> Any:
-    # onnx reads bfloat16, float8 and int4 as ml_dtypes arrays (numpy kind "V"), which ONNX
-    # Runtime's Python binding cannot convert.
-    for array in value if isinstance(value, list) else [value]:
-        if isinstance(array, np.ndarray) and array.dtype.kind == "V":
-            raise InputSpecError(f"{where}: ONNX Runtime cannot be fed {array.dtype} tensors")
-    return value
-
-
 def _read_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
-    return _check_feedable(_parse_value(data, type_proto, where), where)
-
-
-def _parse_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
     kind = type_proto.WhichOneof("value")
     try:
         if kind == "sequence_type":
@@ -202,8 +207,14 @@ def _random_tensor(
         return np.array(["".join(word) for word in letters.reshape(-1, 3)], dtype=object).reshape(
             shape
         )
+    if elem in _LOW_PRECISION_FLOAT_TYPES:
+        low, high = POSITIVE_FLOAT_RANGE if attempt > 0 else FLOAT_RANGE
+        return rng.uniform(low, high, size=shape).astype(helper.tensor_dtype_to_np_dtype(elem))
+    if elem in _NARROW_INT_TYPES:
+        lowest, highest = _NARROW_INT_TYPES[elem]
+        return rng.integers(lowest, highest + 1, size=shape).astype(helper.tensor_dtype_to_np_dtype(elem))
     type_name = onnx.TensorProto.DataType.Name(elem)
-    raise InputSpecError(f"{where}: cannot make random {type_name} inputs ONNX Runtime can feed")
+    raise InputSpecError(f"{where}: cannot make random {type_name} inputs")
 
 
 def _random_value(

@@ -40,6 +40,8 @@ class EvalSettings:
     rtol: float | dict[str, float] = DEFAULT_RTOL
     atol: float | dict[str, float] = DEFAULT_ATOL
     threads: int = 1
+    # auto: ONNX Runtime, or the reference implementation for an original ONNX Runtime cannot run
+    runner: str = "auto"
 
 
 @dataclass
@@ -60,6 +62,8 @@ class ModelContext:
     cache_hits: int = 0
     # made on first use only: comparators that re-run the models (text generation) need it
     session: Any = None
+    # the runner that judges this model: the one that could run the original
+    runner: str = "onnxruntime"
 
 
 class SkipModel(Exception):
@@ -81,29 +85,42 @@ def _check(model: onnx.ModelProto) -> str | None:
 def _finite(outputs: Sequence[Sequence[Any]]) -> bool:
     for sample in outputs:
         for value in sample:
-            array = np.asarray(value) if not isinstance(value, list) else None
-            if array is not None and array.dtype.kind in "fc" and not np.isfinite(array).all():
+            if isinstance(value, list):
+                continue
+            array = np.asarray(value)
+            if "float" in array.dtype.name and array.dtype.kind not in "fc":  # bfloat16, float8…
+                array = array.astype(np.float32)
+            if array.dtype.kind in "fc" and not np.isfinite(array).all():
                 return False
     return True
 
 
-def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
-    """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf)."""
-    if ref.meta.get("unavailable"):
-        raise SkipModel(str(ref.meta["unavailable"]))
+# what each runner is called in a skip reason
+RUNNER_TITLES = {"onnxruntime": "ONNX Runtime", "reference": "the reference runner"}
+# the largest serialized protobuf message
+PROTOBUF_LIMIT = 2**31 - 1
+
+
+class _RunnerFailed(Exception):
+    """This runner cannot load or run the original; another one may."""
+
+
+def _run_original(
+    model: onnx.ModelProto,
+    data: bytes,
+    ref: ModelRef,
+    settings: EvalSettings,
+    runner_name: str,
+    info: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf."""
+    title = RUNNER_TITLES[runner_name]
     try:
-        model = load_model(ref)
-    except ModelLoadError as exc:
-        raise SkipModel(f"unreadable model: {exc}") from None
-    data = model.SerializeToString()
-    try:
-        session = runner.load_session(data, settings.threads)
+        session = runner.load_session(data, settings.threads, runner_name)
     except runner.RuntimeLoadError as exc:
-        raise SkipModel(f"ONNX Runtime cannot load the original: {exc}") from None
-    kind = inputs_kind(ref)
+        raise _RunnerFailed(f"{title} cannot load the original: {exc}") from None
     # recorded inputs are what the model's authors meant: they are never re-drawn
-    recorded = kind == "recorded"
-    info: dict[str, Any] = {"inputs": kind}
+    recorded = info["inputs"] == "recorded"
     for attempt in range(MAX_REDRAWS + 1):
         try:
             feeds = make_feeds(model, ref, settings.samples, settings.seed, settings.dynamic_dim, attempt)
@@ -112,12 +129,45 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         try:
             outputs = runner.run_all(session, feeds)
         except runner.RuntimeRunError as exc:
-            raise SkipModel(f"ONNX Runtime cannot run the original: {exc}") from None
+            raise _RunnerFailed(f"{title} cannot run the original: {exc}") from None
         if recorded or _finite(outputs):
             break
         info["redraws"] = attempt + 1
     else:
         info["original_nonfinite"] = True
+    return feeds, outputs
+
+
+def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
+    """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf), on the
+    first runner that can: with `--runner auto`, ONNX Runtime, else ONNX's reference implementation."""
+    if ref.meta.get("unavailable"):
+        raise SkipModel(str(ref.meta["unavailable"]))
+    try:
+        model = load_model(ref)
+    except ModelLoadError as exc:
+        raise SkipModel(f"unreadable model: {exc}") from None
+    size = model.ByteSize()
+    if size > PROTOBUF_LIMIT:
+        raise SkipModel(
+            f"the model is {size / 2**30:.1f} GiB with its external data, over protobuf's 2 GiB limit "
+            "for one serialized model, which the optimizer's and the runners' Python APIs need"
+        )
+    data = model.SerializeToString()
+    info: dict[str, Any] = {"inputs": inputs_kind(ref)}
+    failures: list[str] = []
+    for runner_name in runner.RUNNERS if settings.runner == "auto" else (settings.runner,):
+        try:
+            feeds, outputs = _run_original(model, data, ref, settings, runner_name, info)
+        except _RunnerFailed as exc:
+            failures.append(str(exc))
+            continue
+        info["runner"] = runner_name
+        if failures:
+            info["runner_fallback"] = failures[0][:500]
+        break
+    else:
+        raise SkipModel("; ".join(failures))
     return ModelContext(
         ref=ref,
         model=model,
@@ -125,10 +175,11 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         digest=_sha256(data),
         feeds=feeds,
         outputs=outputs,
-        output_names=[o.name for o in session.get_outputs()],
+        output_names=[o.name for o in model.graph.output],
         checker_error=_check(model),
         info=info,
         runtime_runs=len(feeds),
+        runner=info["runner"],
     )
 
 
@@ -283,7 +334,7 @@ def _judge_changed(
     if on_phase:
         on_phase("run")
     try:
-        session = runner.load_session(data, settings.threads)
+        session = runner.load_session(data, settings.threads, context.runner)
     except runner.RuntimeLoadError as exc:
         return invalid or Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
     feeds = _rebind(context.feeds, context.model, optimized)
@@ -353,7 +404,7 @@ def _compare(
     if not needs_context(compare):
         return compare(context.outputs, outputs, context.output_names)
     if context.session is None:
-        context.session = runner.load_session(context.data, settings.threads)
+        context.session = runner.load_session(context.data, settings.threads, context.runner)
     original = context.session
     task_context = CompareContext(
         lambda feed: runner.run(original, feed), lambda feed: runner.run(session, feed), context.feeds
