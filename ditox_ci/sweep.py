@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import math
 import os
 import platform
 import sys
@@ -32,13 +33,14 @@ from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
-from ditox_ci.errors import Interrupted, UsageError
+from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.install import base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
+from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
 
@@ -66,6 +68,8 @@ class SweepOptions:
     out: str = "ditox-report"
     localize: str = "auto"
     reduce_budget: float = 30.0
+    # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
+    max_skipped: float | None = None
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
 
     def __post_init__(self) -> None:
@@ -74,8 +78,14 @@ class SweepOptions:
                 raise UsageError(
                     f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}"
                 )
-        if self.timeout <= 0 or self.rtol < 0 or self.atol < 0:
-            raise UsageError("--timeout must be > 0 and --rtol/--atol must be >= 0")
+        # `not x >= 0` also refuses NaN, which would make every comparison pass
+        for name in ("rtol", "atol"):
+            if not 0 <= getattr(self, name) < math.inf:
+                raise UsageError(f"--{name} must be a finite number >= 0, got {getattr(self, name)}")
+        if not self.timeout > 0:
+            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
+        if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
+            raise UsageError(f"--max-skipped must be a fraction from 0 to 1, got {self.max_skipped}")
         if self.localize not in LOCALIZE_MODES:
             raise UsageError(
                 f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'"
@@ -190,14 +200,32 @@ def environment_info() -> dict[str, str]:
 SHARD_PLAN_WORKERS = 2
 
 
+def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -> list[ModelRef]:
+    """The models not below --out: a corpus folder that holds the output folder would otherwise
+    sweep the previous run's repro bundles as models of its own."""
+    out = Path(options.out).resolve()
+    kept = [ref for ref in refs if not (ref.path and Path(ref.path).resolve().is_relative_to(out))]
+    if len(kept) < len(refs) and log is not None:
+        log.notice(f"{len(refs) - len(kept)} model(s) below --out {options.out} are its output, not swept")
+    return kept
+
+
 def plan_sweep(
     options: SweepOptions, log: Log | None = None
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
     """Resolve optimizer, steps and this shard's Jobs; every error here is the user's to fix."""
+    prepare_out_dir(Path(options.out))
     info = load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
-    refs = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
+    corpus = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
+    refs = _outside_out(corpus, options, log)
+    if not refs:
+        sources = " ".join(options.models) or "the default sources"
+        raise InputError(
+            f"the corpus is empty: {sources} selected no model; an empty sweep is not a green one "
+            "(`ditox-ci corpus list --models …` shows what a source selects)"
+        )
     workers = options.jobs or (SHARD_PLAN_WORKERS if count > 1 else os.cpu_count() or 1)
     costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
     plan = plan_jobs(refs, steps, count, workers, lambda ref: estimate_cost(ref, costs))
@@ -225,23 +253,48 @@ def _catch(kind: type[BaseException]) -> Iterator[_Caught]:
         caught.exception = exc
 
 
+@dataclass(frozen=True)
+class ModelStream:
+    """Models made while the sweep runs (`ditox-ci fuzz`) instead of a corpus planned up front.
+
+    `refs` is drawn from only when a worker is free, so making and judging models share one time
+    budget and `refs` decides when to stop; `judged` sees each model's findings as they are known
+    (to delete the ones not worth keeping); pinpointing stops reducing at `pinpoint_deadline`."""
+
+    refs: Iterable[ModelRef]
+    judged: Callable[[JobResult, Sequence[Finding]], None] = lambda result, findings: None
+    pinpoint_deadline: float | None = None
+
+
 def run_sweep(
     options: SweepOptions,
     log: Log,
     on_result: Callable[[JobResult], None] | None = None,
+    stream: ModelStream | None = None,
 ) -> Report:
     started = time.monotonic()
+    labels_run: dict[str, set[str]] = defaultdict(set)
     with log.group("plan"):
-        info, steps, planned = plan_sweep(options, log)
-        parts = Counter(job.ref.id for job in planned)
-        labels_run: dict[str, set[str]] = defaultdict(set)
-        for job in planned:
-            labels_run[job.ref.id].update(step.label for step in job.steps)
-        split = [model for model in parts if parts[model] > 1 or configs_run(labels_run[model], steps)]
-        log.info(
-            f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version}), shard {options.shard}"
-            + (f"; {len(split)} costly models split by config ({len(planned)} jobs)" if split else "")
-        )
+        planned: Iterable[Job]
+        if stream is None:
+            info, steps, jobs_planned = plan_sweep(options, log)
+            planned = jobs_planned
+            parts = Counter(job.ref.id for job in jobs_planned)
+            for job in jobs_planned:
+                labels_run[job.ref.id].update(step.label for step in job.steps)
+            split = [model for model in parts if parts[model] > 1 or configs_run(labels_run[model], steps)]
+            what = f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version})"
+            what += f", shard {options.shard}"
+            if split:
+                what += f"; {len(split)} costly models split by config ({len(jobs_planned)} jobs)"
+            log.info(what)
+        else:
+            info = load_optimizer(options.optimizer).info
+            steps = build_steps(options.configs, options.passes, info)
+            # one job per model, made on demand: `parts` stays empty, each result is a whole model
+            planned = (Job(ref, steps) for ref in stream.refs)
+            parts = Counter()
+            log.info(f"models made as workers free up × {len(steps)} configs ({info.name} {info.version})")
         if info.opaque:
             log.notice(f"{info.name}: {OPAQUE_NOTE}")
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
@@ -287,6 +340,8 @@ def run_sweep(
                 results.append(result)
                 findings.extend(new)
                 progress.advance(findings=len(findings))
+                if stream is not None:
+                    stream.judged(result, new)
                 if on_result:
                     on_result(result)
         if base is not None:
@@ -306,6 +361,7 @@ def run_sweep(
                 or baseline.match(finding, datetime.date.today()) is not None,
                 opaque=info.opaque,
                 passes_ordered=info.order_matters,
+                deadline=stream.pinpoint_deadline if stream is not None else None,
             )
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)

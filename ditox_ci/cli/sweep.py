@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import signal
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.cli.signals import stop_on_signals
-from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK
+from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
-from ditox_ci.options import load_config_file, resolve
 from ditox_ci.optimizers import optimizer_help
+from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report import STATUSES, Report, read_report
 from ditox_ci.report.outputs import render_summary, write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
@@ -40,8 +41,8 @@ examples:
   ditox-ci sweep --models onnx-node:test_conv* --configs single
   ditox-ci sweep --models ./models --passes fuse_bn_into_conv,eliminate_identity
   ditox-ci sweep --optimizer mypkg.opt:optimize --shard 1/4 --out shard-1
-  ditox-ci sweep --base-optimizer onnxoptimizer==0.4.1     # PR gate: only what this build adds
   ditox-ci sweep --optimizer onnxsim --models packaged   # another built-in optimizer (its extra)
+  ditox-ci sweep --base-optimizer onnxoptimizer==0.4.1     # PR gate: only what this build adds
 """
 
 
@@ -98,6 +99,14 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "reference implementation for a model whose original ONNX Runtime cannot load or run",
     )
     add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
+    add(
+        "--max-skipped",
+        dest="max_skipped",
+        type=float,
+        metavar="FRACTION",
+        help="gate (exit 1) when more than this share of the corpus was skipped, e.g. 0.2 "
+        "(default: no limit; a sweep where no model ran always exits 4)",
+    )
     add("--out", help="output folder (default ditox-report)")
     add(
         "--localize",
@@ -151,6 +160,8 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     optimizer = str(report.optimizer.get("name", options.optimizer))
     baseline = load_baseline(Path(options.baseline) if options.baseline else None, optimizer)
     report = classify(report, baseline, previous)
+    if options.max_skipped is not None:  # the summary shows the limit beside the skipped share
+        report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
     path = write_outputs(report, Path(options.out))
     log.summary(render_summary(report))
     new = report.new_failures()
@@ -162,15 +173,25 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         )
     counts = ", ".join(f"{report.count(s)} {s}" for s in STATUSES)
     skipped = sum(1 for m in report.models if m.status != "ok")
+    share = skipped / len(report.models) if report.models else 0.0
     log.notice(
-        f"{len(report.models)} models ({skipped} skipped), {len(report.findings)} findings ({counts}); "
-        f"report: {path}, summary: {path.parent / 'summary.md'}"
+        f"{len(report.models)} models ({skipped} skipped, {share:.1%}), {len(report.findings)} findings "
+        f"({counts}); report: {path}, summary: {path.parent / 'summary.md'}"
     )
     interrupted_by = str(report.stats.get("interrupted_by", ""))
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
-    return EXIT_NEW_FINDINGS if new else EXIT_OK
+    # a shard may hold only models that skip; the merge of all shards is judged as a whole
+    if report.models and skipped == len(report.models) and report.shard.get("count", 1) == 1:
+        raise InputError(
+            f"no model ran: all {skipped} were skipped (reasons in {path.parent / 'summary.md'}); "
+            "an empty sweep is not a green one"
+        )
+    too_many_skipped = options.max_skipped is not None and share > options.max_skipped
+    if too_many_skipped:
+        log.error(f"{share:.1%} of the corpus was skipped, more than --max-skipped {options.max_skipped:g}")
+    return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-FAKES = Path(__file__).resolve().parents[1] / "fakes" / "faulty_optimizers.py"
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+PLANTED = "faulty_optimizers:optimize"  # importable from FAKES
 
 
 def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
@@ -20,6 +22,7 @@ def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
         capture_output=True,
         text=True,
         timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])},
     )
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     return proc.returncode, report, proc.stderr
@@ -45,6 +48,14 @@ def sequence_output_model(name: str) -> onnx.ModelProto:
     return model
 
 
+def plain_model(name: str) -> onnx.ModelProto:
+    """The same model without its sequence output: every round trip keeps it valid."""
+    model = sequence_output_model(name)
+    del model.graph.output[1]
+    del model.graph.node[3]
+    return model
+
+
 def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and_blamed(tmp_path: Path):
     model = tmp_path / "wrong_seq.onnx"
     onnx.save(sequence_output_model("wrong_seq"), model)
@@ -52,7 +63,7 @@ def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and
         "--models",
         str(model),
         "--optimizer",
-        f"{FAKES}:optimize",
+        PLANTED,
         "--configs",
         "default,single",
         "--reduce-budget",
@@ -92,3 +103,55 @@ def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_pat
         assert reductions["reason"] == ("budget" if budget == "0.001" else "minimal")
     assert len(prints) == 1
 
+
+
+def test_an_empty_corpus_or_one_where_nothing_ran_is_exit_4_in_one_line(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, stderr = sweep("--models", str(empty), out=tmp_path / "r")
+    assert code == 4 and stderr.strip().count("\n") == 0 and "the corpus is empty" in stderr
+    truncated = empty / "truncated.onnx"
+    truncated.write_bytes(sequence_output_model("t").SerializeToString()[:40])
+    code, report, stderr = sweep("--models", str(empty), out=tmp_path / "r2")
+    assert code == 4 and "no model ran: all 1 were skipped" in stderr
+    assert report["models"][0]["status"] == "skipped"
+
+
+def test_max_skipped_gates_when_more_of_the_corpus_was_skipped(tmp_path: Path):
+    corpus = tmp_path / "models"
+    corpus.mkdir()
+    onnx.save(plain_model("good"), corpus / "good.onnx")
+    (corpus / "truncated.onnx").write_bytes(sequence_output_model("t").SerializeToString()[:40])
+    base = ("--models", str(corpus), "--configs", "pass:eliminate_deadend")
+    code, _, stderr = sweep(*base, "--max-skipped", "0.5", out=tmp_path / "r")
+    assert code == 0, stderr
+    code, _, stderr = sweep(*base, "--max-skipped", "0.4", out=tmp_path / "r2")
+    assert code == 1 and "50.0% of the corpus was skipped, more than --max-skipped 0.4" in stderr
+    summary = (tmp_path / "r2" / "summary.md").read_text()
+    assert "50.0% of the models skipped (**more than --max-skipped 0.4**)" in summary
+
+
+def test_every_comparator_runs_records_its_numbers_and_the_first_failing_one_gates(tmp_path: Path):
+    model = tmp_path / "wrong.onnx"
+    onnx.save(plain_model("wrong"), model)
+    code, report, stderr = sweep(
+        "--models",
+        str(model),
+        "--optimizer",
+        PLANTED,
+        "--configs",
+        "pass:eliminate_identity",
+        "--comparator",
+        "embedding",
+        "--localize",
+        "off",
+        out=tmp_path / "r",
+    )
+    assert code == 1, stderr
+    [finding] = report["findings"]
+    evidence = finding["evidence"]
+    assert evidence["comparator"] == "tensor"
+    assert set(evidence["comparators"]) == {"tensor", "embedding"}
+    assert evidence["comparators"]["tensor"]["passed"] is False
+    embedding = evidence["comparators"]["embedding"]
+    assert len([key for key in embedding if key not in ("passed", "message")]) > 0

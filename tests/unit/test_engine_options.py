@@ -36,3 +36,20 @@ def test_list_values_from_env_and_flags():
     )
     assert options.models == ("a.onnx", "b_dir")
     assert options.configs == ("nop",)
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        ({"rtol": float("nan")}, "--rtol must be a finite number"),
+        ({"atol": float("inf")}, "--atol must be a finite number"),
+        ({"atol": -1e-4}, "--atol must be a finite number"),
+        ({"timeout": float("nan")}, "--timeout must be > 0"),
+        ({"max_skipped": 1.5}, "--max-skipped must be a fraction"),
+        ({"max_skipped": float("nan")}, "--max-skipped must be a fraction"),
+    ],
+)
+def test_tolerances_that_would_pass_everything_and_bad_fractions_are_usage_errors(flags, needle):
+    with pytest.raises(UsageError, match=needle):
+        resolve(SweepOptions, flags=flags)
+    assert resolve(SweepOptions, env={"DITOX_MAX_SKIPPED": "0.25"}).max_skipped == 0.25
