@@ -5,6 +5,7 @@ The environment is passed in (tests pass `{}`), never read from `os.environ` her
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -15,6 +16,37 @@ from typing import TextIO
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m", "notice": "\033[36m", "step": "\033[1m"}
 _RESET = "\033[0m"
 STEP_SUMMARY_LIMIT = 1024 * 1024
+
+
+# C0 and C1 controls and the Unicode line and paragraph separators: what can break a log line or
+# hide part of it
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+# The runner trims a line's leading blanks and then takes `::` for a workflow command; the old
+# `##[command]` syntax counts anywhere in a line. Characters Python strips or that render as nothing
+# count as blanks here, so an escape errs on the side of too often.
+_COMMAND_START = re.compile(r"^([\s\x00-\x1f\u180e\u200b-\u200d\u2060\ufeff]*)::")
+
+
+def _control_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED_ESCAPES.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
+
+
+def printable(text: str) -> str:
+    """`text` as one line a reader can see whole: bytes of a name that are not UTF-8 (which Python
+    keeps as surrogates) as `\\xff`, line breaks and other control characters as `\\n`, `\\x1b`…"""
+    try:
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no file name produced (e.g. from JSON)
+        data = text.encode("utf-8", "backslashreplace")
+    return _CONTROL.sub(_control_escape, data.decode("utf-8", "backslashreplace"))
+
+
+def inert(line: str) -> str:
+    """One line of untrusted text that the Actions runner cannot take for a workflow command:
+    `::` opening it (after blanks) becomes `\\::`, and `##[` anywhere becomes `##\\[`."""
+    return _COMMAND_START.sub(r"\1\\::", line).replace("##[", "##\\[")
 
 
 def _escape_data(text: str) -> str:
@@ -38,14 +70,20 @@ class Log:
         self.summary_path = Path(summary) if summary else None
 
     def _write(self, line: str) -> None:
+        """A line of the logger's own making: a workflow command, or text already made inert."""
         print(line, file=self.stream, flush=True)
+
+    def _text(self, text: str) -> None:
+        # every line break the runner splits on (\r alone too), and more
+        for line in text.splitlines() or [""]:
+            self._write(inert(line))
 
     def _paint(self, level: str, text: str) -> str:
         return f"{_COLOURS[level]}{text}{_RESET}" if self.colour else text
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            self._write(message)
+            self._text(message)
 
     def _annotate(self, level: str, message: str, file: str | None) -> None:
         if self.on_github:
@@ -53,7 +91,7 @@ class Log:
             self._write(f"::{level}{props}::{_escape_data(message)}")
         else:
             where = f"{file}: " if file else ""
-            self._write(self._paint(level, f"{level}: {where}{message}"))
+            self._text(self._paint(level, f"{level}: {where}{message}"))
 
     def notice(self, message: str, file: str | None = None) -> None:
         self._annotate("notice", message, file)
@@ -72,10 +110,11 @@ class Log:
     def group(self, title: str) -> Iterator[None]:
         """A folded group on GitHub, a bold heading locally; both say how long the stage took."""
         start = time.monotonic()
+        title = printable(title)
         if self.on_github:
             self._write(f"::group::{title}")
         elif not self.quiet:
-            self._write(self._paint("step", f"== {title}"))
+            self._text(self._paint("step", f"== {title}"))
         try:
             yield
         finally:
@@ -90,7 +129,7 @@ class Log:
             return
         used = self.summary_path.stat().st_size if self.summary_path.exists() else 0
         room = STEP_SUMMARY_LIMIT - used - 256
-        data = markdown.encode()
+        data = markdown.encode("utf-8", "backslashreplace")  # a name's non-UTF-8 bytes as \\xff
         if len(data) > room:
             note = "\n\n_…truncated: the full summary is in the report artifact._\n".encode()
             data = data[: max(0, room - len(note))].decode(errors="ignore").encode() + note

@@ -7,19 +7,29 @@ every value is parsed by the field's declared type, so a typo never silently bec
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.errors import ConfigError, FatalError, InputError, UsageError
 from ditox_ci.safeload import parse_yaml
 
 T = TypeVar("T")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+
+def _check_number(value: float, name: str, origin: str, error: type[FatalError]) -> float:
+    """Every float option is a time, a tolerance or a budget: `nan` would compare false with
+    everything (a timeout that never fires), `inf` or a negative value has no meaning."""
+    if not math.isfinite(value) or value < 0:
+        where = f"--{name.replace('_', '-')}" if origin == "flag" else f"{origin}: '{name}'"
+        raise error(f"{where} must be a finite number >= 0, got {value!r}")
+    return value
 
 
 def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
@@ -38,7 +48,10 @@ def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
             if text in _TRUE | _FALSE:
                 return text in _TRUE
             raise ValueError(value)
-        if hint in (int, float, str):
+        if hint is float:
+            error = UsageError if origin == "flag" else ConfigError
+            return _check_number(float(value), name, origin, error)
+        if hint in (int, str):
             return hint(value)
         if typing.get_origin(hint) is tuple:
             if isinstance(value, str):
@@ -105,6 +118,8 @@ def resolve(
             continue
         if isinstance(raw, list):
             raw = tuple(raw)
+        if isinstance(raw, float):
+            _check_number(raw, name, "flag", UsageError)
         values[name] = raw if not isinstance(raw, str) else _parse(raw, hints[name], name, "flag")
 
     return cls(**values)

@@ -11,7 +11,7 @@ from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
-from ditox_ci.report.outputs import render_summary, write_outputs
+from ditox_ci.report.outputs import prepare_out_dir, render_summary, write_outputs
 
 NAME = "merge"
 HELP = "merge the shard reports of a sharded sweep into one report"
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     paths = [path for directory in args.dirs for path in report_paths(Path(directory))]
     if out_dir.resolve() in {path.parent.resolve() for path in paths}:
         raise InputError(f"--out {out_dir} is one of the shard folders; write the merge elsewhere")
+    prepare_out_dir(out_dir)
     with log.group(f"merge {len(paths)} shard reports"):
         report = merge_reports([read_report(path) for path in paths])
         for path in paths:

@@ -25,6 +25,7 @@ import onnx
 from onnx import numpy_helper
 
 from ditox_ci.corpus import CorpusContext, ModelRef, register_source
+from ditox_ci.log import printable
 
 INDEX_FILE = "index.json"
 ONNX_DATA_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data"
@@ -66,12 +67,17 @@ def _path_ref(path: Path, model_id: str, spec: str) -> ModelRef:
 
 
 def models_from_path(spec: str) -> list[ModelRef]:
-    """A `.onnx` file (id = its name) or every `*.onnx` below a folder (id = relative path)."""
+    """A `.onnx` file (id = its name) or every `*.onnx` below a folder (id = relative path).
+
+    A file name is anyone's to choose: in the id, bytes that are not UTF-8 and line breaks are
+    escaped (`printable`), so the id can go into JSON, Markdown and the log as it is.
+    """
     root = Path(spec).expanduser()
     if root.is_file():
-        return [_path_ref(root, root.name, spec)]
+        return [_path_ref(root, printable(root.name), spec)]
     paths = sorted(root.rglob("*.onnx"), key=lambda p: p.relative_to(root).as_posix())
-    return [_path_ref(path, path.relative_to(root).as_posix(), spec) for path in paths if path.is_file()]
+    found = (path for path in paths if path.is_file())
+    return [_path_ref(path, printable(path.relative_to(root).as_posix()), spec) for path in found]
 
 
 Builder = Callable[[Path], list[dict[str, Any]]]

@@ -117,6 +117,9 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
     _die_with_parent()
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(descriptor, 2)
+    # the optimizer's own prints too: a build under test must not write workflow commands
+    # (`::add-mask::`, `::stop-commands::`) into the job's log; its words reach it only as evidence
+    os.dup2(descriptor, 1)
     try:
         optimizer = load_optimizer(config.optimizer, config.optimizer_path)
     except OptimizerLoadError as exc:

@@ -25,7 +25,7 @@ from ditox_ci.errors import GitHubError
 from ditox_ci.github.client import Retrier, RetryPolicy, WriteDenied, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import Texts, event_marker, fingerprint_in, issue_title
-from ditox_ci.log import Log
+from ditox_ci.log import Log, inert, printable
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.triage.classify import issue_worthy
 
@@ -118,9 +118,10 @@ class Publisher:
         if self.state.read_only:
             raise _ReadOnly
         if self.options.dry_run:
-            print(f"[dry-run] would {what}", file=self.out)
+            # `what` and `body` carry names and messages from the report: inert in the job's log
+            print(f"[dry-run] would {inert(printable(what))}", file=self.out)
             if body is not None:
-                print("".join(f"    {line}\n" for line in body.splitlines()), file=self.out)
+                print("".join(f"    {inert(line)}\n" for line in body.splitlines()), file=self.out)
             self.state.done.append(what)
             return None
         result = self.retrier.call(what, action, write=True, lookup=lookup)

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.errors import InputError
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import coverage_svg, never_fired
 from ditox_ci.report.model import Report, write_report
@@ -52,7 +53,24 @@ def write_outputs(report: Report, out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.json"
     write_report(report, path)
-    (out_dir / "summary.md").write_text(render_summary(report))
+    # a message may quote a file name whose bytes are not UTF-8: written as \xff, never a crash
+    text = {"encoding": "utf-8", "errors": "backslashreplace"}
+    (out_dir / "summary.md").write_text(render_summary(report), **text)
     if report.coverage:
-        (out_dir / "coverage.svg").write_text(coverage_svg(report))
+        (out_dir / "coverage.svg").write_text(coverage_svg(report), **text)
     return path
+
+
+def prepare_out_dir(out_dir: Path, flag: str = "--out") -> Path:
+    """Create `out_dir` and prove it takes a file, before any work: a folder that cannot be
+    written (`/proc/x`, read-only) is the user's input to fix, found now rather than after a sweep."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".ditox-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(
+            f"{flag} {out_dir}: cannot write there ({exc.strerror or exc}); choose a writable folder"
+        ) from None
+    return out_dir

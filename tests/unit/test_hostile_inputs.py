@@ -5,15 +5,22 @@ unbounded work: crafted reports, baselines and config files, and non-finite or n
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from ditox_ci.__main__ import main
-from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.ci.action import read_inputs
+from ditox_ci.errors import ConfigError, InputError, UsageError
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.safeload import MAX_JSON_DEPTH, parse_json, parse_yaml
+from ditox_ci.sweep import SweepOptions, plan_sweep
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "integration"))
+from action_models import write_models
 
 # Nine levels of aliases, each doubling: 2**9 × 9 strings from a few hundred bytes; real billion
 # laughs go further, which a loader that expands aliases at all cannot survive.
@@ -129,3 +136,67 @@ def test_event_payloads_go_through_the_same_reader(
         patch.setenv("GITHUB_EVENT_NAME", "pull_request")
         code, err = _cli(["publish", "--report", str(report), "--dry-run"], capsys)
     assert code == InputError.exit_code and "GITHUB_EVENT_PATH" in err, err
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--timeout", "nan"],
+        ["--timeout", "inf"],
+        ["--timeout", "-1"],
+        ["--rtol", "nan"],
+        ["--atol", "-0.5"],
+        ["--reduce-budget", "inf"],
+    ],
+)
+def test_non_finite_or_negative_numbers_are_usage_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    code, err = _cli(["sweep", "--models", str(tmp_path), "--out", str(tmp_path / "out"), *flags], capsys)
+    assert code == UsageError.exit_code, err
+    assert f"{flags[0]} must be a finite number >= 0" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_non_finite_number_from_the_environment_or_a_config_file_is_a_config_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "ditox.yml"
+    config.write_text("sweep:\n  rtol: .nan\n")
+    code, err = _cli(["sweep", "--config", str(config), "--models", str(tmp_path)], capsys)
+    assert code == ConfigError.exit_code and "'rtol' must be a finite number" in err, err
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DITOX_TIMEOUT", "NaN")
+        code, err = _cli(["sweep", "--models", str(tmp_path)], capsys)
+    assert code == ConfigError.exit_code and "DITOX_TIMEOUT" in err, err
+    with pytest.raises(ConfigError, match="INPUT_TIMEOUT"):
+        read_inputs({"INPUT_TIMEOUT": "nan"})
+
+
+@pytest.mark.parametrize("command", ["sweep", "merge"])
+def test_an_unwritable_out_is_an_input_error_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    _good_report(tmp_path / "shard" / "report.json")
+    models = tmp_path / "models"
+    models.mkdir()
+    argv = {
+        "sweep": ["sweep", "--models", str(models), "--out", "/proc/ditox-out"],
+        "merge": ["merge", str(tmp_path / "shard"), "--out", "/proc/ditox-out"],
+    }[command]
+    code, err = _cli(argv, capsys)
+    assert code == InputError.exit_code, err
+    assert "--out /proc/ditox-out: cannot write there" in err
+
+
+def test_a_previous_runs_output_inside_the_corpus_folder_is_not_swept(tmp_path: Path) -> None:
+    corpus = tmp_path / "models"
+    write_models(corpus)
+    out = corpus / "ditox-report"
+    bundle = out / "repro" / "0123456789abcdef"
+    bundle.mkdir(parents=True)
+    shutil.copy(corpus / "relu.onnx", bundle / "model.onnx")
+    options = SweepOptions(models=(str(corpus),), configs=("default",), out=str(out), jobs=1)
+    _, _, jobs = plan_sweep(options)
+    ids = sorted(job.ref.id for job in jobs)
+    assert ids == sorted(path.name for path in corpus.glob("*.onnx")), ids
