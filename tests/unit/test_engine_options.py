@@ -44,9 +44,10 @@ def test_list_values_from_env_and_flags():
         ({"rtol": float("nan")}, "--rtol must be a finite number"),
         ({"atol": float("inf")}, "--atol must be a finite number"),
         ({"atol": -1e-4}, "--atol must be a finite number"),
-        ({"timeout": float("nan")}, "--timeout must be > 0"),
+        ({"timeout": float("nan")}, "--timeout must be a finite number"),
+        ({"timeout": 0.0}, "--timeout must be > 0"),
         ({"max_skipped": 1.5}, "--max-skipped must be a fraction"),
-        ({"max_skipped": float("nan")}, "--max-skipped must be a fraction"),
+        ({"max_skipped": float("nan")}, "--max-skipped must be a finite number"),
     ],
 )
 def test_tolerances_that_would_pass_everything_and_bad_fractions_are_usage_errors(flags, needle):
