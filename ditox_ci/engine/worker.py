@@ -38,7 +38,15 @@ from typing import Any
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.divergence import Divergence, first_divergence
-from ditox_ci.engine.evaluate import EvalSettings, ModelContext, SkipModel, optimizer_input, prepare, run_step
+from ditox_ci.engine.evaluate import (
+    RUNNER_TITLES,
+    EvalSettings,
+    ModelContext,
+    SkipModel,
+    optimizer_input,
+    prepare,
+    run_step,
+)
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.errors import InternalError, OptimizerLoadError
@@ -48,6 +56,8 @@ POLL_S = 0.2
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CONTEXTS_KEPT = 2
 STDERR_TAIL = 1500
+# the causes of a worker's death that are the model's appetite for memory, not a crash
+MEMORY_CAUSES = ("exceeded the memory limit", "ran out of memory")
 
 
 @dataclass(frozen=True)
@@ -212,22 +222,47 @@ class _Slot:
     conn: multiprocessing.connection.Connection
     stderr_path: Path
     running: _Running | None = None
+    rss_mb: float = 0.0  # as last seen
 
 
-def _failure_outcome(phase: str, cause: str, detail: str, stderr: str) -> Outcome:
+def _failure_outcome(
+    phase: str, cause: str, detail: str, stderr: str, runner_name: str = "onnxruntime"
+) -> Outcome:
     in_optimizer = phase == "optimize"
     if cause == "timed out":
         kind = "optimizer-timeout" if in_optimizer else "runtime-error"
     else:
         kind = "optimizer-crash" if in_optimizer else "runtime-error"
-    where = "optimizer" if in_optimizer else "ONNX Runtime on the optimized model"
+    runner_title = RUNNER_TITLES.get(runner_name, runner_name)
+    where = "optimizer" if in_optimizer else f"{runner_title} on the optimized model"
     message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
     evidence: dict[str, Any] = {"message": message, "phase": phase}
+    if cause in MEMORY_CAUSES:
+        evidence["memory"] = True
     if detail:
         evidence["signal" if cause == "crashed" else "detail"] = detail
     if stderr:
         evidence["stderr"] = stderr
     return Outcome(kind, message, evidence)
+
+
+# where the kernel counts OOM kills: cgroup v2's memory.events, v1's memory.oom_control (the
+# container's own cgroup is mounted at the root of the hierarchy)
+_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+
+
+def _oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed in this cgroup; None where unknown."""
+    for counter in _OOM_COUNTERS:
+        try:
+            lines = Path(counter).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name, _, count = line.partition(" ")
+            if name == "oom_kill" and count.strip().isdigit():
+                return int(count)
+    return None
 
 
 def _signal_name(exitcode: int | None) -> str:
@@ -269,6 +304,7 @@ class WorkerPool:
         self._tmp = tempfile.TemporaryDirectory(prefix="ditox-workers-")
         self._slots: list[_Slot] = []
         self._spawned = 0
+        self._oom_kills = _oom_kills() or 0
 
     def __enter__(self) -> WorkerPool:
         return self
@@ -385,15 +421,15 @@ class WorkerPool:
     def _failure(self, running: _Running, cause: str, detail: str, stderr: str) -> JobResult | None:
         """Turn a dead/stuck worker into an outcome for the step it was on; resume or finish."""
         if running.step_index < 0 or running.original is None:
-            return self._finish(
-                running,
-                "skipped",
-                f"the original model {cause} while loading/running: {detail}".strip(),
-            )
+            reason = f"the original model {cause} while being loaded, fed and run ({detail})"
+            if stderr.strip():
+                reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
+            return self._finish(running, "skipped", reason)
         # in the divergence phase the step's outcome already came back: it stands, without divergence
         if running.phase != "divergence":
             step = running.remaining[running.step_index]
-            running.outcomes[step.label] = _failure_outcome(running.phase, cause, detail, stderr)
+            runner_name = str(running.original.get("info", {}).get("runner", "onnxruntime"))
+            running.outcomes[step.label] = _failure_outcome(running.phase, cause, detail, stderr, runner_name)
         running.remaining = running.remaining[running.step_index + 1 :]
         running.restarts += 1
         if not running.remaining:
@@ -426,11 +462,18 @@ class WorkerPool:
         if running is None:
             return None
         if slot.process.exitcode is not None:
+            if slot.process.exitcode == -signal.SIGKILL:  # the parent did not send it: memory, most likely
+                oom_kills = _oom_kills()
+                if oom_kills is None or oom_kills > self._oom_kills:
+                    self._oom_kills = oom_kills or 0
+                    killer = "the OOM killer" if oom_kills is not None else "most likely the OOM killer"
+                    detail = f"SIGKILL from {killer}; last seen at {slot.rss_mb:.0f} MiB"
+                    return self._replace(slot, "ran out of memory", detail)
             return self._replace(slot, "crashed", _signal_name(slot.process.exitcode))
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:
             return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")
-        rss = _rss_mb(slot.process.pid)
+        rss = slot.rss_mb = _rss_mb(slot.process.pid)
         if rss > self.config.memory_limit_mb:
             return self._replace(
                 slot,

@@ -1,32 +1,47 @@
-"""The fuzz corpus: round-robin generation within a time budget, written in ONNX backend-test
-layout (`<id>/model.onnx`, `<id>/test_data_set_<k>/input_<i>.pb`) so any path source reads it."""
+"""The fuzz corpus: round-robin generation, written in ONNX backend-test layout (`<id>/model.onnx`,
+`<id>/test_data_set_<k>/input_<i>.pb`) so any path source reads it.
+
+`ditox-ci fuzz` streams it: each model is made when a worker is free to judge it, and a model
+without a finding worth keeping is deleted once judged, since its seed regenerates it byte for byte.
+"""
 
 from __future__ import annotations
 
+import itertools
+import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
+from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
+from ditox_ci.corpus.loading import model_sha256
+from ditox_ci.corpus.sources import recorded_inputs_dir
 from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, generate
+
+
+def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int | None = None,
+                    deadline: float | None = None) -> Iterator[GeneratedModel]:
+    """Round `r` gives every selected pass the model for seed `seed + r`, until `deadline`
+    (time.monotonic) or `limit` models; so round 0 of `--seed S` replays any model `<pass>-S`.
+    The deadline is checked as each model is asked for: a consumer that asks late stops early."""
+    selected = list(passes) if passes else sorted(GENERATORS)
+    made = 0
+    for round_index in itertools.count():
+        for target_pass in selected:
+            if limit is not None and made >= limit:
+                return
+            if made and deadline is not None and time.monotonic() >= deadline:
+                return
+            yield generate(target_pass, seed + round_index)
+            made += 1
 
 
 def generate_within(budget_s: float, seed: int, passes: Sequence[str] | None = None,
                     limit: int | None = None) -> list[GeneratedModel]:
-    """Round `r` gives every selected pass the model for seed `seed + r`, until the budget (or
-    `limit` models) is used; so round 0 of `--seed S` replays any model `<pass>-S`."""
-    selected = list(passes) if passes else sorted(GENERATORS)
-    deadline = time.monotonic() + budget_s
-    generated: list[GeneratedModel] = []
-    round_index = 0
-    while True:
-        for target_pass in selected:
-            if generated and time.monotonic() >= deadline:
-                return generated
-            if limit is not None and len(generated) >= limit:
-                return generated
-            generated.append(generate(target_pass, seed + round_index))
-        round_index += 1
+    """Every model `generate_stream` makes within `budget_s` seconds (or `limit` models)."""
+    return list(generate_stream(seed, passes, limit, time.monotonic() + budget_s))
 
 
 def write_corpus(out_dir: Path, generated: Sequence[GeneratedModel]) -> list[Path]:
@@ -37,3 +52,76 @@ def write_corpus(out_dir: Path, generated: Sequence[GeneratedModel]) -> list[Pat
         write_recorded_inputs(folder, item.model, item.feeds)
         folders.append(folder)
     return folders
+
+
+def seed_ranges(made: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
+    """[(pass, seed)] → [{"seeds": [first, last], "passes": [...]}]: the passes that ran the same
+    seeds share an entry (all of them, but for the last round's partial share)."""
+    by_pass: dict[str, list[int]] = {}
+    for target_pass, seed in made:
+        by_pass.setdefault(target_pass, []).append(seed)
+    groups: dict[tuple[int, int], list[str]] = {}
+    for target_pass, seeds in by_pass.items():
+        groups.setdefault((min(seeds), max(seeds)), []).append(target_pass)
+    return [
+        {"seeds": [first, last], "passes": sorted(names)}
+        for (first, last), names in sorted(groups.items(), key=lambda item: (-item[0][1], item[0][0]))
+    ]
+
+
+class StreamedCorpus:
+    """The models of one fuzz run as ModelRefs, each generated and written when it is asked for.
+
+    Models are identified as `models_from_path(out_dir)` would (`<pass>-<seed>[-near]/model.onnx`),
+    so a kept model can be swept again as a path source."""
+
+    def __init__(self, out_dir: Path, seed: int, passes: Sequence[str], limit: int | None,
+                 deadline: float) -> None:
+        self.out_dir = out_dir
+        self.seed = seed
+        self.passes = passes
+        self.limit = limit
+        self.deadline = deadline
+        self.made: list[tuple[str, int]] = []
+        self.near_misses = 0
+        self.discarded = 0
+        self.generate_s = 0.0
+
+    def __iter__(self) -> Iterator[ModelRef]:
+        stream = generate_stream(self.seed, self.passes, self.limit, self.deadline)
+        while True:
+            started = time.monotonic()
+            item = next(stream, None)
+            if item is None:
+                return
+            folder = self.out_dir / item.id
+            write_recorded_inputs(folder, item.model, item.feeds)
+            self.generate_s += time.monotonic() - started
+            self.made.append((item.target_pass, item.seed))
+            self.near_misses += item.near_miss
+            path = folder / "model.onnx"
+            yield ModelRef(
+                id=f"{item.id}/model.onnx",
+                source=str(self.out_dir),
+                path=str(path),
+                inputs_dir=recorded_inputs_dir(folder),
+                family=item.family,
+                # the file may be gone by the time the report hashes it
+                meta={"sha256": model_sha256(path)},
+            )
+
+    def discard(self, ref: ModelRef) -> None:
+        """Delete a judged model's folder: its seed regenerates it."""
+        shutil.rmtree(Path(ref.path).parent, ignore_errors=True)
+        self.discarded += 1
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "seed": self.seed,
+            "models": len(self.made),
+            "near_misses": self.near_misses,
+            "models_kept": len(self.made) - self.discarded,
+            "seed_ranges": seed_ranges(self.made),
+            "generate_s": round(self.generate_s, 3),
+            "models_per_s": round(len(self.made) / self.generate_s, 2) if self.generate_s else None,
+        }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -61,6 +62,15 @@ class PinpointOptions:
     # them itself) gets its culprits as sorted sets
     opaque: bool = False
     passes_ordered: bool = True
+    # time.monotonic() after which nothing more is localized or reduced (a fuzz run's budget);
+    # findings left then keep the sweep's culprit and fingerprint
+    deadline: float | None = None
+
+    def budget_left(self) -> float:
+        """Seconds one more reduction may take."""
+        if self.deadline is None:
+            return self.reduce_budget
+        return max(0.0, min(self.reduce_budget, self.deadline - time.monotonic()))
 
 
 @dataclass(frozen=True)
@@ -280,6 +290,8 @@ class _Pinpointer:
         failure = result.outcomes[finding.config]
         culprit = finding.culprit
         if culprit.scope == "unknown":
+            if self.options.deadline is not None and self.options.budget_left() <= 0:
+                return replace(finding, evidence={**finding.evidence, "pinpoint_skipped": "out of time"})
             culprit = self._localize(result, step, failure)
         localized = replace(finding, culprit=culprit)
         if self.options.by_design(localized):
@@ -296,9 +308,10 @@ class _Pinpointer:
         evidence = dict(finding.evidence)
         reduction: ReductionResult | None = None
         reduced, reduced_feeds = model, feeds
-        if self.options.reduce_budget > 0:
+        budget = self.options.budget_left()
+        if budget > 0:
             still_fails = self._still_fails(result.ref, target, failure)
-            reduction = reduce(model, feeds, still_fails, self.options.reduce_budget)
+            reduction = reduce(model, feeds, still_fails, budget)
             reduced, reduced_feeds = reduction.model, reduction.feeds
             evidence["reduction"] = reduction.to_json()
         divergence = None
