@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, GitHubError, UsageError
-from ditox_ci.github import GitHubContext, Publisher, PublishOptions, Texts
+from ditox_ci.github import GitHubContext, Publisher, PublishOptions, PublishResult, Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
-from ditox_ci.report.model import read_report
+from ditox_ci.report.junit import write_junit
+from ditox_ci.report.render import md
+from ditox_ci.report.sarif import write_sarif
+from ditox_ci.report.schema import read_checked_report
 from ditox_ci.triage.baseline import load_baseline
 from ditox_ci.triage.classify import classify
 
@@ -41,6 +46,8 @@ class PublishSettings(PublishOptions):
     baseline: str | None = None
     previous: str | None = None
     pr: int | None = None
+    sarif: str | None = None
+    junit: str | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +69,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--file-issues", action=flag, help="one issue per fingerprint")
     parser.add_argument("--close-fixed", action=flag, help="comment on and close fixed issues")
     parser.add_argument("--comment-key", help="tells apart the comments of several jobs on one PR")
+    parser.add_argument("--check-name", help="the check run's (or commit status') name (default ditox-ci)")
+    parser.add_argument(
+        "--untrusted",
+        action=flag,
+        help="the report comes from a run whose code is not trusted (a fork's artifact): a neutral "
+        "'unverified' check, and no issue is opened, reopened or closed",
+    )
+    parser.add_argument(
+        "--bot-login",
+        metavar="LOGIN",
+        help="whose comments and issues are the bot's (default: the token's own identity; "
+        "github-actions[bot] for the Actions token)",
+    )
+    parser.add_argument("--max-new-issues", type=int, metavar="N", help="issues opened per run (default 10)")
+    parser.add_argument("--max-annotations", type=int, metavar="N", help="annotations per check (default 50)")
+    parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
     parser.add_argument("--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s)")
+    parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -81,16 +106,27 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             raise UsageError(f"--pr must be a pull request number, got {settings.pr}")
         context = replace(context, pr_number=settings.pr, pr_unverified=True)
 
-    report = read_report(Path(settings.report))
-    previous = read_report(Path(settings.previous)) if settings.previous else None
+    for name in ("max_new_issues", "max_annotations", "max_writes"):
+        if getattr(settings, name) < 0:
+            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(settings, name)}")
+
+    # A report may come from a fork's own code: nothing acts on it before it passes the schema.
+    report = read_checked_report(Path(settings.report))
+    previous = read_checked_report(Path(settings.previous)) if settings.previous else None
     baseline = load_baseline(
         Path(settings.baseline) if settings.baseline else None,
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
     report = classify(report, baseline, previous)
+    if settings.sarif:
+        write_sarif(report, Path(settings.sarif))
+    if settings.junit:
+        write_junit(report, Path(settings.junit))
     texts = Texts(report, context.sha, settings.artifact, context.run_url)
     # The summary goes first: it is the one output a read-only token cannot take away.
     log.summary(texts.comment(settings.comment_key))
+    if settings.untrusted:
+        log.summary("\n> Unverified: this report comes from an untrusted run; it informs, not gates.\n")
 
     with log.group("publish to GitHub"):
         try:
@@ -104,4 +140,30 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.warning(f"GitHub: {failure}")
     if result.read_only:
         log.summary("\n> The token was read-only (fork pull request?): results are only here.\n")
+    if result.issues_held_back:
+        log.summary(_held_back(result, settings.max_new_issues))
+    write_outputs(_outputs(result, settings), env)
     return EXIT_OK
+
+
+def _held_back(result: PublishResult, cap: int) -> str:
+    shown = result.issues_held_back[:50]
+    lines = "".join(f"- {md(title)}\n" for title in shown)
+    more = len(result.issues_held_back) - len(shown)
+    return (
+        f"\n### Not filed this run ({len(result.issues_held_back)}, over --max-new-issues {cap})\n\n"
+        f"{lines}{f'- …and {more} more' + chr(10) if more else ''}\nThey are filed by the next runs.\n"
+    )
+
+
+def _outputs(result: PublishResult, settings: PublishSettings) -> dict[str, str]:
+    """The Action's outputs from this publish (GITHUB_OUTPUT; nothing outside a runner)."""
+    return {
+        "comment_url": result.comment_url,
+        "check_url": result.check_url,
+        "issues_opened": json.dumps(list(result.issues_opened)),
+        "issues_reopened": json.dumps(list(result.issues_reopened)),
+        "issues_closed": json.dumps(list(result.issues_closed)),
+        "sarif": settings.sarif or "",
+        "junit": settings.junit or "",
+    }

@@ -1,9 +1,9 @@
 """A PyGithub connection that survives a flaky GitHub: retries, backoff and rate-limit waits.
 
-Two layers. urllib3 (PyGithub's `GithubRetry`) retries idempotent requests on 5xx, dropped
-connections and rate limits. POST is excluded there: a POST whose response was lost may have
-been applied, and blindly sending it again is how bots file duplicates. `Retrier.call` is the
-outer layer for everything, and for creates it looks the object up again before each retry.
+One layer: `Retrier.call` retries every call (5xx, dropped connections, rate limits) and PyGithub
+itself retries nothing, so a wait is never multiplied by a second loop around it. A POST whose
+response was lost may have been applied, and blindly sending it again is how bots file
+duplicates: for creates, `Retrier.call` looks the object up again before each retry.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import requests
-from github import Auth, Github, GithubException, GithubRetry, RateLimitExceededException
-from github.GithubException import RateLimitExceededExceedsMaxWait
+from github import Auth, Github, GithubException, RateLimitExceededException
 
 from ditox_ci.errors import GitHubError
 from ditox_ci.github.context import GitHubContext
@@ -63,10 +62,29 @@ def rate_limit_wait(headers: Mapping[str, Any] | None, now: float) -> float | No
     return None
 
 
+# GitHub's documentation on secondary rate limits: without a retry-after header, "wait for at
+# least one minute before retrying".
+SECONDARY_LIMIT_WAIT_S = 60.0
+
+
+def _is_secondary_limit(exc: GithubException) -> bool:
+    return exc.status in (403, 429) and "secondary rate limit" in error_message(exc).lower()
+
+
 def _is_rate_limited(exc: GithubException) -> bool:
-    if isinstance(exc, RateLimitExceededException) or exc.status == 429:
+    if isinstance(exc, RateLimitExceededException) or exc.status == 429 or _is_secondary_limit(exc):
         return True
     return exc.status == 403 and rate_limit_wait(exc.headers, time.time()) is not None
+
+
+def _rate_limit_wait_s(exc: GithubException, backoff_s: float) -> float:
+    """What GitHub asked for; else a minute on a secondary limit or a 429; else the backoff."""
+    asked = rate_limit_wait(exc.headers, time.time())
+    if asked is not None:
+        return asked
+    if _is_secondary_limit(exc) or exc.status == 429:
+        return max(SECONDARY_LIMIT_WAIT_S, backoff_s)
+    return backoff_s
 
 
 class Retrier:
@@ -90,8 +108,6 @@ class Retrier:
         for attempt in range(1, self.policy.attempts + 1):
             try:
                 return action()
-            except RateLimitExceededExceedsMaxWait as exc:
-                raise self._rate_limit_error(what, exc.headers) from None
             except GithubException as exc:
                 if exc.status == 401:
                     raise GitHubError(
@@ -100,10 +116,9 @@ class Retrier:
                 if write and exc.status == 403 and not _is_rate_limited(exc):
                     raise WriteDenied(f"{what}: {exc.status} {error_message(exc)}") from None
                 if _is_rate_limited(exc):
-                    wait = rate_limit_wait(exc.headers, time.time())
-                    wait = self._backoff(attempt) if wait is None else wait
+                    wait = _rate_limit_wait_s(exc, self._backoff(attempt))
                     if wait > self.policy.max_wait_s:
-                        raise self._rate_limit_error(what, exc.headers) from None
+                        raise self._rate_limit_error(what, exc.headers, wait) from None
                 elif exc.status >= 500:
                     wait = self._backoff(attempt)
                 else:
@@ -128,16 +143,16 @@ class Retrier:
     def _backoff(self, attempt: int) -> float:
         return self.policy.backoff_s * 2 ** (attempt - 1)
 
-    def _rate_limit_error(self, what: str, headers: Mapping[str, Any] | None) -> GitHubError:
+    def _rate_limit_error(self, what: str, headers: Mapping[str, Any] | None, wait: float) -> GitHubError:
         reset = _header(headers, "X-RateLimit-Reset")
         when = (
-            dt.datetime.fromtimestamp(int(reset), dt.timezone.utc).strftime("%H:%M UTC")
+            f"it resets at {dt.datetime.fromtimestamp(int(reset), dt.timezone.utc).strftime('%H:%M UTC')}"
             if reset and reset.isdigit()
-            else "later"
+            else f"GitHub asks to wait {wait:.0f}s"
         )
         return GitHubError(
-            f"GitHub rate limit exhausted while trying to {what}; it resets at {when}: "
-            "re-run then, or raise --max-wait"
+            f"GitHub rate limit exhausted while trying to {what}; {when}, more than --max-wait "
+            f"{self.policy.max_wait_s:.0f}s: re-run later, or raise --max-wait"
         )
 
 
@@ -150,18 +165,11 @@ def error_message(exc: GithubException) -> str:
 
 def connect(context: GitHubContext, policy: RetryPolicy) -> Github:
     """A PyGithub client against `context.api_url` (any GitHub, GHES or a local test server)."""
-    retry = GithubRetry(
-        total=policy.attempts - 1,
-        backoff_factor=policy.backoff_s / 2,
-        max_rate_limit_wait=policy.max_wait_s,
-        secondary_rate_wait=min(60.0, policy.max_wait_s),
-        allowed_methods=frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS"}),
-    )
     return Github(
         auth=Auth.Token(context.token) if context.token else None,
         base_url=context.api_url,
         timeout=policy.timeout_s,
-        retry=retry,
+        retry=None,
         seconds_between_requests=None,
         seconds_between_writes=policy.write_interval_s or None,
         user_agent="ditox-ci",

@@ -39,6 +39,47 @@ def fingerprint_in(body: str | None) -> str | None:
     return match.group(1) if match else None
 
 
+_LAST_SEEN = re.compile(
+    r"<!-- ditox-ci:last-seen families=([0-9A-Za-z_.,-]*) -->.*?<!-- /ditox-ci:last-seen -->", re.S
+)
+_FAMILIES_KEPT = 100
+
+
+def model_family(model: str) -> str:
+    """What a model is a variant of: its first path component, without extension and numbered
+    suffix (`test_pad2/model.onnx` and `test_pad/model.onnx` are one family, `onnx-node:test_conv`
+    another). A bug seen on a new family is news; on one more variant it is not."""
+    first = re.split(r"[/\\]", model.strip("/"), maxsplit=1)[0]
+    stem = re.sub(r"\.onnx$", "", first, flags=re.I)
+    return _marker_safe(re.sub(r"[_.-]*\d+$", "", stem) or stem)
+
+
+def last_seen_block(sha: str, day: str, models: int, families: set[str]) -> str:
+    """The issue body's "last seen" note, edited in place on every run that sees the bug again."""
+    kept = ",".join(sorted(_marker_safe(f) for f in families)[:_FAMILIES_KEPT])
+    plural = "s" if models != 1 else ""
+    return (
+        f"<!-- ditox-ci:last-seen families={kept} -->\n"
+        f"<sub>Last seen in commit {_marker_safe(sha)[:12]} on {day}, on {models} model{plural}.</sub>\n"
+        "<!-- /ditox-ci:last-seen -->"
+    )
+
+
+def families_in(body: str | None) -> set[str] | None:
+    """The model families an issue body has noted; None when it has no last-seen note yet."""
+    match = _LAST_SEEN.search(body or "")
+    return {f for f in match.group(1).split(",") if f} if match else None
+
+
+def with_last_seen(body: str, block: str) -> str:
+    """`body` with its last-seen note replaced by `block` (appended when it has none)."""
+    if _LAST_SEEN.search(body):
+        return _LAST_SEEN.sub(lambda _: block, body, count=1)
+    room = BODY_LIMIT - len(block) - 2
+    kept = body if len(body) <= room else hard_truncate(body, room, "the rest is in the report artifact.")
+    return f"{kept.rstrip()}\n\n{block}\n"
+
+
 def _marker_safe(text: str) -> str:
     """Markers are matched as text; keep them to characters that cannot end an HTML comment."""
     return re.sub(r"[^0-9A-Za-z_.-]", "_", text)[:80]

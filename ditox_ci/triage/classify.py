@@ -127,10 +127,11 @@ def classify(
 
 
 def issue_worthy(finding: Finding) -> bool:
-    """A real, open bug: not fixed, not by design (baseline), not a warning or infrastructure."""
+    """A real, open bug: not fixed, not by design (baseline), not a warning. Infrastructure
+    findings (the optimizer's own round trip fails, whatever the passes) are bugs of the optimizer
+    like any other and get an issue too."""
     return (
         finding.status != "fixed"
         and finding.kind != "warning"
-        and finding.culprit.scope != "infrastructure"
         and not str(finding.evidence.get("known_by", "")).startswith("baseline:")
     )

@@ -61,7 +61,8 @@ def report(*findings: Finding) -> Report:
         models=tuple(ModelEntry(m, "test", "0" * 64) for m in MODELS),
         findings=findings,
         coverage={"split_init": {"models_changed": 1, "models_checked": 4}},
-        stats={},
+        # what a sweep records it ran: publish closes or reopens only on what the report ran
+        stats={"configs": ["nop", "default", "pass:fuse_bn_into_conv", "pass:split_init"]},
     )
 
 

@@ -26,7 +26,9 @@ READ_ONLY_MESSAGE = "Resource not accessible by integration"
 class Fault:
     method: str
     path: str  # regex searched in the request path
-    mode: str  # "500" | "rate-limit" | "429" | "drop" | "drop-after" | "forbidden"
+    # "500" | "rate-limit" | "429" | "secondary" | "drop" | "drop-after" | "forbidden" |
+    # "label-race" (another run creates the label just before this request)
+    mode: str
     times: int = 1
 
 
@@ -55,8 +57,22 @@ class GitHubServer:
     def __init__(self, repository: str = "octo/optimizer", per_page_max: int = 100) -> None:
         owner, name = repository.split("/")
         self.repo = RepoState(owner, name)
-        self.tokens: dict[str, str] = {"write-token": "write", "read-token": "read"}
+        self.tokens: dict[str, str] = {
+            "write-token": "write",
+            "read-token": "read",
+            "pat-token": "write",
+            "other-token": "write",
+        }
+        # who each token is: the Actions token is an app installation (GET /user is refused for
+        # it, as on GitHub); a personal token is a user
+        self.identities: dict[str, str] = {
+            "write-token": "github-actions[bot]",
+            "read-token": "github-actions[bot]",
+            "pat-token": "nightly-bot",
+            "other-token": "maintainer",
+        }
         self.no_checks_tokens: set[str] = set()
+        self.no_statuses_tokens: set[str] = set()
         self.faults: list[Fault] = []
         self.exchanges: list[Exchange] = []
         self.per_page_max = per_page_max
@@ -99,6 +115,20 @@ class GitHubServer:
     def comments_on(self, number: int) -> list[dict[str, Any]]:
         return [c for c in self.repo.comments.values() if c["_issue"] == number]
 
+    def comment_as(self, login: str, number: int, body: str) -> dict[str, Any]:
+        """A comment someone else wrote (quoting the bot's marker, say)."""
+        comment = self._new_comment(number, body)
+        comment["user"] = self.user(login)
+        return comment
+
+    def issue_as(self, login: str, title: str, body: str, labels: list[str]) -> dict[str, Any]:
+        issue = self._new_issue(title, body, labels)
+        issue["user"] = self.user(login)
+        return issue
+
+    def writes(self) -> list[Exchange]:
+        return [x for x in self.exchanges if x.method != "GET" and x.status < 400]
+
     # -- object builders ----------------------------------------------------------------------
 
     def _api(self) -> str:
@@ -108,13 +138,13 @@ class GitHubServer:
         base = f"{self.url}/users/{login}"
         return {
             "login": login,
-            "id": 41898282,
+            "id": 41898282 if login == "github-actions[bot]" else 1000 + sum(map(ord, login)),
             "node_id": "MDM6Qm90NDE4OTgyODI=",
             "avatar_url": "https://avatars.githubusercontent.com/in/15368",
             "gravatar_id": "",
             "url": base,
             "html_url": f"https://github.com/{login}",
-            "type": "Bot",
+            "type": "Bot" if login.endswith("[bot]") else "User",
             "site_admin": False,
             "followers_url": f"{base}/followers",
             "following_url": f"{base}/following{{/other_user}}",
@@ -138,7 +168,9 @@ class GitHubServer:
             "url": f"{self._api()}/labels/{quote(name)}",
         }
 
-    def _new_issue(self, title: str, body: str | None, labels: list[str], number: int = 0):
+    def _new_issue(
+        self, title: str, body: str | None, labels: list[str], number: int = 0, login: str = ""
+    ):
         number = number or max([0, *self.repo.issues]) + 1
         for name in labels:
             self.repo.labels.setdefault(name, self._label(name))
@@ -155,7 +187,7 @@ class GitHubServer:
             "html_url": f"https://github.com/{self.repo.owner}/{self.repo.name}/issues/{number}",
             "title": title,
             "body": body,
-            "user": self.user(),
+            "user": self.user(login or "github-actions[bot]"),
             "state": "open",
             "state_reason": None,
             "locked": False,
@@ -172,7 +204,7 @@ class GitHubServer:
         self.repo.issues[number] = issue
         return issue
 
-    def _new_comment(self, number: int, body: str) -> dict[str, Any]:
+    def _new_comment(self, number: int, body: str, login: str = "") -> dict[str, Any]:
         cid = next(self._ids)
         comment = {
             "id": cid,
@@ -182,7 +214,7 @@ class GitHubServer:
             f"{number}#issuecomment-{cid}",
             "issue_url": f"{self._api()}/issues/{number}",
             "body": body,
-            "user": self.user(),
+            "user": self.user(login or "github-actions[bot]"),
             "created_at": NOW,
             "updated_at": NOW,
             "author_association": "NONE",
@@ -265,6 +297,7 @@ def _public(obj: Any) -> Any:
 
 
 ROUTES: list[tuple[str, str, str]] = [
+    ("GET", r"/user", "authenticated_user"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)", "repo"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "list_issues"),
     ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/issues", "create_issue"),
@@ -281,6 +314,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("POST", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs", "create_check_run"),
     ("PATCH", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)", "edit_check_run"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<sha>\w+)/check-runs", "list_check_runs"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)/annotations", "list_annotations"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
 ]
 
@@ -322,6 +356,8 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                     )
                 if fault == "429":
                     raise _ApiError(429, "Too many requests", {"Retry-After": "1"})
+                if fault == "secondary":  # GitHub sends no Retry-After with some of these
+                    raise _ApiError(403, "You have exceeded a secondary rate limit. Please wait.")
                 status, payload, headers, route = self._dispatch(method, parts, raw, auth, fault)
             except _ApiError as exc:
                 status, headers, route = exc.status, exc.headers, ""
@@ -360,16 +396,21 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             read_only = server.tokens[token] == "read" or fault == "forbidden"
             if method != "GET" and read_only:
                 raise _ApiError(403, READ_ONLY_MESSAGE)
+            self.login = server.identities.get(token, "github-actions[bot]")
             for route_method, pattern, name in ROUTES:
                 match = re.fullmatch(pattern, parts.path)
                 if route_method == method and match:
                     args = {k: unquote(v) for k, v in match.groupdict().items()}
-                    if (args["o"], args["r"]) != (server.repo.owner, server.repo.name):
+                    if "o" in args and (args["o"], args["r"]) != (server.repo.owner, server.repo.name):
                         raise _ApiError(404, "Not Found")
                     query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
                     body = json.loads(raw) if raw else {}
                     if name == "create_check_run" and token in server.no_checks_tokens:
                         raise _ApiError(403, READ_ONLY_MESSAGE)
+                    if name == "create_status" and token in server.no_statuses_tokens:
+                        raise _ApiError(403, READ_ONLY_MESSAGE)
+                    if name == "create_label" and fault == "label-race":
+                        server.repo.labels.setdefault(body["name"], server._label(body["name"]))
                     with server._lock:
                         status, payload, headers = getattr(self, name)(args, query, body)
                     return status, payload, headers, f"{route_method} {pattern}"
@@ -395,6 +436,14 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
 
         # -- routes ---------------------------------------------------------------------------
 
+        def authenticated_user(self, args, query, body):
+            if self.login.endswith("[bot]"):  # an installation token is not a user
+                raise _ApiError(403, READ_ONLY_MESSAGE)
+            profile = dict.fromkeys(("name", "company", "blog", "location", "email", "hireable", "bio"))
+            counts = dict.fromkeys(("public_repos", "public_gists", "followers", "following"), 0)
+            dates = {"created_at": NOW, "updated_at": NOW}
+            return 200, {**server.user(self.login), **profile, **counts, **dates}, {}
+
         def repo(self, args, query, body):
             return (
                 200,
@@ -417,6 +466,8 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                 issues = [i for i in issues if i["state"] == state]
             wanted = [n for n in query.get("labels", "").split(",") if n]
             issues = [i for i in issues if set(wanted) <= {lb["name"] for lb in i["labels"]}]
+            if "creator" in query:
+                issues = [i for i in issues if i["user"]["login"] == query["creator"]]
             if query.get("direction", "desc") == "desc":
                 issues.reverse()
             return self._page(issues, query, urlsplit(self.path).path)
@@ -426,7 +477,9 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                 raise _ApiError(422, "Validation Failed")
             if len(body.get("body") or "") > 65536:
                 raise _ApiError(422, "body is too long (maximum is 65536 characters)")
-            issue = server._new_issue(body["title"], body.get("body"), body.get("labels", []))
+            issue = server._new_issue(
+                body["title"], body.get("body"), body.get("labels", []), login=self.login
+            )
             return 201, issue, {}
 
         def get_issue(self, args, query, body):
@@ -455,7 +508,7 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             self.get_issue(args, query, body)
             if len(body.get("body") or "") > 65536:
                 raise _ApiError(422, "body is too long (maximum is 65536 characters)")
-            return 201, server._new_comment(int(args["n"]), body["body"]), {}
+            return 201, server._new_comment(int(args["n"]), body["body"], login=self.login), {}
 
         def edit_comment(self, args, query, body):
             comment = server.repo.comments.get(int(args["id"]))
@@ -493,7 +546,7 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                 "context": body.get("context", "default"),
                 "created_at": NOW,
                 "updated_at": NOW,
-                "creator": server.user(),
+                "creator": server.user(self.login),
             }
             server.repo.statuses.setdefault(args["sha"], []).append(status)
             return 201, status, {}
@@ -522,6 +575,27 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             runs.reverse()
             status, chunk, headers = self._page(runs, query, urlsplit(self.path).path)
             return status, {"total_count": len(runs), "check_runs": chunk}, headers
+
+        def list_annotations(self, args, query, body):
+            run = server.repo.check_runs.get(int(args["id"]))
+            if run is None:
+                raise _ApiError(404, "Not Found")
+            annotations = [
+                {
+                    "path": a["path"],
+                    "start_line": a["start_line"],
+                    "end_line": a["end_line"],
+                    "start_column": None,
+                    "end_column": None,
+                    "annotation_level": a["annotation_level"],
+                    "title": a.get("title"),
+                    "message": a["message"],
+                    "raw_details": a.get("raw_details"),
+                    "blob_href": "https://github.com/x/blob/sha/" + a["path"],
+                }
+                for a in run["_annotations"]
+            ]
+            return self._page(annotations, query, urlsplit(self.path).path)
 
         def get_pull(self, args, query, body):
             issue = self.get_issue(args, query, body)[1]

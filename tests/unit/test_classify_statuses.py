@@ -107,6 +107,13 @@ def test_issue_worthy_excludes_by_design_warnings_and_fixed():
     assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["bug", "on-base"]
 
 
+def test_infrastructure_findings_are_bugs_that_get_an_issue():
+    """The optimizer's own round trip failing (every pass, the nop control too) is its bug."""
+    infra = replace(finding("infra", kind="invalid-model"), culprit=Culprit("infrastructure"), config="nop")
+    out = classify(report(infra), load_baseline(None), today=TODAY)
+    assert [f.fingerprint for f in out.findings if issue_worthy(f)] == ["infra"]
+
+
 def test_an_interrupted_report_marks_nothing_fixed_and_no_entry_stale():
     baseline, _ = parse_baseline(
         "entries:\n- {id: stale, reason: r, fingerprint: dead, kind: optimizer-crash, model: a.onnx}\n",

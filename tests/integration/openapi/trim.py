@@ -30,6 +30,8 @@ OPERATIONS = {
     ("/repos/{owner}/{repo}/check-runs", "post"): "201",
     ("/repos/{owner}/{repo}/check-runs/{check_run_id}", "patch"): "200",
     ("/repos/{owner}/{repo}/commits/{ref}/check-runs", "get"): "200",
+    ("/repos/{owner}/{repo}/check-runs/{check_run_id}/annotations", "get"): "200",
+    ("/user", "get"): "200",
 }
 _KEEP = ("type", "enum", "format", "nullable", "required", "items", "properties", "anyOf", "oneOf", "allOf")
 

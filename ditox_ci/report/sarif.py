@@ -1,0 +1,126 @@
+"""SARIF 2.1.0 for GitHub code scanning: one result per new finding, one rule per finding kind.
+
+Code scanning then keeps its own open / fixed / dismissed lifecycle per `partialFingerprints`
+(our fingerprint). A result points at the culprit pass's source file in the optimizer's
+repository when the optimizer's layout is known, so the alert lands on the code that is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.report.model import FINDING_KINDS, Finding, Report
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/ditox/action"
+# the place of a result whose culprit has no known source file: the report itself
+REPORT_URI = "report.json"
+
+_RULE_TEXT = {
+    "optimizer-crash": "The optimizer crashed (signal or abort) on a valid model.",
+    "optimizer-timeout": "The optimizer did not finish within the timeout.",
+    "optimizer-error": "The optimizer raised an error on a valid model.",
+    "invalid-model": "The optimized model fails the ONNX checker.",
+    "runtime-load-error": "ONNX Runtime cannot load the optimized model.",
+    "runtime-error": "ONNX Runtime fails running the optimized model.",
+    "interface-change": "The optimized model's inputs or outputs differ from the original's.",
+    "output-mismatch": "The optimized model computes different values (a miscompilation).",
+    "warning": "A difference that does not fail the gate.",
+}
+
+
+def _onnxoptimizer_source(pass_name: str) -> str | None:
+    # each pass of onnx/optimizer is a header named after it; split_init and split_predict share one
+    header = "split" if pass_name in ("split_init", "split_predict") else pass_name
+    return f"onnxoptimizer/passes/{header}.h" if pass_name != "nop" else None
+
+
+# optimizer name → the repository path of a pass's source file (None: not known)
+PASS_SOURCES: dict[str, Callable[[str], str | None]] = {
+    "onnxoptimizer": _onnxoptimizer_source,
+}
+
+
+def _rule_id(kind: str) -> str:
+    return f"ditox-ci/{kind}"
+
+
+def _rules() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": _rule_id(kind),
+            "name": "".join(part.capitalize() for part in kind.split("-")),
+            "shortDescription": {"text": _RULE_TEXT.get(kind, kind)},
+            "helpUri": f"{INFORMATION_URI}/blob/main/docs/cli.md",
+            "defaultConfiguration": {"level": "note" if kind == "warning" else "error"},
+            "properties": {"tags": ["correctness", "onnx", "optimizer"]},
+        }
+        for kind in FINDING_KINDS
+    ]
+
+
+def _location(report: Report, finding: Finding) -> str:
+    source = PASS_SOURCES.get(str(report.optimizer.get("name", "")))
+    if source and finding.culprit.scope in ("pass", "interaction") and finding.culprit.passes:
+        return source(finding.culprit.passes[0]) or REPORT_URI
+    return REPORT_URI
+
+
+def _result(report: Report, finding: Finding) -> dict[str, Any]:
+    passes = " + ".join(finding.culprit.passes) or finding.culprit.scope
+    message = str(finding.evidence.get("message", "")).strip()[:2000]
+    return {
+        "ruleId": _rule_id(finding.kind),
+        "ruleIndex": FINDING_KINDS.index(finding.kind),
+        "level": "note" if finding.kind == "warning" else "error",
+        "message": {
+            "text": f"{finding.kind} in {passes} on model {finding.model} (config {finding.config})"
+            + (f": {message}" if message else "")
+        },
+        "locations": [
+            {
+                "physicalLocation": {
+                    "artifactLocation": {"uri": _location(report, finding)},
+                    "region": {"startLine": 1},
+                }
+            }
+        ],
+        "partialFingerprints": {"ditoxFingerprint/v1": finding.fingerprint},
+        "properties": {
+            "model": finding.model,
+            "config": finding.config,
+            "culprit": {"scope": finding.culprit.scope, "passes": list(finding.culprit.passes)},
+            **({"repro": finding.repro} if finding.repro else {}),
+        },
+    }
+
+
+def sarif_log(report: Report) -> dict[str, Any]:
+    new = [f for f in report.findings if f.status == "new"]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "ditox-ci",
+                        "version": str(report.tool.get("version", "")),
+                        "informationUri": INFORMATION_URI,
+                        "rules": _rules(),
+                    }
+                },
+                # one category per optimizer: code scanning keeps their alerts apart
+                "automationDetails": {"id": f"ditox-ci/{report.optimizer.get('name', 'optimizer')}/"},
+                "results": [_result(report, f) for f in new],
+            }
+        ],
+    }
+
+
+def write_sarif(report: Report, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(sarif_log(report), indent=2) + "\n", encoding="utf-8")
