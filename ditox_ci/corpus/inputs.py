@@ -286,7 +286,12 @@ def make_feeds(
             known = ", ".join(sorted(INPUT_GENERATORS)) or "none registered"
             raise InputSpecError(f"unknown input generator {name!r} (known: {known})")
         mixed_seed = derive_seed(seed, ref.id, -1, attempt)
-        return INPUT_GENERATORS[name](model, ref, samples, mixed_seed)
+        try:
+            return INPUT_GENERATORS[name](model, ref, samples, mixed_seed)
+        except InputSpecError:
+            raise
+        except Exception as exc:  # the generator's trouble (a missing font, a model it does not fit)
+            raise InputSpecError(f"input generator {name!r} failed: {type(exc).__name__}: {exc}") from None
     if has_recorded_inputs(ref):
         return recorded_feeds(model, ref, samples)
     return random_feeds(model, ref, samples, seed, dynamic_dim, attempt)

@@ -1,0 +1,26 @@
+"""A planted optimizer that dies the way the kernel's OOM killer kills a process: on models named
+`oom*` it adds one to the OOM-kill counter at $DITOX_TEST_OOM_COUNTER (what the kernel does in the
+cgroup's memory.events) and sends itself SIGKILL; on `killed*` it is SIGKILLed without the counter
+moving (someone else killed it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+
+import onnx
+import onnxoptimizer
+
+
+def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False) -> onnx.ModelProto:
+    name = model.graph.name
+    if name.startswith("oom") and "nop" not in passes:
+        counter = Path(os.environ["DITOX_TEST_OOM_COUNTER"])
+        kills = int(counter.read_text().split()[-1])
+        counter.write_text(f"oom_kill_disable 0\nunder_oom 0\noom_kill {kills + 1}\n")
+        os.kill(os.getpid(), signal.SIGKILL)
+    if name.startswith("killed") and "nop" not in passes:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)

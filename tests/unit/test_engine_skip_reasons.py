@@ -1,0 +1,61 @@
+"""A skipped model says why: a failing input generator and a model too big for protobuf are named
+as such, not as a crash of the original."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import INPUT_GENERATORS
+from ditox_ci.engine import evaluate
+from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
+
+
+def _model(path: Path) -> str:
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    return str(path)
+
+
+def test_a_failing_input_generator_is_named_in_the_skip_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(model, ref, samples, seed):
+        raise OSError("font file ocr.ttf not found")
+
+    monkeypatch.setitem(INPUT_GENERATORS, "test-broken", broken)
+    ref = ModelRef("m", "t", _model(tmp_path / "m.onnx"), meta={"inputs": "test-broken"})
+    with pytest.raises(SkipModel, match=r"input generator 'test-broken' failed: OSError: font file ocr\.ttf"):
+        prepare(ref, EvalSettings())
+
+
+def test_a_model_over_the_protobuf_limit_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evaluate, "PROTOBUF_LIMIT", 10)  # a real one would take 2 GiB of memory
+    with pytest.raises(SkipModel, match="over protobuf's 2 GiB limit"):
+        prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings())
+
+
+def test_a_model_neither_runner_can_run_names_both_reasons(tmp_path: Path) -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Frobnicate", ["x"], ["y"], domain="com.example")],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)]
+    onnx.save(helper.make_model(graph, opset_imports=opsets, ir_version=8), tmp_path / "m.onnx")
+    with pytest.raises(SkipModel) as raised:
+        prepare(ModelRef("m", "t", str(tmp_path / "m.onnx")), EvalSettings())
+    reason = str(raised.value)
+    assert "ONNX Runtime cannot load the original" in reason
+    assert "; the reference runner cannot load the original: " in reason
+
