@@ -60,8 +60,9 @@ class SweepOptions:
     memory_limit: int = 6144
     samples: int = 1
     seed: int = 0
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
+    # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
+    rtol: float | None = None
+    atol: float | None = None
     dynamic_dim: int = 2
     runner: str = "auto"
     comparator: str | None = None
@@ -80,8 +81,9 @@ class SweepOptions:
                 )
         # `not x >= 0` also refuses NaN, which would make every comparison pass
         for name in ("rtol", "atol"):
-            if not 0 <= getattr(self, name) < math.inf:
-                raise UsageError(f"--{name} must be a finite number >= 0, got {getattr(self, name)}")
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < math.inf:
+                raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
         if not self.timeout > 0:
             raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
         if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
@@ -354,8 +356,9 @@ def run_sweep(
             pinpoint_options = PinpointOptions(
                 Path(options.out),
                 options.reduce_budget,
-                options.rtol,
-                options.atol,
+                # node-level divergence and repro.py take one tolerance: float32's unless given
+                DEFAULT_RTOL if options.rtol is None else options.rtol,
+                DEFAULT_ATOL if options.atol is None else options.atol,
                 # localized but not reduced: a limitation by design, or older than this build
                 by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
                 or baseline.match(finding, datetime.date.today()) is not None,

@@ -84,8 +84,18 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add("--memory-limit", dest="memory_limit", type=int, help="MiB a worker may use (default 6144)")
     add("--samples", type=int, help="input samples per model (default 1)")
     add("--seed", type=int, help="seed for random inputs (default 0)")
-    add("--rtol", type=float, help="relative tolerance (default 1e-3)")
-    add("--atol", type=float, help="absolute tolerance (default 1e-4)")
+    add(
+        "--rtol",
+        type=float,
+        help="relative tolerance for every output (default by dtype: 1e-3 float32, 1e-2 float16, "
+        "4e-2 bfloat16, 1e-6 float64)",
+    )
+    add(
+        "--atol",
+        type=float,
+        help="absolute tolerance for every output (default by dtype: 1e-4 float32, 1e-3 float16, "
+        "1e-2 bfloat16, 1e-8 float64)",
+    )
     add(
         "--dynamic-dim",
         dest="dynamic_dim",

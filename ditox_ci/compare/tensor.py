@@ -1,7 +1,9 @@
 """The tensor oracle: element-wise closeness per output, by position, with NaN equal to NaN.
 
-Tolerances are scalar or per output name (`{"logits": 1e-3}`), Polygraphy-style. A result carries
-its numbers (max_abs, max_rel, mismatch fraction, the worst sample) and knows whether it passed.
+Tolerances are scalar or per output name (`{"logits": 1e-3}`), Polygraphy-style; not given (None,
+or an output a mapping does not name and that has no "*"), they follow the output's dtype
+(DTYPE_TOLERANCES). A result carries its numbers (max_abs, max_rel, mismatch fraction, the worst
+sample) and knows whether it passed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,31 @@ from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-4
+# (rtol, atol) by element type when the user gave none: about ten units in the last place of each
+# type's precision around 1, so a reordered sum passes and a wrong constant does not; float32's
+# are DEFAULT_RTOL/DEFAULT_ATOL. Other low-precision floats (float8…) are widened to their own eps.
+DTYPE_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float16": (1e-2, 1e-3),
+    "bfloat16": (4e-2, 1e-2),
+    "float32": (DEFAULT_RTOL, DEFAULT_ATOL),
+    "complex64": (DEFAULT_RTOL, DEFAULT_ATOL),
+    "float64": (1e-6, 1e-8),
+    "complex128": (1e-6, 1e-8),
+}
+Tolerance = float | Mapping[str, float] | None
 
 
-def _tolerance(value: float | Mapping[str, float], name: str, fallback: float) -> float:
+def dtype_tolerances(value: Any) -> tuple[float, float]:
+    """The (rtol, atol) for an output's element type; a sequence's is its first element's."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    dtype = getattr(value, "dtype", None)
+    return DTYPE_TOLERANCES.get(getattr(dtype, "name", ""), (DEFAULT_RTOL, DEFAULT_ATOL))
+
+
+def _tolerance(value: Tolerance, name: str, fallback: float) -> float:
+    if value is None:
+        return fallback
     if isinstance(value, Mapping):
         return float(value.get(name, value.get("*", fallback)))
     return float(value)
@@ -129,8 +153,8 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
 
 @register("tensor")
 def tensor(options: Mapping[str, Any]) -> CompareFunc:
-    rtol = options.get("rtol", DEFAULT_RTOL)
-    atol = options.get("atol", DEFAULT_ATOL)
+    rtol: Tolerance = options.get("rtol")
+    atol: Tolerance = options.get("atol")
 
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
@@ -140,8 +164,9 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
         for sample, (want, got) in enumerate(zip(expected, actual)):
             for position, (a, b) in enumerate(zip(want, got)):
                 name = names[position] if position < len(names) else f"#{position}"
+                dtype_rtol, dtype_atol = dtype_tolerances(a)
                 metrics = compare_arrays(
-                    a, b, _tolerance(rtol, name, DEFAULT_RTOL), _tolerance(atol, name, DEFAULT_ATOL)
+                    a, b, _tolerance(rtol, name, dtype_rtol), _tolerance(atol, name, dtype_atol)
                 )
                 if metrics is None:
                     continue

@@ -19,7 +19,6 @@ import onnx
 
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
-from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds
 from ditox_ci.corpus.loading import ModelLoadError, load_model
@@ -37,8 +36,9 @@ class EvalSettings:
     samples: int = 1
     seed: int = 0
     dynamic_dim: int = 2
-    rtol: float | dict[str, float] = DEFAULT_RTOL
-    atol: float | dict[str, float] = DEFAULT_ATOL
+    # None: each output's dtype decides (compare.tensor.DTYPE_TOLERANCES)
+    rtol: float | dict[str, float] | None = None
+    atol: float | dict[str, float] | None = None
     threads: int = 1
     # auto: ONNX Runtime, or the reference implementation for an original ONNX Runtime cannot run
     runner: str = "auto"

@@ -81,3 +81,18 @@ def test_the_tensor_oracle_reports_the_position_of_the_worst_output_for_its_scal
     result = _tensor(rtol=0.0, atol=1e-4)(expected, actual, ["big", "small"])
     assert result.output == "small" and result.metrics["output_index"] == 1
     assert result.metrics["error_scale"] == 1.0
+
+
+def test_default_tolerances_follow_each_outputs_dtype_and_given_ones_override_them():
+    def off_by(dtype, relative):
+        base = np.linspace(1.0, 2.0, 8).astype(dtype)
+        return [[base]], [[(base * (1 + relative)).astype(dtype)]]
+
+    assert _tensor()(*off_by(np.float16, 5e-3), ["y"]).passed
+    assert not _tensor()(*off_by(np.float32, 5e-3), ["y"]).passed
+    assert _tensor()(*off_by(np.float32, 5e-4), ["y"]).passed
+    assert not _tensor()(*off_by(np.float64, 5e-5), ["y"]).passed
+    assert _tensor(rtol=1e-4)(*off_by(np.float64, 5e-5), ["y"]).passed
+    assert not _tensor(rtol=1e-4)(*off_by(np.float16, 5e-3), ["y"]).passed
+    # a mapping that does not name the output (and has no "*") leaves it to its dtype
+    assert _tensor(rtol={"other": 0.0})(*off_by(np.float16, 5e-3), ["y"]).passed
