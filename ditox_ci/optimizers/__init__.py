@@ -83,7 +83,7 @@ class OptimizerInfo:
             distributions=tuple(data.get("distributions", ())),
         )
 
-    def describe_passes(self, limit: int = 60) -> str:
+    def describe_passes(self, limit: int = 200) -> str:
         """The optimizer's own pass names, for an error message."""
         if self.opaque:
             return f"{self.name} is opaque: it has no pass names ({OPAQUE_NOTE})"

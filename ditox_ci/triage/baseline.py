@@ -44,9 +44,14 @@ DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-defa
 DEFAULT_OPTIMIZER = "onnxoptimizer"
 
 
-def optimizer_baseline(optimizer: str) -> Path:
-    """The known limitations a built-in optimizer other than onnxoptimizer ships, if any."""
+def optimizer_baseline(optimizer: str) -> Path | None:
+    """Where a built-in optimizer other than onnxoptimizer keeps the known limitations it ships;
+    None for an import path, which ships none."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", optimizer):
+        return None
     return DEFAULT_BASELINE.with_name(f"baseline-{optimizer}.yml")
+
+
 _ENTRY_KEYS = (
     "id",
     "optimizer",
@@ -261,8 +266,9 @@ def load_baseline(path: Path | None, optimizer: str = DEFAULT_OPTIMIZER) -> Base
     """The shipped default (and the optimizer's own shipped file, if any), with the user's
     baseline (if any) layered on top; only the entries about `optimizer` are kept."""
     default, _ = read_baseline_file(DEFAULT_BASELINE)
-    if optimizer_baseline(optimizer).is_file():
-        default = default + read_baseline_file(optimizer_baseline(optimizer))[0]
+    shipped = optimizer_baseline(optimizer)
+    if shipped is not None and shipped.is_file():
+        default = default + read_baseline_file(shipped)[0]
     layered = default
     if path is not None:
         user, include_default = read_baseline_file(path)

@@ -8,10 +8,12 @@ own fixed point in its own order, so the list is a set and `fixed_point` changes
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import onnx
 import onnxsim
+from onnx import TensorProto, helper
 from onnxsim import onnx_simplifier
 
 CONSTANT_FOLDING = "constant_folding"
@@ -24,8 +26,17 @@ FIXED_POINT = "always: onnxsim iterates whatever it runs to its own fixed point"
 STAMPED_METADATA_PREFIX = "onnxsim."
 
 
-def _optimizer_passes() -> list[str]:
-    return [name for name in onnx_simplifier.C._list_optimizers() if name != "nop"]
+@functools.cache
+def _optimizer_passes() -> tuple[str, ...]:
+    # onnxsim registers a part of its passes during its first simplify(): list them after one
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "warm_up",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    onnxsim.simplify(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
+    return tuple(name for name in onnx_simplifier.C._list_optimizers() if name != "nop")
 
 
 def get_available_passes() -> list[str]:

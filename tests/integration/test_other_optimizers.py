@@ -1,0 +1,216 @@
+"""onnxsim, onnxscript and onnx-ir as built-in optimizers: a real sweep of each (real optimizer,
+real ONNX Runtime) finds the bugs issue 18 lists, with the right kind, pinned on that optimizer's
+own passes, and nothing on clean models. The models are built here or selected from the named
+sources; `make test` installs the optimizers through the `dev` extra, so nothing is skipped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+# clean for every optimizer here: a finding on one of them is a false alarm
+CLEAN = ("onnx-node:test_relu", "onnx-node:test_add", "onnx-data:pytorch-converted/test_Conv2d")
+
+
+def _model(
+    nodes: list[onnx.NodeProto], inputs: list, outputs: list, opset: int, **graph: Any
+) -> onnx.ModelProto:
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs, **graph),
+        opset_imports=[helper.make_opsetid("", opset)],
+        ir_version=7,
+    )
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def opset12_split_to_sequence() -> onnx.ModelProto:
+    """onnxscript folds it into Split/Unsqueeze with their opset-13 inputs inside an opset-12 model."""
+    return _model(
+        [
+            helper.make_node("SplitToSequence", ["x", "sizes"], ["seq"], axis=1),
+            helper.make_node("ConcatFromSequence", ["seq"], ["y"], axis=0, new_axis=1),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 3])],
+        opset=12,
+        initializer=[helper.make_tensor("sizes", TensorProto.INT64, [2], [3, 3])],
+    )
+
+
+def if_branches_output_identities() -> onnx.ModelProto:
+    """Both If branches output an Identity of one outer value: onnx-ir's identity elimination
+    moves that value into the first branch's outputs, then raises on the second."""
+    value = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("t", "e")]
+    then_branch = helper.make_graph([helper.make_node("Identity", ["u"], ["t"])], "then", [], [value[0]])
+    else_branch = helper.make_graph([helper.make_node("Identity", ["u"], ["e"])], "else", [], [value[1]])
+    return _model(
+        [
+            helper.make_node("Relu", ["x"], ["u"]),
+            helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        [
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        opset=13,
+    )
+
+
+def sweep(
+    tmp_path: Path, optimizer: str, models: dict[str, onnx.ModelProto], sources: tuple[str, ...]
+) -> dict:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name, model in models.items():
+        onnx.save(model, str(folder / f"{name}.onnx"))
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "ditox_ci", "sweep", "--optimizer", optimizer, "--out", str(out)),
+            *("--models", str(folder), *sources, *CLEAN),
+            *("--configs", "default", "--jobs", "2", "--reduce-budget", "5"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    report = json.loads((out / "report.json").read_text())
+    report["summary"] = (out / "summary.md").read_text()
+    report["out"] = out
+    return report
+
+
+def by_model(report: dict) -> dict[str, dict]:
+    failures = [f for f in report["findings"] if f["kind"] != "warning"]
+    found = {f["model"]: f for f in failures}
+    assert len(found) == len(failures), [(f["model"], f["config"]) for f in failures]
+    return found
+
+
+@pytest.fixture(scope="module")
+def onnxsim_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    sources = (
+        "onnx-node:test_affine_grid_3d_align_corners_expanded",
+        "onnx-data:pytorch-converted/test_PixelShuffle",
+        "packaged:silero-vad-16k-op15",  # `make test` installs the packaged models
+    )
+    return sweep(tmp_path_factory.mktemp("onnxsim"), "onnxsim", {}, sources)
+
+
+def test_onnxsim_bugs_are_found_and_pinned_on_its_passes_as_sets(onnxsim_report: dict) -> None:
+    found = by_model(onnxsim_report)
+    assert set(found) == {
+        "onnx-node:test_affine_grid_3d_align_corners_expanded",
+        "onnx-data:pytorch-converted/test_PixelShuffle",
+        "packaged:silero-vad-16k-op15",
+    }
+    silero = found["packaged:silero-vad-16k-op15"]
+    assert silero["kind"] == "optimizer-error"
+    assert "must be topologically sorted" in silero["evidence"]["message"]
+    assert "constant_folding" in silero["culprit"]["passes"]
+    affine = found["onnx-node:test_affine_grid_3d_align_corners_expanded"]
+    assert affine["kind"] == "optimizer-error"
+    assert "must be topologically sorted" in affine["evidence"]["message"]
+    # If elimination with constant folding; a set, so sorted, and the repro does not say "then"
+    assert affine["culprit"]["scope"] == "interaction"
+    assert affine["culprit"]["passes"] == ["constant_folding", "eliminate_if_with_const_cond"]
+    readme = (onnxsim_report["out"] / affine["repro"] / "README.md").read_text()
+    assert "`constant_folding` with `eliminate_if_with_const_cond`" in readme
+    assert " then " not in readme
+    ir3 = found["onnx-data:pytorch-converted/test_PixelShuffle"]
+    assert ir3["kind"] == "optimizer-error"
+    assert "initializer but not in graph input" in ir3["evidence"]["message"]
+    assert ir3["culprit"]["scope"] == "pass"
+    assert ir3["culprit"]["passes"] == ["constant_folding"]
+    assert onnxsim_report["optimizer"]["order_matters"] is False
+
+
+def test_onnxsim_stamped_metadata_is_not_a_change(onnxsim_report: dict) -> None:
+    """onnxsim writes its options into metadata_props on every run; normalized away, a model no
+    pass rewrites is byte-identical to the original and coverage counts real rewrites only."""
+    assert onnxsim_report["coverage"] == {}, "only `default` ran: no single-pass coverage"
+    relu = next(m for m in onnxsim_report["models"] if m["id"] == "onnx-node:test_relu")
+    assert relu["status"] == "ok"
+    assert onnxsim_report["stats"]["runtime_runs"] < 2 * len(onnxsim_report["models"]) + 40
+
+
+@pytest.fixture(scope="module")
+def onnxscript_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    models = {"opset12_split_to_sequence": opset12_split_to_sequence()}
+    # a split that is a graph input (its recorded value 2), so constant folding cannot know it
+    sources = ("onnx-node:test_split_to_sequence_1",)
+    return sweep(tmp_path_factory.mktemp("onnxscript"), "onnxscript", models, sources)
+
+
+def test_onnxscript_bugs_are_found_and_pinned_on_constant_folding(onnxscript_report: dict) -> None:
+    found = by_model(onnxscript_report)
+    assert set(found) == {"onnx-node:test_split_to_sequence_1", "opset12_split_to_sequence.onnx"}
+    crash = found["onnx-node:test_split_to_sequence_1"]
+    assert crash["kind"] == "optimizer-error"
+    assert crash["evidence"]["message"].startswith("AttributeError:"), "the root cause, not the PassError"
+    assert crash["culprit"]["passes"] == ["fold_constants"]
+    opset = found["opset12_split_to_sequence.onnx"]
+    assert opset["kind"] == "invalid-model"
+    assert "Split" in opset["evidence"]["message"]
+    assert opset["culprit"]["passes"] == ["fold_constants"]
+
+
+@pytest.fixture(scope="module")
+def onnx_ir_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    models = {"if_branches_output_identities": if_branches_output_identities()}
+    return sweep(tmp_path_factory.mktemp("onnx-ir"), "onnx-ir", models, ("onnx-node:test_if_opt",))
+
+
+def test_onnx_ir_bugs_get_one_culprit_each_from_the_root_cause(onnx_ir_report: dict) -> None:
+    found = by_model(onnx_ir_report)
+    assert set(found) == {"if_branches_output_identities.onnx", "onnx-node:test_if_opt"}
+    identity = found["if_branches_output_identities.onnx"]
+    assert identity["kind"] == "optimizer-error"
+    # onnx-ir's PassError names the passes that ran before: keyed on it, every prefix would be
+    # another failure and the bug would get two culprits
+    assert identity["evidence"]["message"].startswith("ValueError:")
+    assert "PassError" in identity["evidence"]["raised"]
+    assert identity["culprit"] == {**identity["culprit"], "scope": "pass", "passes": ["identity_elimination"]}
+    types = found["onnx-node:test_if_opt"]
+    assert types["kind"] == "invalid-model"
+    # name_fix joins it: the checker's message names the nodes only once name_fix has named them,
+    # so shape_inference alone fails with another message
+    assert types["culprit"]["passes"] in (["shape_inference"], ["shape_inference", "name_fix"])
+
+
+def test_a_custom_optimizer_without_pass_lists_is_opaque(tmp_path: Path) -> None:
+    adapter = tmp_path / "opaque_adapter.py"
+    adapter.write_text(
+        "import onnxoptimizer\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    # its own default for ['default'], nothing for the control's []\n"
+        "    return onnxoptimizer.optimize(model, ['fuse_bn_into_conv'] if passes else [], fixed_point)\n"
+    )
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "ditox_ci", "sweep", "--optimizer", f"{adapter}:optimize"),
+            *("--models", "onnx-node:test_relu", "--out", str(out), "--jobs", "1"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert report["optimizer"]["opaque"] is True
+    assert report["optimizer"]["passes"] == []
+    assert report["stats"]["configs"] == ["nop", "default", "fixed-point"], "single has nothing to run"
+    summary = (out / "summary.md").read_text()
+    assert summary.count("is opaque") == 1
+    assert "eliminate_identity" not in json.dumps(report), "never onnxoptimizer's pass names"
