@@ -40,3 +40,8 @@ def register(name: str) -> Callable[[ComparatorFactory], ComparatorFactory]:
         return factory
 
     return decorate
+
+
+# The registry is complete once this package is imported: a worker process that imports only the
+# engine must find every comparator, not only those some other import happened to load.
+from ditox_ci.compare import tasks, tensor  # noqa: E402, F401
