@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ditox_ci.errors import ConfigError, OptimizerLoadError
+from ditox_ci.optimizers import ADAPTERS
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Report
 
@@ -91,6 +92,8 @@ def _is_import_path(spec: str) -> bool:
 # is already importable; anything else is something pip can install (a wheel, a checkout, or a
 # requirement such as `onnxoptimizer==0.3.13` or `git+https://…`).
 OPTIMIZER_KINDS: tuple[tuple[str, Callable[[str], bool]], ...] = (
+    # onnxsim, onnxscript, onnx-ir: ditox-ci's own adapter over the optimizer's PyPI release
+    ("builtin", lambda spec: spec in ADAPTERS),
     ("wheel", _is_wheel),
     ("source", _is_source_checkout),
     ("import", _is_import_path),
@@ -141,14 +144,17 @@ def install_commands(spec: str, python: str) -> list[list[str]]:
     The build replaces whatever version the image ships, even when its version number is the
     same (a PR build usually is); the second command then adds any dependency it lacks.
     """
-    if optimizer_kind(spec) == "import":
+    kind = optimizer_kind(spec)
+    if kind == "import":
         return []
     pip = [python, SAFE_PATH_FLAG, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
+    if kind == "builtin":
+        return [[*pip, ADAPTERS[spec].requirement]]
     return [[*pip, "--force-reinstall", "--no-deps", spec], [*pip, spec]]
 
 
 def optimizer_argument(spec: str) -> str:
-    return spec if optimizer_kind(spec) == "import" else INSTALLED_MODULE
+    return spec if optimizer_kind(spec) in ("import", "builtin") else INSTALLED_MODULE
 
 
 def report_path(inputs: ActionInputs) -> Path:

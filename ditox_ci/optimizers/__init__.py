@@ -174,6 +174,8 @@ class BuiltinAdapter:
     module: str
     imports: str
     extra: str
+    # what the Action's image installs for it (the extra's pin in pyproject.toml)
+    requirement: str
 
     def installed(self) -> bool:
         try:
@@ -194,11 +196,19 @@ class BuiltinAdapter:
 ADAPTERS = {
     adapter.name: adapter
     for adapter in (
-        BuiltinAdapter("onnxsim", "ditox_ci.optimizers.adapters.onnxsim_adapter", "onnxsim", "onnxsim"),
         BuiltinAdapter(
-            "onnxscript", "ditox_ci.optimizers.adapters.onnxscript_adapter", "onnxscript", "onnxscript"
+            "onnxsim", "ditox_ci.optimizers.adapters.onnxsim_adapter", "onnxsim", "onnxsim", "onnxsim>=0.8.1"
         ),
-        BuiltinAdapter("onnx-ir", "ditox_ci.optimizers.adapters.onnx_ir_adapter", "onnx_ir", "onnx-ir"),
+        BuiltinAdapter(
+            "onnxscript",
+            "ditox_ci.optimizers.adapters.onnxscript_adapter",
+            "onnxscript",
+            "onnxscript",
+            "onnxscript>=0.7.2",
+        ),
+        BuiltinAdapter(
+            "onnx-ir", "ditox_ci.optimizers.adapters.onnx_ir_adapter", "onnx_ir", "onnx-ir", "onnx-ir>=1.1.0"
+        ),
     )
 }
 OPTIMIZERS: dict[str, Callable[[], LoadedOptimizer]] = {

@@ -10,6 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.ci.action import install_commands, optimizer_argument
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optimizer_help
@@ -163,3 +164,18 @@ def test_repro_requirements_pin_every_distribution_the_optimizer_imports() -> No
     lines = requirements("onnxscript").splitlines()
     for distribution in ("onnxscript", "onnx-ir", "ml_dtypes", "onnx", "onnxruntime"):
         assert f"{distribution}=={importlib.metadata.version(distribution)}" in lines
+
+
+def test_each_builtin_is_an_extra_with_the_pin_the_action_installs() -> None:
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+    for adapter in ADAPTERS.values():
+        assert f'\n{adapter.extra} = ["{adapter.requirement}"]\n' in pyproject
+        # in the dev extra too: their tests run in `make test`, never skipped
+        assert f'\n    "{adapter.requirement}",\n' in pyproject
+
+
+@pytest.mark.parametrize("name", sorted(BUILT_IN))
+def test_the_action_installs_a_builtin_and_sweeps_it_by_name(name: str) -> None:
+    [command] = install_commands(name, "python")
+    assert command[-1] == ADAPTERS[name].requirement
+    assert optimizer_argument(name) == name
