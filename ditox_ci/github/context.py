@@ -25,6 +25,10 @@ class GitHubContext:
     # the PR number came from outside the event (`--pr`, e.g. a fork's report artifact): the
     # publisher comments only after checking that the PR's head is the commit the report is for
     pr_unverified: bool = False
+    # workflow_run: where the run's commit came from, to find its PR when the event names none
+    # (GitHub leaves `pull_requests` empty for a PR from a fork)
+    head_repository: str = ""
+    head_branch: str = ""
 
     def __repr__(self) -> str:
         # The token must never reach logs, tracebacks or test output.
@@ -58,11 +62,14 @@ class GitHubContext:
             pr_number = int(pull.get("number") or event.get("number") or 0) or None
             sha = str((pull.get("head") or {}).get("sha") or sha)
         run = event.get("workflow_run") if event_name == "workflow_run" else None
+        head_repository = head_branch = ""
         if isinstance(run, dict):
             sha = str(run.get("head_sha") or sha)
             pulls = [p for p in run.get("pull_requests") or () if isinstance(p, dict)]
             if pulls:
                 pr_number = int(pulls[0].get("number") or 0) or None
+            head_repository = str((run.get("head_repository") or {}).get("full_name") or "")
+            head_branch = str(run.get("head_branch") or "")
         server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         run_id = env.get("GITHUB_RUN_ID")
         run_url = f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
@@ -74,6 +81,8 @@ class GitHubContext:
             pr_number=pr_number,
             run_url=run_url,
             token=env.get("INPUT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or "",
+            head_repository=head_repository,
+            head_branch=head_branch,
         )
 
 

@@ -228,6 +228,8 @@ class Publisher:
     # -- entry point ----------------------------------------------------------------------------
 
     def publish(self, report: Report) -> PublishResult:
+        if self.context.pr_number is None and self.context.head_branch and not self.offline:
+            self.context = replace(self.context, pr_number=self._pull_of_run())
         texts = Texts(report, self.context.sha, self.options.artifact, self.context.run_url)
         steps: list[tuple[str, str, Callable[[], None]]] = []
         if self.options.comment and self.context.pr_number:
@@ -273,6 +275,27 @@ class Publisher:
         )
 
     # -- sticky comment -------------------------------------------------------------------------
+
+    def _pull_of_run(self) -> int | None:
+        """The open PR whose head is the workflow_run's commit, from the run's head repository and
+        branch (the event names no PR when it comes from a fork). A push since the run moved the
+        head: no PR matches, and the stale report is commented nowhere."""
+        owner = self.context.head_repository.split("/")[0]
+        wanted = f"{owner}:{self.context.head_branch}"
+        pulls = self._read(
+            f"find the pull request of {wanted}",
+            lambda: list(self.repo.get_pulls(state="open", head=wanted)),
+        )
+        return next(
+            (
+                pull.number
+                for pull in pulls
+                if pull.head.sha == self.context.sha
+                and pull.head.repo is not None
+                and pull.head.repo.full_name == self.context.head_repository
+            ),
+            None,
+        )
 
     def _pr_matches(self, number: int) -> bool:
         """Whether PR `number` is at the report's commit. A number from outside the event (a fork's

@@ -99,8 +99,13 @@ class GitHubServer:
 
     # -- seeding helpers for tests ------------------------------------------------------------
 
-    def open_pull(self, number: int, head_sha: str) -> None:
+    def open_pull(
+        self, number: int, head_sha: str, head_repository: str = "", head_ref: str = "feature"
+    ) -> None:
+        """An open PR at `head_sha`, from `head_repository` (a fork) or this repository."""
         issue = self._new_issue(f"PR {number}", "a pull request", [], number=number)
+        issue["_head_repo"] = head_repository or f"{self.repo.owner}/{self.repo.name}"
+        issue["_head_ref"] = head_ref
         issue["pull_request"] = {
             "url": f"{self._api()}/pulls/{number}",
             "html_url": "",
@@ -316,10 +321,27 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/commits/(?P<sha>\w+)/check-runs", "list_check_runs"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)/annotations", "list_annotations"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "list_pulls"),
 ]
 
 
 def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
+    def _pull(issue: dict[str, Any]) -> dict[str, Any]:
+        head_owner = issue["_head_repo"].split("/")[0]
+        return {
+            "id": issue["id"],
+            "number": issue["number"],
+            "state": issue["state"],
+            "title": issue["title"],
+            "url": f"{server._api()}/pulls/{issue['number']}",
+            "head": {
+                "sha": issue["_head_sha"],
+                "ref": issue["_head_ref"],
+                "repo": {"full_name": issue["_head_repo"], "owner": {"login": head_owner}},
+            },
+            "base": {"sha": "0" * 40, "ref": "main"},
+        }
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -601,18 +623,20 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             issue = self.get_issue(args, query, body)[1]
             if "pull_request" not in issue:
                 raise _ApiError(404, "Not Found")
-            return (
-                200,
-                {
-                    "id": issue["id"],
-                    "number": issue["number"],
-                    "state": issue["state"],
-                    "title": issue["title"],
-                    "url": f"{server._api()}/pulls/{issue['number']}",
-                    "head": {"sha": issue["_head_sha"], "ref": "feature"},
-                    "base": {"sha": "0" * 40, "ref": "main"},
-                },
-                {},
-            )
+            return 200, _pull(issue), {}
+
+        def list_pulls(self, args, query, body):
+            """`state` and `head=owner:branch` filters, as GitHub applies them."""
+            pulls = [_pull(i) for i in server.repo.issues.values() if "pull_request" in i]
+            if query.get("state", "open") != "all":
+                pulls = [p for p in pulls if p["state"] == query.get("state", "open")]
+            if "head" in query:
+                owner, _, ref = query["head"].partition(":")
+                pulls = [
+                    p
+                    for p in pulls
+                    if p["head"]["ref"] == ref and p["head"]["repo"]["owner"]["login"] == owner
+                ]
+            return self._page(pulls, query, urlsplit(self.path).path)
 
     return Handler
