@@ -46,6 +46,7 @@ class ActionInputs:
     close_fixed: bool = False
     fail_on: str = "new"
     dry_run: bool = False
+    untrusted: bool = False
 
 
 # Which CLI stages each mode runs, in order.
@@ -199,6 +200,8 @@ def _publish_argv(inputs: ActionInputs) -> list[str]:
     argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
     argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
     argv += _optional("--pr", inputs.pr_number)
+    if inputs.untrusted:
+        argv.append("--untrusted")
     if inputs.dry_run:
         argv.append("--dry-run")
     return argv

@@ -97,6 +97,12 @@ def test_publish_inputs_map_to_flags() -> None:
         read_inputs({**env, "INPUT_PR_NUMBER": "12; rm -rf /"})
 
 
+def test_untrusted_reaches_publish_only() -> None:
+    env = {"INPUT_MODE": "all", "INPUT_UNTRUSTED": "true"}
+    sweep, publish = build_argv(env)
+    assert "--untrusted" in publish and "--untrusted" not in sweep
+
+
 def test_publish_classifies_with_the_sweeps_baseline_and_previous() -> None:
     env = {"INPUT_BASELINE": ".github/ditox-baseline.yml", "INPUT_PREVIOUS": "nightly/report.json"}
     for argv in build_argv(env):
