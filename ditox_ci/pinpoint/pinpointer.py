@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import onnx
 
@@ -42,11 +43,14 @@ from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
+from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.standalone import STANDALONE_KEY
 
 LOCALIZE_MODES = ("auto", "off")
 OPAQUE_METHOD = "not localized: opaque optimizer (no pass lists)"
 REPRO_DIR = "repro"
+STANDALONE_MIN_S = 2.0  # a fuzz run with less time left writes no standalone script
 
 
 @dataclass(frozen=True)
@@ -328,9 +332,34 @@ class _Pinpointer:
                 pinpointed,
                 repro=self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence),
             )
+            record = self._standalone(pinpointed, reduced, reduced_feeds, target)
+            if record is not None:
+                pinpointed = replace(pinpointed, evidence={**pinpointed.evidence, STANDALONE_KEY: record})
         self.log.info(_summary(pinpointed, reduction))
         self.reduced[same_bug] = pinpointed
         return pinpointed
+
+    def _standalone(
+        self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step
+    ) -> dict[str, Any] | None:
+        """What an issue needs to reproduce the bug without the run's artifact (one child run)."""
+        timeout_s = self.pool.config.timeout_s
+        if self.options.deadline is not None:
+            timeout_s = min(timeout_s, self.options.deadline - time.monotonic())
+            if timeout_s < STANDALONE_MIN_S:
+                return None
+        return checked_standalone(
+            finding,
+            reduced,
+            feeds,
+            step.passes,
+            step.fixed_point,
+            self.pool.config.optimizer,
+            self.options.rtol,
+            self.options.atol,
+            self.options.out_dir / REPRO_DIR / finding.fingerprint,
+            timeout_s,
+        )
 
     def _bundle(
         self,

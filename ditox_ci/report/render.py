@@ -16,6 +16,8 @@ from typing import Any
 
 import jinja2
 
+from ditox_ci.report.standalone import mermaid, script, standalone_of
+
 # A source checkout (and the Action's image) has the templates beside the package; an installed
 # wheel has them as the package `ditox_ci.templates` (pyproject maps the top-level folder there).
 SOURCE_TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -86,6 +88,8 @@ def environment() -> jinja2.Environment:
     env.filters["md"] = md
     env.filters["code"] = code
     env.filters["truncate_text"] = truncate
+    # an issue carries its bug's standalone repro: the reduced model, a script, a diagram
+    env.globals.update(standalone=standalone_of, standalone_script=script, mermaid=mermaid)
     return env
 
 

@@ -1,0 +1,85 @@
+"""The standalone repro of a reduced finding (see `ditox_ci.report.standalone`), checked once.
+
+The script is run the way a reader of the issue would run it, in a child process (it runs the
+optimizer, which may crash or hang): whether it prints BUG PRESENT is recorded, and the same
+child prints the graph after the culprit passes for the before/after diagram.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ditox_ci.report.model import Finding
+from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, script, standalone_record
+
+SCRIPT_NAME = "standalone.py"
+STANDALONE_OPTIMIZERS = ("onnxoptimizer",)
+_OPTIMIZED_MARK = "--- ditox-ci: optimized model ---"
+# runs the script's own functions, as `python standalone.py` would, then prints the optimized graph
+_CHECK = f"""
+import runpy, sys
+import onnx.printer
+namespace = runpy.run_path(sys.argv[1], run_name="ditox_standalone")
+code = namespace["main"]()
+print({_OPTIMIZED_MARK!r})
+try:
+    print(onnx.printer.to_text(namespace["optimize"](namespace["build_model"]())))
+except Exception:
+    pass
+sys.exit(code)
+"""
+
+
+def _versions() -> dict[str, str]:
+    versions = {}
+    for name in ("onnx", "onnxruntime", "onnxoptimizer"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def checked_standalone(
+    finding: Finding,
+    model: onnx.ModelProto,
+    feeds: Sequence[Mapping[str, np.ndarray]],
+    passes: Sequence[str],
+    fixed_point: bool,
+    optimizer_spec: str,
+    rtol: float,
+    atol: float,
+    bundle: Path,
+    timeout_s: float,
+) -> dict[str, Any] | None:
+    """The standalone record of `finding` (reduced `model`, its first sample of `feeds`), with
+    `reproduces` and `optimized` filled by running the script; also written to the bundle."""
+    if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
+        return None
+    record = standalone_record(model, feeds[0], list(passes), fixed_point, rtol, atol, _versions())
+    if record is None:
+        return None
+    path = bundle / SCRIPT_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script(record, finding))
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _CHECK, str(path)],
+            capture_output=True, text=True, timeout=max(1.0, timeout_s), cwd=bundle,
+        )
+    except subprocess.TimeoutExpired:
+        return {**record, "reproduces": None}
+    said, _, optimized = done.stdout.partition(_OPTIMIZED_MARK)
+    record["reproduces"] = done.returncode == 1 and "BUG PRESENT" in said
+    optimized = optimized.strip()
+    if optimized and len(optimized) <= MODEL_TEXT_LIMIT:
+        record["optimized"] = optimized
+    return record
