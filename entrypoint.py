@@ -63,7 +63,8 @@ def main() -> int:
     try:
         return _run(inputs, env, log)
     finally:
-        action.hand_over(Path(inputs.out), workspace)
+        for written in (Path(inputs.out), action.FETCHED_PREVIOUS):
+            action.hand_over(written, workspace)
 
 
 def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
@@ -72,7 +73,7 @@ def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
         child_env = action.stage_env(inputs, env, step)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
         with log.group(step.title):
-            code = stages.run(step.command, child_env)
+            code = stages.run(action.runnable(step), child_env)
         if stages.stopped_by is not None:
             name = signal.Signals(stages.stopped_by).name
             log.error(f"{step.title} stopped by {name}; no later stage ran")

@@ -162,6 +162,19 @@ def report_path(inputs: ActionInputs) -> Path:
     return Path(inputs.out) / "report.json"
 
 
+# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last successful run:
+# a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
+FETCHED_PREVIOUS = Path(".ditox-previous")
+_WORKFLOW_PREFIX = "workflow:"
+
+
+def previous_report(inputs: ActionInputs) -> str:
+    """What the stages get as --previous: the input's path, or where the download puts it."""
+    if inputs.previous.startswith(_WORKFLOW_PREFIX):
+        return str(FETCHED_PREVIOUS / "report.json")
+    return inputs.previous
+
+
 def _optional(flag: str, value: object) -> list[str]:
     return [] if value is None or value == "" else [flag, str(value)]
 
@@ -179,7 +192,7 @@ def _sweep_argv(inputs: ActionInputs) -> list[str]:
     # the CLI installs the base build into a folder of its own, beside the build under test
     argv += _optional("--base-optimizer", inputs.base_optimizer)
     argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", inputs.previous)
+    argv += _optional("--previous", previous_report(inputs))
     argv += _optional("--rtol", inputs.rtol)
     argv += _optional("--atol", inputs.atol)
     argv += _optional("--jobs", inputs.jobs)
@@ -195,7 +208,7 @@ def _publish_argv(inputs: ActionInputs) -> list[str]:
     argv = ["publish", "--report", str(report_path(inputs))]
     # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
     argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", inputs.previous)
+    argv += _optional("--previous", previous_report(inputs))
     argv.append("--comment" if inputs.comment else "--no-comment")
     argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
     argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
@@ -244,9 +257,30 @@ STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
 }
 
 
+def _previous_steps(inputs: ActionInputs, python: str) -> list[Step]:
+    if not inputs.previous.startswith(_WORKFLOW_PREFIX) or inputs.mode == "merge":
+        return []
+    workflow, _, branch = inputs.previous[len(_WORKFLOW_PREFIX) :].partition("@")
+    argv = ["previous", "--workflow", workflow, "--out", str(FETCHED_PREVIOUS)]
+    return [_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True)]
+
+
 def plan(inputs: ActionInputs, python: str) -> list[Step]:
-    """Every command the mode runs, in order: optimizer installs and `ditox-ci` stages."""
-    return [step for stage in MODES[inputs.mode] for step in STAGES[stage](inputs, python)]
+    """Every command the mode runs, in order: the previous report's download, optimizer installs
+    and `ditox-ci` stages."""
+    stages = [step for stage in MODES[inputs.mode] for step in STAGES[stage](inputs, python)]
+    return [*_previous_steps(inputs, python), *stages]
+
+
+def runnable(step: Step) -> tuple[str, ...]:
+    """The step's command as it runs now: without `--previous` when the download found no earlier
+    run (the first night), so the stages run as if no previous report was named."""
+    command = list(step.command)
+    fetched = str(FETCHED_PREVIOUS / "report.json")
+    if fetched in command and not Path(fetched).is_file():
+        at = command.index(fetched)
+        del command[at - 1 : at + 1]
+    return tuple(command)
 
 
 def build_argv(env: Mapping[str, str]) -> list[list[str]]:

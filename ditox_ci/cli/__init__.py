@@ -4,6 +4,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from ditox_ci.cli import baseline, corpus, fuzz, merge, publish, reduce, sweep
+from ditox_ci.cli import baseline, corpus, fuzz, merge, previous, publish, reduce, sweep
 
-COMMANDS: tuple[ModuleType, ...] = (sweep, merge, reduce, publish, baseline, corpus, fuzz)
+COMMANDS: tuple[ModuleType, ...] = (sweep, merge, reduce, publish, previous, baseline, corpus, fuzz)

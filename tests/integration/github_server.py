@@ -51,6 +51,10 @@ class RepoState:
     labels: dict[str, dict[str, Any]] = field(default_factory=dict)
     statuses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # Actions: runs by workflow file name, newest last; artifacts by run id; zip bytes by artifact id
+    workflow_runs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    artifacts: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    blobs: dict[int, bytes] = field(default_factory=dict)
 
 
 class GitHubServer:
@@ -113,6 +117,43 @@ class GitHubServer:
             "patch_url": "",
         }
         issue["_head_sha"] = head_sha
+
+    def add_workflow_run(
+        self,
+        workflow: str,
+        conclusion: str = "success",
+        branch: str = "main",
+        artifacts: dict[str, bytes] | None = None,
+        expired: bool = False,
+    ) -> int:
+        """A finished run of `workflow` with artifacts (name → zip bytes); returns its id."""
+        run_id = next(self._ids)
+        self.repo.workflow_runs.setdefault(workflow, []).append(
+            {
+                "id": run_id,
+                "name": workflow,
+                "head_branch": branch,
+                "status": "completed",
+                "conclusion": conclusion,
+                "url": f"{self._api()}/actions/runs/{run_id}",
+                "html_url": f"https://github.com/{self.repo.owner}/{self.repo.name}/actions/runs/{run_id}",
+                "artifacts_url": f"{self._api()}/actions/runs/{run_id}/artifacts",
+            }
+        )
+        for name, data in (artifacts or {}).items():
+            artifact_id = next(self._ids)
+            self.repo.blobs[artifact_id] = data
+            self.repo.artifacts.setdefault(run_id, []).append(
+                {
+                    "id": artifact_id,
+                    "name": name,
+                    "size_in_bytes": len(data),
+                    "expired": expired,
+                    "url": f"{self._api()}/actions/artifacts/{artifact_id}",
+                    "archive_download_url": f"{self._api()}/actions/artifacts/{artifact_id}/zip",
+                }
+            )
+        return run_id
 
     def bot_issues(self) -> list[dict[str, Any]]:
         return [i for i in self.repo.issues.values() if "pull_request" not in i]
@@ -322,6 +363,10 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/check-runs/(?P<id>\d+)/annotations", "list_annotations"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
     ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/pulls", "list_pulls"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/workflows/(?P<wf>[^/]+)", "get_workflow"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/workflows/(?P<wf>[^/]+)/runs", "list_workflow_runs"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/runs/(?P<run>\d+)/artifacts", "list_run_artifacts"),
+    ("GET", r"/repos/(?P<o>[^/]+)/(?P<r>[^/]+)/actions/artifacts/(?P<id>\d+)/zip", "download_artifact"),
 ]
 
 
@@ -359,6 +404,9 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
 
         def _serve(self, method: str) -> None:
             parts = urlsplit(self.path)
+            if parts.path.startswith("/_blobs/"):  # artifact storage: no token, bytes not JSON
+                self._blob(int(parts.path.rsplit("/", 1)[1]))
+                return
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             auth = self.headers.get("Authorization", "")
@@ -398,6 +446,14 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
+
+        def _blob(self, artifact_id: int) -> None:
+            data = server.repo.blobs.get(artifact_id)
+            self.send_response(200 if data is not None else 404)
+            self.send_header("Content-Type", "application/zip")
+            self.send_header("Content-Length", str(len(data or b"")))
+            self.end_headers()
+            self.wfile.write(data or b"")
 
         def _drop(self) -> None:
             self.close_connection = True
@@ -624,6 +680,40 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
             if "pull_request" not in issue:
                 raise _ApiError(404, "Not Found")
             return 200, _pull(issue), {}
+
+        def _workflow(self, name: str) -> tuple[int, str]:
+            names = sorted(server.repo.workflow_runs)
+            by_id = {str(1 + i): n for i, n in enumerate(names)}
+            workflow = by_id.get(name, name)
+            if workflow not in server.repo.workflow_runs:
+                raise _ApiError(404, "Not Found")
+            return 1 + names.index(workflow), workflow
+
+        def get_workflow(self, args, query, body):
+            number, workflow = self._workflow(args["wf"])
+            url = f"{server._api()}/actions/workflows/{number}"
+            return 200, {"id": number, "name": workflow, "path": f".github/workflows/{workflow}",
+                         "state": "active", "url": url}, {}
+
+        def list_workflow_runs(self, args, query, body):
+            """Newest first; `branch` and `status` (a conclusion such as success) filter."""
+            runs = list(reversed(server.repo.workflow_runs[self._workflow(args["wf"])[1]]))
+            if "branch" in query:
+                runs = [r for r in runs if r["head_branch"] == query["branch"]]
+            if "status" in query:
+                runs = [r for r in runs if query["status"] in (r["status"], r["conclusion"])]
+            status, chunk, headers = self._page(runs, query, urlsplit(self.path).path)
+            return status, {"total_count": len(runs), "workflow_runs": chunk}, headers
+
+        def list_run_artifacts(self, args, query, body):
+            found = server.repo.artifacts.get(int(args["run"]), [])
+            status, chunk, headers = self._page(found, query, urlsplit(self.path).path)
+            return status, {"total_count": len(found), "artifacts": chunk}, headers
+
+        def download_artifact(self, args, query, body):
+            if int(args["id"]) not in server.repo.blobs:
+                raise _ApiError(404, "Not Found")
+            return 302, {}, {"Location": f"{server.url}/_blobs/{args['id']}"}
 
         def list_pulls(self, args, query, body):
             """`state` and `head=owner:branch` filters, as GitHub applies them."""

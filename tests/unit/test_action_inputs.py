@@ -17,6 +17,7 @@ from ditox_ci.ci.action import (
     outputs,
     plan,
     read_inputs,
+    runnable,
     stage_env,
     write_outputs,
 )
@@ -327,3 +328,23 @@ def test_no_outputs_file_outside_a_runner(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.chdir(tmp_path)  # where a file without a GITHUB_OUTPUT path would land
     write_outputs({"new": "1"}, {})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_previous_from_a_workflow_is_downloaded_first_with_the_token(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"INPUT_PREVIOUS": "workflow:nightly.yml@main", "INPUT_GITHUB_TOKEN": "tok"}
+    inputs = read_inputs(env)
+    fetch, sweep, publish = plan(inputs, "py")
+    assert fetch.command[4:] == (
+        *("previous", "--workflow", "nightly.yml", "--out", ".ditox-previous", "--branch", "main"),
+    )
+    assert stage_env(inputs, env, fetch)["GITHUB_TOKEN"] == "tok"
+    assert "GITHUB_TOKEN" not in stage_env(inputs, env, sweep)
+    for step in (sweep, publish):
+        assert step.command[step.command.index("--previous") + 1] == ".ditox-previous/report.json"
+    monkeypatch.chdir(tmp_path)
+    assert "--previous" not in runnable(sweep)  # the first night: nothing was downloaded
+    (tmp_path / ".ditox-previous").mkdir()
+    (tmp_path / ".ditox-previous" / "report.json").write_text("{}")
+    assert runnable(sweep) == sweep.command

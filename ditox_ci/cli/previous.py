@@ -1,0 +1,56 @@
+"""`ditox-ci previous`: download the report of a workflow's last successful run."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from pathlib import Path
+
+from ditox_ci.errors import EXIT_OK, ConfigError
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.previous import fetch_previous
+from ditox_ci.log import Log
+
+NAME = "previous"
+HELP = "download the report.json of a workflow's last successful run (GITHUB_* env, actions: read)"
+DESCRIPTION = """\
+Find the newest successful run of WORKFLOW in this repository (GITHUB_REPOSITORY) that still has
+the ARTIFACT a report job uploaded, and write its report.json to OUT. Pass that file as
+--previous to sweep (its timings balance the shards) and publish (findings gone since are fixed;
+with --close-fixed their issues are closed). No such run yet (the first night) is not an error:
+nothing is written and the exit code is 0. The token needs `actions: read`.
+
+example:
+  ditox-ci previous --workflow nightly.yml --branch main --out previous
+  ditox-ci sweep --previous previous/report.json ...
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--workflow", required=True, help="the workflow's file name, e.g. nightly.yml")
+    parser.add_argument("--branch", help="only runs of this branch (default: any)")
+    parser.add_argument("--artifact", default="ditox-report", help="artifact name (default ditox-report)")
+    parser.add_argument("--out", default="previous", help="folder for report.json (default previous)")
+
+
+def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    log = Log(env)
+    context = GitHubContext.from_env(env)
+    log.mask(context.token)
+    if not context.repository or not context.token:
+        raise ConfigError("previous needs GITHUB_REPOSITORY and a token (GITHUB_TOKEN) with actions: read")
+    found = fetch_previous(
+        context,
+        args.workflow,
+        args.artifact,
+        Path(args.out),
+        log,
+        branch=args.branch,
+        own_run_id=env.get("GITHUB_RUN_ID"),
+    )
+    if found is None:
+        what = f"no successful run of {args.workflow} has an artifact '{args.artifact}' yet"
+        log.notice(f"{what}: no previous report")
+    else:
+        log.info(f"previous report: {found.report} (run {found.run_url})")
+    return EXIT_OK

@@ -1,0 +1,113 @@
+"""The report of a workflow's last successful run: what a nightly passes as `previous`.
+
+Findings still in it are known, those gone are fixed (and their issues closed with
+`--close-fixed`), and its per-model timings balance the shards. The artifact is a zip that the
+earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it, and it must
+parse as a report before anything uses it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import zipfile
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+import requests
+from github.Artifact import Artifact
+from github.GithubObject import NotSet
+from github.WorkflowRun import WorkflowRun
+
+from ditox_ci.errors import GitHubError, InputError
+from ditox_ci.github.client import Retrier, RetryPolicy, connect
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.log import Log
+from ditox_ci.report.model import read_report
+
+MAX_REPORT_BYTES = 256 * 1024 * 1024
+# runs looked at, newest first, for one that still has the artifact (artifacts expire)
+RUNS_LOOKED_AT = 10
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    run_id: int
+    run_url: str
+    report: Path
+
+
+def _extract_report(archive: Path, target: Path) -> None:
+    try:
+        with zipfile.ZipFile(archive) as bundle:
+            member = next((m for m in bundle.infolist() if m.filename == "report.json"), None)
+            if member is None:
+                raise InputError(f"the previous run's artifact {archive.name} has no top-level report.json")
+            if member.file_size > MAX_REPORT_BYTES:
+                raise InputError(f"the previous run's report.json has {member.file_size} bytes: too many")
+            with bundle.open(member) as source, target.open("wb") as sink:
+                shutil.copyfileobj(source, sink, 1024 * 1024)
+            if target.stat().st_size > MAX_REPORT_BYTES:  # a header that lied about the size
+                raise InputError("the previous run's report.json is over the size limit")
+    except zipfile.BadZipFile as exc:
+        raise InputError(f"the previous run's artifact is not a zip archive ({exc})") from None
+
+
+def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
+    """The artifact's zip; GitHub answers with a redirect to storage that needs no token (requests
+    drops the Authorization header when the redirect leaves the API's host)."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
+    try:
+        with requests.get(url, headers=headers, stream=True, timeout=timeout_s) as answer:
+            answer.raise_for_status()
+            size = 0
+            with target.open("wb") as sink:
+                for chunk in answer.iter_content(1024 * 1024):
+                    size += len(chunk)
+                    if size > MAX_REPORT_BYTES:
+                        raise InputError("the previous run's artifact is over the size limit")
+                    sink.write(chunk)
+    except requests.RequestException as exc:
+        raise GitHubError(f"could not download the previous run's artifact ({type(exc).__name__})") from None
+
+
+def fetch_previous(
+    context: GitHubContext,
+    workflow: str,
+    artifact: str,
+    out_dir: Path,
+    log: Log,
+    branch: str | None = None,
+    own_run_id: str | None = None,
+    policy: RetryPolicy | None = None,
+) -> PreviousRun | None:
+    """Download the newest successful run of `workflow` (a file name such as nightly.yml) that
+    still has `artifact`, into `out_dir`/report.json; None when there is none (the first night)."""
+    policy = policy or RetryPolicy()
+    retrier = Retrier(policy, log)
+    repo = connect(context, policy).get_repo(context.repository, lazy=True)
+
+    def newest_runs() -> list[WorkflowRun]:
+        runs = repo.get_workflow(workflow).get_runs(branch=branch or NotSet, status="success")
+        return list(itertools.islice(runs, RUNS_LOOKED_AT))  # PaginatedList's slices overrun short lists
+
+    def artifacts(run: WorkflowRun) -> list[Artifact]:
+        return list(run.get_artifacts())
+
+    for run in retrier.call(f"list the successful runs of {workflow}", newest_runs):
+        if own_run_id and str(run.id) == own_run_id:
+            continue
+        found = retrier.call(f"list the artifacts of run {run.id}", partial(artifacts, run))
+        match = next((a for a in found if a.name == artifact and not a.expired), None)
+        if match is None:
+            continue
+        out_dir.mkdir(parents=True, exist_ok=True)
+        archive = out_dir / f"{artifact}.zip"
+        _download(match.archive_download_url, context.token, archive, policy.timeout_s)
+        report = out_dir / "report.json"
+        _extract_report(archive, report)
+        archive.unlink()
+        read_report(report)  # the same checks as any report from outside
+        return PreviousRun(run.id, run.html_url, report)
+    return None
