@@ -47,6 +47,10 @@ class ActionInputs:
     fail_on: str = "new"
     dry_run: bool = False
     untrusted: bool = False
+    check: bool = True
+    check_name: str = "ditox-ci"
+    comment_key: str = "default"
+    max_new_issues: int = 10
 
 
 # Which CLI stages each mode runs, in order.
@@ -158,6 +162,10 @@ def optimizer_argument(spec: str) -> str:
     return spec if optimizer_kind(spec) in ("import", "builtin") else INSTALLED_MODULE
 
 
+SARIF_FILE = "ditox.sarif"
+JUNIT_FILE = "junit.xml"
+
+
 def report_path(inputs: ActionInputs) -> Path:
     return Path(inputs.out) / "report.json"
 
@@ -210,7 +218,12 @@ def _publish_argv(inputs: ActionInputs) -> list[str]:
     argv += _optional("--baseline", inputs.baseline)
     argv += _optional("--previous", previous_report(inputs))
     argv.append("--comment" if inputs.comment else "--no-comment")
+    argv.append("--check" if inputs.check else "--no-check")
+    argv += ["--check-name", inputs.check_name, "--comment-key", inputs.comment_key]
     argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
+    argv += ["--max-new-issues", str(inputs.max_new_issues)]
+    # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
+    argv += ["--sarif", str(Path(inputs.out) / SARIF_FILE), "--junit", str(Path(inputs.out) / JUNIT_FILE)]
     argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
     argv += _optional("--pr", inputs.pr_number)
     if inputs.untrusted:

@@ -237,7 +237,8 @@ def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace:
     (workspace / "wrong").mkdir()
     onnx.save(model, workspace / "wrong" / "add.onnx")
     (workspace / "accepted.yml").write_text(
-        "entries:\n- {id: flip, reason: accepted, passes: [eliminate_identity]}\n"
+        "entries:\n- {id: flip, reason: accepted, optimizer: 'faulty_optimizers*',"
+        " passes: [eliminate_identity]}\n"
     )
     process, outputs, summary = run_action(
         workspace,
@@ -254,4 +255,9 @@ def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace:
     assert process.returncode == 0, process.stderr
     assert (outputs["new"], outputs["known"]) == ("0", "1")
     assert "would create check run ditox-ci (success)" in process.stdout
-    assert "baseline:flip" in summary
+    assert "baseline entry **flip**" in summary
+    # publish's own outputs: code scanning and test-report files, and what it wrote (nothing: dry run)
+    assert outputs["sarif"] == "accepted/ditox.sarif" and outputs["junit"] == "accepted/junit.xml"
+    assert json.loads((workspace / "accepted" / "ditox.sarif").read_text())["runs"][0]["results"] == []
+    assert (workspace / "accepted" / "junit.xml").read_text().count("<testcase") == 2  # nop + default
+    assert (outputs["issues_opened"], outputs["comment_url"]) == ("[]", "")

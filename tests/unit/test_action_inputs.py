@@ -76,7 +76,18 @@ def test_defaults_run_sweep_then_publish() -> None:
             "--report",
             "ditox-report/report.json",
             "--comment",
+            "--check",
+            "--check-name",
+            "ditox-ci",
+            "--comment-key",
+            "default",
             "--no-file-issues",
+            "--max-new-issues",
+            "10",
+            "--sarif",
+            "ditox-report/ditox.sarif",
+            "--junit",
+            "ditox-report/junit.xml",
             "--no-close-fixed",
         ],
     ]
@@ -96,6 +107,20 @@ def test_publish_inputs_map_to_flags() -> None:
     assert "--baseline" not in publish
     with pytest.raises(ConfigError, match="pr_number"):
         read_inputs({**env, "INPUT_PR_NUMBER": "12; rm -rf /"})
+
+
+def test_surface_inputs_name_and_bound_what_publish_writes() -> None:
+    env = {
+        "INPUT_MODE": "publish",
+        "INPUT_CHECK": "false",
+        "INPUT_CHECK_NAME": "ditox-ci / nightly",
+        "INPUT_COMMENT_KEY": "shard-a",
+        "INPUT_MAX_NEW_ISSUES": "3",
+    }
+    (publish,) = build_argv(env)
+    assert "--no-check" in publish
+    named = {"--check-name": "ditox-ci / nightly", "--comment-key": "shard-a", "--max-new-issues": "3"}
+    assert {flag: publish[publish.index(flag) + 1] for flag in named} == named
 
 
 def test_untrusted_reaches_publish_only() -> None:
@@ -169,7 +194,18 @@ def test_merge_and_publish_modes() -> None:
             "--report",
             "merged/report.json",
             "--no-comment",
+            "--check",
+            "--check-name",
+            "ditox-ci",
+            "--comment-key",
+            "default",
             "--file-issues",
+            "--max-new-issues",
+            "10",
+            "--sarif",
+            "merged/ditox.sarif",
+            "--junit",
+            "merged/junit.xml",
             "--no-close-fixed",
             "--dry-run",
         ]
