@@ -29,7 +29,7 @@ import datetime as dt
 import fnmatch
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +268,9 @@ def load_baseline(path: Path | None, optimizer: str = DEFAULT_OPTIMIZER) -> Base
     default, _ = read_baseline_file(DEFAULT_BASELINE)
     shipped = optimizer_baseline(optimizer)
     if shipped is not None and shipped.is_file():
-        default = default + read_baseline_file(shipped)[0]
+        own = read_baseline_file(shipped)[0]
+        # every entry of an optimizer's own file is about that optimizer
+        default = default + Baseline(tuple(replace(e, optimizer=optimizer) for e in own.entries), own.sources)
     layered = default
     if path is not None:
         user, include_default = read_baseline_file(path)

@@ -179,3 +179,19 @@ def test_the_action_installs_a_builtin_and_sweeps_it_by_name(name: str) -> None:
     [command] = install_commands(name, "python")
     assert command[-1] == ADAPTERS[name].requirement
     assert optimizer_argument(name) == name
+
+
+def test_a_builtin_optimizers_own_shipped_baseline_applies_to_it_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ditox_ci.triage.baseline as baseline
+
+    shipped = tmp_path / "baseline-default.yml"
+    shipped.write_text(baseline.DEFAULT_BASELINE.read_text())
+    (tmp_path / "baseline-onnxsim.yml").write_text(
+        "version: 1\nentries:\n  - {id: sim-by-design, passes: [shape_inference], reason: documented}\n"
+    )
+    monkeypatch.setattr(baseline, "DEFAULT_BASELINE", shipped)
+    assert [e.id for e in load_baseline(None, "onnxsim").entries] == ["sim-by-design"]
+    assert "sim-by-design" not in {e.id for e in load_baseline(None, "onnxscript").entries}
+    assert "sim-by-design" not in {e.id for e in load_baseline(None).entries}
