@@ -1,0 +1,83 @@
+"""The standalone repro an issue carries: model text that parses back, inputs that come back with
+the same values (or a seeded draw in the recorded range), and a diagram untrusted names cannot
+break out of."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.standalone import INLINE_FLOATS, mermaid, script, standalone_record
+
+HOSTILE = 'x"] --> evil[`<script>`'
+
+
+def _model(input_name: str = "x") -> onnx.ModelProto:
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", [input_name], ["r"]),
+            helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[2]),
+        ],
+        "g",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [1, 2, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 7])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    # a generator's notes: JSON with quotes and backslashes, which a plain string literal would eat
+    helper.set_model_props(model, {"ditox.value_ranges": '{"x": {"low": -1.0, "high": "a\\\\b"}}'})
+    return model
+
+
+def _script_namespace(record: dict) -> dict:
+    finding = Finding("f" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", ("fuse_pad_into_pool",)))
+    namespace: dict = {}
+    exec(compile(script(record, finding), "standalone.py", "exec"), namespace)
+    return namespace
+
+
+def test_the_script_rebuilds_the_model_and_its_inputs():
+    small = np.linspace(-1, 1, 16, dtype=np.float32).reshape(1, 2, 8)
+    record = standalone_record(_model(), {"x": small}, ["fuse_pad_into_pool"], False, 1e-3, 1e-4, {})
+    assert record is not None and "metadata_props" not in record["model"]
+    namespace = _script_namespace(record)
+    rebuilt = namespace["build_model"]()
+    assert [n.op_type for n in rebuilt.graph.node] == ["Relu", "MaxPool"]
+    feeds = namespace["make_feeds"]()
+    assert feeds["x"].dtype == np.float32 and np.array_equal(feeds["x"], small)
+
+
+def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
+    large = np.random.default_rng(3).uniform(-5, 2, size=(1, 2, INLINE_FLOATS)).astype(np.float32)
+    record = standalone_record(_model(), {"x": large}, ["p"], False, 1e-3, 1e-4, {})
+    assert record is not None and "values" not in record["inputs"]["x"]
+    first = _script_namespace(record)["make_feeds"]()["x"]
+    again = _script_namespace(record)["make_feeds"]()["x"]
+    assert first.shape == large.shape and np.array_equal(first, again)
+    assert large.min() <= first.min() and first.max() <= large.max()
+
+
+def test_the_diagram_shows_before_and_after_and_names_cannot_break_it():
+    feeds = {HOSTILE: np.zeros((1, 2, 8), np.float32)}
+    record = standalone_record(_model(HOSTILE), feeds, ["p"], False, 0, 0, {})
+    assert record is not None
+    after = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("MaxPool", [HOSTILE], ["y"], kernel_shape=[2], pads=[0, 1])],
+            "g",
+            [helper.make_tensor_value_info(HOSTILE, TensorProto.FLOAT, [1, 2, 8])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8])],
+        ),
+        opset_imports=[helper.make_opsetid("", 13)],
+    )
+    record["optimized"] = onnx.printer.to_text(after)
+    diagram = mermaid(record)
+    assert diagram is not None
+    assert 'subgraph before["before"]' in diagram and 'subgraph after["after p"]' in diagram
+    assert "MaxPool<br/>kernel_shape=_2_<br/>pads=_0, 1_" in diagram
+    for bad in ("<script>", "`", "evil["):
+        assert bad not in diagram
+    # every line is a node, an edge or subgraph syntax: nothing the name injected
+    assert all(line.strip().split(" ")[0] in ("flowchart", "subgraph", "direction", "end") or
+               line.strip()[:2] in ("bi", "bn", "bo", "ai", "an", "ao") for line in diagram.splitlines())
