@@ -451,21 +451,26 @@ class Publisher:
 
     def _bot_issues(self) -> dict[str, Issue]:
         """The bot's issues by fingerprint: written by the bot's identity and carrying its hidden
-        marker, oldest first. Found by author, not label, so a maintainer may drop the label."""
+        marker, the oldest one per fingerprint. Listed by author (a maintainer may drop or rename
+        the label) and by label (in case `creator=` does not match an app's bot login)."""
         if self.offline:
             return {}
         login = self._bot_login()
-        found: dict[str, Issue] = {}
 
         def scan() -> dict[str, Issue]:
             # PyGithub takes a login for `creator` (it asserts str | NamedUser) but types NamedUser
-            issues = self.repo.get_issues(
-                state="all", creator=login, sort="created", direction="asc"  # type: ignore[arg-type]
-            )
-            for issue in issues:
-                fingerprint = fingerprint_in(issue.body)
-                if fingerprint and issue.pull_request is None and self._is_mine(issue):
-                    found.setdefault(fingerprint, issue)
+            by_author = self.repo.get_issues(state="all", creator=login)  # type: ignore[arg-type]
+            by_label = self.repo.get_issues(state="all", labels=[self.options.bot_label])
+            mine = {
+                issue.number: issue
+                for issue in (*by_author, *by_label)
+                if issue.pull_request is None and self._is_mine(issue)
+            }
+            found: dict[str, Issue] = {}
+            for number in sorted(mine):
+                fingerprint = fingerprint_in(mine[number].body)
+                if fingerprint:
+                    found.setdefault(fingerprint, mine[number])
             return found
 
         return self._read("list the ditox-ci issues", scan)
