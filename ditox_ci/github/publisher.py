@@ -39,6 +39,7 @@ from ditox_ci.github.text import (
     with_last_seen,
 )
 from ditox_ci.log import Log, inert, printable
+from ditox_ci.report.bugs import group_bugs, headline
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.triage.classify import issue_worthy
 
@@ -352,8 +353,7 @@ class Publisher:
     def _check(self, report: Report, texts: Texts) -> None:
         new = [f for f in report.findings if f.status == "new"]
         failing = report.new_failures()
-        count = len(failing)
-        title = f"{count} new finding{'s' if count != 1 else ''}" if failing else "no new findings"
+        title = headline(group_bugs(failing), "new") if failing else "no new bugs"
         conclusion = "failure" if failing else "success"
         annotations = [_annotation(f) for f in new][: max(0, self.options.max_annotations)]
         # the summary leaves room for the notes below it

@@ -127,6 +127,7 @@ def test_check_run_with_annotations_and_status_fallback(server, tmp_path: Path):
     runs = list(server.repo.check_runs.values())
     assert len(runs) == 1 and runs[0]["head_sha"] == SHA and runs[0]["conclusion"] == "failure"
     assert runs[0]["output"]["annotations_count"] == 2
+    assert runs[0]["output"]["title"] == "2 new bugs (2 findings on 2 models)"
     run_publish(["--report", str(path)], env)  # a re-run edits, and does not double annotations
     assert len(server.repo.check_runs) == 1 and runs[0]["output"]["annotations_count"] == 2
 
