@@ -17,6 +17,9 @@ from action_models import write_models
 from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.errors import ConfigError, MergeError
+from ditox_ci.report.model import write_report
+from tests.integration.github_fixtures import BUG_A, report
+from tests.integration.github_server import GitHubServer
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
@@ -261,3 +264,25 @@ def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace:
     assert json.loads((workspace / "accepted" / "ditox.sarif").read_text())["runs"][0]["results"] == []
     assert (workspace / "accepted" / "junit.xml").read_text().count("<testcase") == 2  # nop + default
     assert (outputs["issues_opened"], outputs["comment_url"]) == ("[]", "")
+
+
+def test_a_read_only_token_warns_and_keeps_the_gates_exit_code(workspace: Path) -> None:
+    """A fork's pull request gets a read-only token: every write is refused, and the job still
+    ends with the gate's code (1: a new finding), not GitHub's (7)."""
+    write_report(report(BUG_A), workspace / "fork-report" / "report.json")
+    with GitHubServer("onnx/optimizer") as server:
+        server.open_pull(7, "1" * 40)
+        process, outputs, summary = run_action(
+            workspace,
+            "pull_request",
+            runner_env={"GITHUB_API_URL": server.url},
+            mode="publish",
+            out="fork-report",
+            github_token="read-token",
+        )
+        refused = [x.status for x in server.exchanges if x.method != "GET"]
+    assert process.returncode == 1, process.stderr
+    assert "read-only token" in process.stdout + process.stderr
+    assert refused and set(refused) == {403}
+    assert "token was read-only" in summary and outputs["new"] == "1"
+
