@@ -36,7 +36,9 @@ class Progress:
     def _status(self, **postfix: Any) -> None:
         elapsed = time.monotonic() - self.started
         extra = "".join(f", {key} {value}" for key, value in postfix.items())
-        self.log.info(f"   {self.done}/{self.total} {self.unit} in {elapsed:.0f}s{extra}")
+        # total 0: a stream of unknown length (fuzzing makes models until its budget is spent)
+        done = f"{self.done}/{self.total}" if self.total else str(self.done)
+        self.log.info(f"   {done} {self.unit} in {elapsed:.0f}s{extra}")
         self.last_status = time.monotonic()
 
     def advance(self, **postfix: Any) -> None:
