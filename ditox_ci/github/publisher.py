@@ -403,7 +403,7 @@ class Publisher:
             return next(iter(runs), None)
 
         def annotated(run: CheckRun) -> list[tuple[Any, ...]]:
-            return [_annotation_key(vars_of(a)) for a in run.get_annotations()]
+            return [_annotation_key(_listed_annotation(a)) for a in run.get_annotations()]
 
         existing = self._read(f"find check run {name} on {sha[:12]}", find)
         wanted = [_annotation_key(a) for a in annotations]
@@ -675,7 +675,7 @@ def _annotation(finding: Finding) -> dict[str, Any]:
     }
 
 
-def vars_of(annotation: Any) -> dict[str, Any]:
+def _listed_annotation(annotation: Any) -> dict[str, Any]:
     """A listed annotation (PyGithub object) as the dict it was created from."""
     names = ("path", "start_line", "end_line", "annotation_level", "title", "message")
     return {name: getattr(annotation, name) for name in names}
