@@ -32,7 +32,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
+from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
@@ -57,7 +57,7 @@ class SweepOptions:
     shard: str = "0/1"
     jobs: int = 0
     timeout: float = 60.0
-    memory_limit: int = 6144
+    memory_limit: int = DEFAULT_MEMORY_LIMIT_MB
     samples: int = 1
     seed: int = 0
     # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
@@ -268,6 +268,16 @@ class ModelStream:
     pinpoint_deadline: float | None = None
 
 
+def _machine_memory_mb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
 def run_sweep(
     options: SweepOptions,
     log: Log,
@@ -315,6 +325,13 @@ def run_sweep(
         memory_limit_mb=options.memory_limit,
     )
     jobs = options.jobs or os.cpu_count() or 1
+    memory_mb = _machine_memory_mb()
+    if memory_mb and jobs * options.memory_limit > memory_mb:
+        log.warning(
+            f"{jobs} workers × --memory-limit {options.memory_limit} MiB exceed this machine's "
+            f"{memory_mb:.0f} MiB: the kernel may kill a worker first (reported as out of memory); "
+            "lower --jobs or --memory-limit"
+        )
     results: list[JobResult] = []
     findings: list[Finding] = []
     pinpoint_stats: dict[str, int] | None = None

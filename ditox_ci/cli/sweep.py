@@ -81,8 +81,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--jobs", type=int, help="worker processes (default: all cores)")
     add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
-    add("--memory-limit", dest="memory_limit", type=int, help="MiB a worker may use (default 6144)")
-    add("--samples", type=int, help="input samples per model (default 1)")
+    add(
+        "--memory-limit",
+        dest="memory_limit",
+        type=int,
+        help="MiB a worker may use (default 3584: 4 workers fit a 16 GB runner)",
+    )
+    add("--samples", type=int, help="input samples per model (default 1), plus one wide-range sample")
     add("--seed", type=int, help="seed for random inputs (default 0)")
     add(
         "--rtol",

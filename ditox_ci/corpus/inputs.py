@@ -19,6 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs_by_use import GraphShapes, consumers, draw_by_use
 
 Feed = dict[str, Any]
 InputGenerator = Callable[[onnx.ModelProto, ModelRef, int, int], list[Feed]]
@@ -31,13 +32,23 @@ FLOAT_RANGE = (-2.0, 2.0)
 # log, sqrt, pow or division of negatives and zeros, which positive inputs avoid.
 POSITIVE_FLOAT_RANGE = (0.25, 2.0)
 STRING_ALPHABET = np.array(list("abcdefghij"))
+# The wide-range sample: magnitudes log-uniform from WIDE_LOWEST up to the type's WIDE_HIGHEST,
+# far enough out for a Relu6/Clip/saturation rewrite to show, not so far that float rounding of
+# ordinary arithmetic reaches the default tolerances
+WIDE_LOWEST = 1e-2
+WIDE_HIGHEST: dict[int, float] = {
+    onnx.TensorProto.FLOAT: 1e3,
+    onnx.TensorProto.DOUBLE: 1e3,
+    onnx.TensorProto.FLOAT16: 1e2,
+    onnx.TensorProto.BFLOAT16: 1e2,
+}
 
 _FLOAT_TYPES: dict[int, type[np.generic]] = {
     onnx.TensorProto.FLOAT16: np.float16,
     onnx.TensorProto.FLOAT: np.float32,
     onnx.TensorProto.DOUBLE: np.float64,
 }
-_INT_TYPES: dict[int, type[np.generic]] = {
+_INT_TYPES: dict[int, type[np.integer]] = {
     onnx.TensorProto.INT8: np.int8,
     onnx.TensorProto.INT16: np.int16,
     onnx.TensorProto.INT32: np.int32,
@@ -196,6 +207,8 @@ def _random_tensor(
     if elem in _FLOAT_TYPES:
         low, high = POSITIVE_FLOAT_RANGE if attempt > 0 else FLOAT_RANGE
         return rng.uniform(low, high, size=shape).astype(_FLOAT_TYPES[elem])
+    if elem == onnx.TensorProto.UINT8:  # pixels and quantized values: the whole range
+        return rng.integers(0, 256, size=shape).astype(np.uint8)
     if elem in _INT_TYPES:
         # Non-negative and below every dynamic dimension, so integers used as indices, axes or
         # counts stay valid; signed types would make negative indices and division by zero likelier.
@@ -245,18 +258,46 @@ def random_feeds(
     dynamic_dim: int = 2,
     attempt: int = 0,
 ) -> list[Feed]:
-    """`samples` feeds drawn from the declared types and shapes; unknown dims → `dynamic_dim`."""
+    """`samples` feeds drawn from the declared types and shapes; unknown dims → `dynamic_dim`.
+    Integer inputs are drawn for what consumes them (see inputs_by_use) where a consumer says."""
     inputs = feedable_inputs(model)
+    uses = consumers(model)
+    graph: GraphShapes | None = None
     feeds = []
     for sample in range(samples):
         rng = np.random.default_rng(derive_seed(seed, ref.id, sample, attempt))
-        feeds.append(
-            {
-                info.name: _random_value(info.type, rng, dynamic_dim, attempt, info.name)
-                for info in inputs
-            }
-        )
+        feed: Feed = {}
+        for info in inputs:
+            tensor, value = info.type.tensor_type, None
+            if info.type.HasField("tensor_type") and tensor.elem_type in _INT_TYPES and info.name in uses:
+                graph = graph or GraphShapes.of(model, dynamic_dim)
+                shape = _shape(tensor, dynamic_dim)
+                value = draw_by_use(shape, _INT_TYPES[tensor.elem_type], uses[info.name], graph, rng)
+            feed[info.name] = (
+                value if value is not None else _random_value(info.type, rng, dynamic_dim, attempt, info.name)
+            )
+        feeds.append(feed)
     return feeds
+
+
+def wide_feed(
+    model: onnx.ModelProto, feed: Feed, seed: int, model_id: str, scale: float = 1.0
+) -> Feed | None:
+    """`feed` with every float tensor input redrawn at wide magnitudes (log-uniform from
+    WIDE_LOWEST up to WIDE_HIGHEST of its type × `scale`, either sign), other inputs kept: a
+    sample that leaves the small range, where clips, saturations and bounded activations act.
+    None when the model has no such input."""
+    rng = np.random.default_rng(derive_seed(seed, model_id, -2, 0))
+    wide = dict(feed)
+    for info in feedable_inputs(model):
+        elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
+        value = feed.get(info.name)
+        if elem not in WIDE_HIGHEST or not isinstance(value, np.ndarray) or value.size == 0:
+            continue
+        highest = max(WIDE_HIGHEST[elem] * scale, WIDE_LOWEST * 10)
+        magnitudes = np.exp(rng.uniform(np.log(WIDE_LOWEST), np.log(highest), size=value.shape))
+        wide[info.name] = (magnitudes * rng.choice([-1.0, 1.0], size=value.shape)).astype(value.dtype)
+    return None if all(wide[name] is feed[name] for name in feed) else wide
 
 
 def inputs_kind(ref: ModelRef) -> str:

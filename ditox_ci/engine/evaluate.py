@@ -20,7 +20,7 @@ import onnx
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds
+from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds, wide_feed
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
@@ -135,7 +135,40 @@ def _run_original(
         info["redraws"] = attempt + 1
     else:
         info["original_nonfinite"] = True
-    return feeds, outputs
+    if ref.comparator or info["inputs"] not in ("random", "recorded"):
+        return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
+    wide_feeds, wide_outputs = _wide_sample(session, model, feeds[0], ref, settings, info)
+    return feeds + wide_feeds, outputs + wide_outputs
+
+
+# how far the wide sample is scaled back, step by step, while the original gives NaN/Inf on it
+WIDE_SCALES = (1.0, 0.1, 0.01)
+
+
+def _wide_sample(
+    session: Any,
+    model: onnx.ModelProto,
+    first: dict[str, Any],
+    ref: ModelRef,
+    settings: EvalSettings,
+    info: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """One more sample, `first` with its float inputs at wide magnitudes, scaled back where the
+    original gives NaN/Inf or fails on it; none when it has no float input or nothing works."""
+    for scale in WIDE_SCALES:
+        feed = wide_feed(model, first, settings.seed, ref.id, scale)
+        if feed is None:
+            return [], []
+        try:
+            outputs = runner.run(session, feed)
+        except runner.RuntimeRunError as exc:
+            info["wide_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+            return [], []
+        if _finite([outputs]):
+            info["wide_sample"] = {"sample": settings.samples, "scale": scale}
+            return [feed], [outputs]
+    info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
+    return [], []
 
 
 def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:

@@ -53,6 +53,14 @@ from ditox_ci.errors import InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 
 POLL_S = 0.2
+# 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
+DEFAULT_MEMORY_LIMIT_MB = 3584
+# A worker holds a model several times over (the parsed original and its bytes, the optimizer's
+# copies, the optimized model, a runtime session): VGG-19's 548 MB peak at 3.9 GiB. A model gets
+# this allowance when it is larger than --memory-limit, and the pool starts it only when the
+# allowances of what runs beside it still fit in --jobs × --memory-limit.
+ALLOWANCE_BASE_MB = 512
+ALLOWANCE_PER_MODEL_MB = 8
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CONTEXTS_KEPT = 2
 STDERR_TAIL = 1500
@@ -67,7 +75,7 @@ class WorkerConfig:
     settings: EvalSettings = field(default_factory=EvalSettings)
     comparators: tuple[str, ...] = ("tensor",)
     timeout_s: float = 60.0
-    memory_limit_mb: int = 6144
+    memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
 
 
 @dataclass(frozen=True)
@@ -214,6 +222,7 @@ class _Running:
     runtime_runs: int = 0
     cache_hits: int = 0
     restarts: int = 0
+    memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
 
 
 @dataclass
@@ -474,28 +483,44 @@ class WorkerPool:
         if elapsed > self.config.timeout_s:
             return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")
         rss = slot.rss_mb = _rss_mb(slot.process.pid)
-        if rss > self.config.memory_limit_mb:
-            return self._replace(
-                slot,
-                "exceeded the memory limit",
-                f"{rss:.0f} MiB > {self.config.memory_limit_mb} MiB",
-            )
+        if rss > running.memory_mb:
+            detail = f"{rss:.0f} MiB > {running.memory_mb} MiB"
+            return self._replace(slot, "exceeded the memory limit", detail)
         return None
+
+    def allowance_mb(self, job: Job) -> int:
+        """The memory `job`'s worker may use: --memory-limit, or more for a model so large that
+        its copies in the worker need more (see ALLOWANCE_PER_MODEL_MB)."""
+        try:
+            size_mb = os.path.getsize(job.ref.path) / 2**20
+        except OSError:
+            size_mb = 0.0
+        needed = ALLOWANCE_BASE_MB + ALLOWANCE_PER_MODEL_MB * size_mb
+        return max(self.config.memory_limit_mb, int(needed))
+
+    def _fits(self, memory_mb: int) -> bool:
+        """Whether a job with this allowance may start now: the allowances of the running jobs and
+        its own stay within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
+        running = [slot.running.memory_mb for slot in self._slots if slot.running is not None]
+        return not running or sum(running) + memory_mb <= self.size * self.config.memory_limit_mb
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         """Results as they finish. `jobs` is drawn from only when a worker is free, so it may be
-        a generator that makes each job on demand (fuzzing) and decides when to stop."""
+        a generator that makes each job on demand (fuzzing) and decides when to stop. A job whose
+        model needs more memory than is left waits for the running ones (see allowance_mb)."""
         pending = iter(jobs)
         job = next(pending, None)
         while True:
             while job is not None:
+                memory_mb = self.allowance_mb(job)
                 slot = next((s for s in self._slots if s.running is None), None)
                 if slot is None and len(self._slots) < self.size:
                     slot = self._spawn()
                     self._slots.append(slot)
-                if slot is None:
+                if slot is None or not self._fits(memory_mb):
                     break
-                self._send(slot, _Running(job=job, started=time.monotonic(), remaining=job.steps))
+                started = time.monotonic()
+                self._send(slot, _Running(job=job, started=started, remaining=job.steps, memory_mb=memory_mb))
                 job = next(pending, None)
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:

@@ -1,0 +1,78 @@
+"""Every model is judged on a small-range and a wide-range sample: a miscompilation that shows only
+once activations leave the small range (Relu turned into a bounded Relu6) is found, by the wide one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
+
+FAKE = Path(__file__).resolve().parents[1] / "fakes" / "bounded_relu.py"
+
+
+def _relu_model(name: str) -> onnx.ModelProto:
+    weight = onnx.numpy_helper.from_array(np.full((4, 8), 0.5, np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Identity", ["x"], ["i"]),
+            helper.make_node("Add", ["i", "w"], ["a"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+        ],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])],
+        [weight],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _relu6(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The planted miscompilation: Relu becomes Clip(0, 6), equal on every input below 5.5."""
+    bounded = onnx.ModelProto()
+    bounded.CopyFrom(model)
+    for node in bounded.graph.node:
+        if node.op_type == "Relu":
+            node.op_type, node.input[:] = "Clip", [node.input[0], "zero", "six"]
+    bounded.graph.initializer.extend(
+        [onnx.numpy_helper.from_array(np.float32(v), n) for v, n in ((0.0, "zero"), (6.0, "six"))]
+    )
+    return bounded
+
+
+def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: Path) -> None:
+    model = _relu_model("range_relu")
+    onnx.save(model, tmp_path / "m.onnx")
+    context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
+    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scale": 1.0}
+    small, wide = (np.abs(feed["x"]).max() for feed in context.feeds)
+    assert small < 2 < 100 < wide
+
+    outcome = judge(context, _relu6(model))
+    assert outcome.kind == "output-mismatch" and outcome.evidence["sample"] == 1
+
+    small_only = dataclasses.replace(
+        context, feeds=context.feeds[:1], outputs=context.outputs[:1], judged={}
+    )
+    assert judge(small_only, _relu6(model)).kind is None
+
+
+def test_a_sweep_finds_the_planted_bounded_relu(tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    onnx.save(_relu_model("range_relu"), models / "range_relu.onnx")
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "ditox_ci", "sweep", "--models", str(models), "--out", str(out)]
+    command += ["--optimizer", f"{FAKE}:optimize", "--configs", "pass:eliminate_identity"]
+    subprocess.run([*command, "--localize", "off", "--quiet"], capture_output=True, text=True, timeout=300)
+    (finding,) = json.loads((out / "report.json").read_text())["findings"]
+    assert (finding["kind"], finding["culprit"]["passes"]) == ("output-mismatch", ["eliminate_identity"])
+    assert finding["evidence"]["sample"] == 1

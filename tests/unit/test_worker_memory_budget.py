@@ -1,0 +1,52 @@
+"""The pool's memory: --jobs × --memory-limit is the budget; a model too large for --memory-limit
+gets an allowance by its size and starts only when the running models leave room for it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.worker import (
+    ALLOWANCE_BASE_MB,
+    ALLOWANCE_PER_MODEL_MB,
+    DEFAULT_MEMORY_LIMIT_MB,
+    Job,
+    WorkerConfig,
+    WorkerPool,
+    _Running,
+    _Slot,
+)
+
+# a standard GitHub-hosted Linux runner: 4 cores, "16 GB" (16 GiB, of which /proc/meminfo's MemTotal
+# shows about 15.6 after the kernel's own)
+GITHUB_RUNNER_MB = 15.6 * 1024
+GITHUB_RUNNER_CORES = 4
+
+
+def _job(folder: Path, name: str, size_mb: int) -> Job:
+    path = folder / f"{name}.onnx"
+    with path.open("wb") as handle:  # sparse: its size without its disk space
+        handle.truncate(size_mb * 2**20)
+    return Job(ModelRef(id=name, source="t", path=str(path)), ())
+
+
+def _running_on(pool: WorkerPool, jobs: list[Job]) -> None:
+    for job in jobs:
+        running = _Running(job=job, started=0.0, remaining=(), memory_mb=pool.allowance_mb(job))
+        pool._slots.append(_Slot(process=None, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+
+
+def test_the_default_limit_times_the_default_jobs_fits_a_github_runner():
+    assert DEFAULT_MEMORY_LIMIT_MB * GITHUB_RUNNER_CORES <= GITHUB_RUNNER_MB - 1024  # the parent's share
+
+
+def test_a_large_model_gets_an_allowance_by_its_size_and_waits_for_room(tmp_path: Path):
+    with WorkerPool(WorkerConfig(memory_limit_mb=1000), jobs=4) as pool:
+        small, vgg = _job(tmp_path, "small", 10), _job(tmp_path, "vgg", 548)
+        assert pool.allowance_mb(small) == 1000
+        assert pool.allowance_mb(vgg) == ALLOWANCE_BASE_MB + ALLOWANCE_PER_MODEL_MB * 548
+        assert pool._fits(pool.allowance_mb(vgg))  # alone it always starts
+        _running_on(pool, [small, small])
+        assert not pool._fits(pool.allowance_mb(vgg))  # 2 × 1000 + 4896 > 4 × 1000
+        assert pool._fits(pool.allowance_mb(small))
+        pool._slots.clear()
