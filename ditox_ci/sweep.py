@@ -26,7 +26,7 @@ from ditox_ci import __version__
 from ditox_ci.ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
@@ -202,6 +202,19 @@ def environment_info() -> dict[str, str]:
 SHARD_PLAN_WORKERS = 2
 
 
+def require_every_named_source(refs: list[ModelRef], specs: Sequence[str]) -> None:
+    """A named source the user asked for that has nothing here (`packaged` in an environment
+    without its packages) is an error: its models would only be skipped, and the sweep of the
+    other sources would pass for a sweep of all of them."""
+    for spec in specs:
+        name = spec.partition(":")[0]
+        own = [ref for ref in refs if ref.source == name]
+        if name in SOURCES and own and all(ref.meta.get("unavailable") for ref in own):
+            raise InputError(
+                f"model source {spec!r} has nothing to sweep here: {own[0].meta['unavailable']}"
+            )
+
+
 def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -> list[ModelRef]:
     """The models not below --out: a corpus folder that holds the output folder would otherwise
     sweep the previous run's repro bundles as models of its own."""
@@ -221,6 +234,7 @@ def plan_sweep(
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
     corpus = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
+    require_every_named_source(corpus, options.models)
     refs = _outside_out(corpus, options, log)
     if not refs:
         sources = " ".join(options.models) or "the default sources"
