@@ -63,6 +63,8 @@ class SweepOptions:
     # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
     rtol: float | None = None
     atol: float | None = None
+    # also judge float outputs against each model's own measured noise floor
+    calibrate: bool = True
     dynamic_dim: int = 2
     runner: str = "auto"
     comparator: str | None = None
@@ -332,6 +334,7 @@ def run_sweep(
             dynamic_dim=options.dynamic_dim,
             rtol=options.rtol,
             atol=options.atol,
+            calibrate=options.calibrate,
             runner=options.runner,
         ),
         comparators=comparators,

@@ -102,6 +102,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "1e-2 bfloat16, 1e-8 float64)",
     )
     add(
+        "--calibrate",
+        choices=("on", "off"),
+        help="on (default): a float output also fails when its error is more than 10 times the "
+        "model's own noise floor (what ONNX Runtime's own optimizations move it by), within "
+        "--rtol/--atol; off: the fixed tolerances alone",
+    )
+    add(
         "--dynamic-dim",
         dest="dynamic_dim",
         type=int,

@@ -9,6 +9,7 @@ bytes were already judged is not run again.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ import onnx
 
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
+from ditox_ci.compare.tensor import float64_array
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds, wide_feed
 from ditox_ci.corpus.loading import ModelLoadError, load_model
@@ -42,6 +44,8 @@ class EvalSettings:
     threads: int = 1
     # auto: ONNX Runtime, or the reference implementation for an original ONNX Runtime cannot run
     runner: str = "auto"
+    # judge float outputs against the model's own noise floor too (see measure_noise)
+    calibrate: bool = True
 
 
 @dataclass
@@ -64,6 +68,8 @@ class ModelContext:
     session: Any = None
     # the runner that judges this model: the one that could run the original
     runner: str = "onnxruntime"
+    # per sample, per output: the original's numerical noise (measure_noise); [] when not measured
+    noise: list[list[float | None]] = field(default_factory=list)
 
 
 class SkipModel(Exception):
@@ -201,6 +207,12 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         break
     else:
         raise SkipModel("; ".join(failures))
+    noise: list[list[float | None]] = []
+    if settings.calibrate and info["runner"] == "onnxruntime":
+        noise = measure_noise(data, feeds, outputs, settings.threads)
+        info["noise_floor"] = "measured" if noise else "not measurable"
+    elif settings.calibrate:
+        noise = random_outputs(data, feeds, outputs, settings.threads, info["runner"])
     return ModelContext(
         ref=ref,
         model=model,
@@ -211,9 +223,87 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         output_names=[o.name for o in model.graph.output],
         checker_error=_check(model),
         info=info,
-        runtime_runs=len(feeds),
+        runtime_runs=len(feeds) * (2 if noise else 1),
         runner=info["runner"],
+        noise=noise,
     )
+
+
+def measure_noise(
+    data: bytes, feeds: Sequence[Mapping[str, Any]], outputs: Sequence[Sequence[Any]], threads: int
+) -> list[list[float | None]]:
+    """How far each float output of the original moves when ONNX Runtime runs it with all of its
+    own graph optimizations on (fusions, layout changes, reordered arithmetic: the same meaning):
+    the largest absolute difference per sample and output, the model's own numerical noise floor.
+    [] when that session cannot load or run; None for an output that is not a float tensor.
+
+    An output that moves a lot (0.1 % of its magnitude, or at all when it is not a float tensor)
+    may come from a random op (Bernoulli, RandomNormal without a seed): when a second plain run
+    moves it too, its noise is infinite, and the tensor oracle checks only its shape and dtype."""
+    try:
+        rerun = runner.run_all(runner.load_noise_session(data, threads), feeds)
+    except (runner.RuntimeLoadError, runner.RuntimeRunError):
+        return []
+    noise: list[list[float | None]] = []
+    suspects: list[tuple[int, int]] = []
+    for sample, (plain_sample, rerun_sample) in enumerate(zip(outputs, rerun)):
+        row: list[float | None] = []
+        for position, (plain, again) in enumerate(zip(plain_sample, rerun_sample)):
+            a, b = float64_array(plain), float64_array(again)
+            if a is None or b is None or a.shape != b.shape:
+                row.append(None)
+                if not _identical(plain, again):
+                    suspects.append((sample, position))
+                continue
+            both = np.isfinite(a) & np.isfinite(b)
+            moved = float(np.abs(a[both] - b[both]).max()) if both.any() else 0.0
+            row.append(moved)
+            if moved > NONDETERMINISM_SUSPECT * (float(np.abs(a[both]).max()) if both.any() else 0.0):
+                suspects.append((sample, position))
+        noise.append(row)
+    if suspects:
+        try:
+            plain_again = runner.run_all(runner.load_session(data, threads), feeds)
+        except (runner.RuntimeLoadError, runner.RuntimeRunError):
+            return noise
+        for sample, position in suspects:
+            if not _identical(outputs[sample][position], plain_again[sample][position]):
+                noise[sample][position] = math.inf
+    return noise
+
+
+# an output the runtime's own optimizations move by this share of its magnitude is run again
+NONDETERMINISM_SUSPECT = 1e-3
+
+
+def random_outputs(
+    data: bytes,
+    feeds: Sequence[Mapping[str, Any]],
+    outputs: Sequence[Sequence[Any]],
+    threads: int,
+    runner_name: str,
+) -> list[list[float | None]]:
+    """For a runner without a noise measurement (the reference implementation): the original run
+    once more the same way; an output that changes comes from a random op (infinite noise), the
+    others are not calibrated (None). [] when the second run fails."""
+    try:
+        again = runner.run_all(runner.load_session(data, threads, runner_name), feeds)
+    except (runner.RuntimeLoadError, runner.RuntimeRunError):
+        return []
+    return [
+        [None if _identical(first, second) else math.inf for first, second in zip(sample, rerun)]
+        for sample, rerun in zip(outputs, again)
+    ]
+
+
+def _identical(a: Any, b: Any) -> bool:
+    if isinstance(a, list) or isinstance(b, list):
+        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
+            _identical(x, y) for x, y in zip(a, b)
+        )
+    if a is None or b is None:
+        return a is b
+    return bool(np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind in "fc"))
 
 
 def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] | None]:
@@ -430,7 +520,7 @@ def _compare(
 ) -> Comparison:
     """The tensor oracle takes the sweep's tolerances; a task comparator its manifest options."""
     if name == "tensor":
-        options: Mapping[str, Any] = {"rtol": settings.rtol, "atol": settings.atol}
+        options: Mapping[str, Any] = {"rtol": settings.rtol, "atol": settings.atol, "noise": context.noise}
     else:
         options = context.ref.meta.get("comparator_options", {})
     compare = COMPARATORS[name](options)

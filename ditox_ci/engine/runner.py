@@ -73,6 +73,17 @@ def load_session(model_bytes: bytes, threads: int = 1, runner: str = "onnxruntim
         raise RuntimeLoadError(message) from None
 
 
+def load_noise_session(model_bytes: bytes, threads: int = 1) -> ort.InferenceSession:
+    """ONNX Runtime with all of its own graph optimizations on: a rewrite of the model that keeps
+    its meaning, so how far its outputs move from the plain run is the model's numerical noise."""
+    options = session_options(threads)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(model_bytes, options, providers=["CPUExecutionProvider"])
+    except Exception as exc:
+        raise RuntimeLoadError(str(exc)) from None
+
+
 def is_ml_dtype(dtype: np.dtype) -> bool:
     """An element type numpy does not have natively: ml_dtypes' bfloat16, float8, int4…"""
     return dtype.type.__module__.split(".")[0] == "ml_dtypes"

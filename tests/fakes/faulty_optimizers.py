@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import onnx
+import onnx.numpy_helper
 import onnxoptimizer
 
 BROKEN_PASS = "eliminate_identity"
@@ -55,6 +56,34 @@ def optimize_always_broken(
 ) -> onnx.ModelProto:
     """Breaks every run, the nop control included: an infrastructure fault."""
     return _flip_add_to_sub(onnxoptimizer.optimize(model, list(passes), fixed_point))
+
+
+PLANTED_SCALE = 1.002
+
+
+def scale_first_weight(model: onnx.ModelProto, factor: float) -> bool:
+    """Scale the weight initializer of the first Conv or Gemm by `factor`; False when none has one."""
+    initializers = {tensor.name: tensor for tensor in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type in ("Conv", "Gemm") and len(node.input) > 1 and node.input[1] in initializers:
+            weight = initializers[node.input[1]]
+            values = onnx.numpy_helper.to_array(weight)
+            if values.dtype.kind != "f":
+                continue
+            weight.CopyFrom(onnx.numpy_helper.from_array((values * factor).astype(values.dtype), weight.name))
+            return True
+    return False
+
+
+def optimize_scaled_weight(
+    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False
+) -> onnx.ModelProto:
+    """A small miscompilation: every rewriting pass list scales the first Conv or Gemm weight by
+    0.2 %, to measure what the tolerances let through."""
+    result = onnxoptimizer.optimize(model, list(passes), fixed_point)
+    if any(name != "nop" for name in passes):
+        scale_first_weight(result, PLANTED_SCALE)
+    return result
 
 
 def get_available_passes() -> list[str]:

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import compare_arrays
@@ -96,3 +97,26 @@ def test_default_tolerances_follow_each_outputs_dtype_and_given_ones_override_th
     assert not _tensor(rtol=1e-4)(*off_by(np.float16, 5e-3), ["y"]).passed
     # a mapping that does not name the output (and has no "*") leaves it to its dtype
     assert _tensor(rtol={"other": 0.0})(*off_by(np.float16, 5e-3), ["y"]).passed
+
+
+def test_an_error_within_the_fixed_tolerances_fails_beyond_ten_noise_floors_and_reports_the_ratio():
+    expected = [[np.linspace(1.0, 2.0, 8, dtype=np.float32)]]
+    actual = [[expected[0][0] * np.float32(1.0002)]]
+    assert _tensor()(expected, actual, ["y"]).passed  # uncalibrated: 0.02 % is within rtol 1e-3
+    quiet = _tensor(noise=[[1e-7]])(expected, actual, ["y"])
+    assert not quiet.passed and quiet.metrics["calibrated"] is True
+    assert quiet.metrics["noise_ratio"] > 10
+    assert quiet.metrics["noise_floor"] == pytest.approx(64 * np.finfo(np.float32).eps * 2.0)
+    assert _tensor(noise=[[1e-3]])(expected, actual, ["y"]).passed  # a noisy model: within its floor
+    beyond_fixed = _tensor(noise=[[1.0]])(expected, [[expected[0][0] * np.float32(1.01)]], ["y"])
+    assert not beyond_fixed.passed and "calibrated" not in beyond_fixed.metrics
+    assert beyond_fixed.metrics["noise_ratio"] < 1  # the ratio is evidence even when the floor allowed it
+
+
+def test_an_output_whose_noise_is_infinite_is_checked_for_shape_and_dtype_only():
+    random_draw = [[np.array([0.0, 1.0, 1.0], np.float32)]]
+    other_draw = [[np.array([1.0, 0.0, 1.0], np.float32)]]
+    assert not _tensor()(random_draw, other_draw, ["y"]).passed
+    assert _tensor(noise=[[np.inf]])(random_draw, other_draw, ["y"]).passed
+    reshaped = _tensor(noise=[[np.inf]])(random_draw, [[np.ones((3, 1), np.float32)]], ["y"])
+    assert not reshaped.passed and reshaped.metrics["reason"] == "shape"
