@@ -30,7 +30,7 @@ from typing import Any
 import onnx
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
+from ditox_ci.corpus.inputs import make_feeds, wide_feed, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
@@ -183,13 +183,16 @@ def write_repro(
     atol: float,
     timeout_s: float,
     divergence: Divergence | None = None,
+    runner_name: str = "onnxruntime",
 ) -> Path:
     """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs.
 
-    Runs ONNX Runtime in the calling process: only call it on a model a worker already ran (the
-    original of a sweep, or a candidate a worker judged as still failing).
+    Runs `runner_name` (the runner that judged the model) in the calling process: only call it on
+    a model a worker already ran (the original of a sweep, or a candidate a worker judged as still
+    failing).
     """
-    outputs = runner.run_all(runner.load_session(reduced.SerializeToString()), feeds)
+    session = runner.load_session(reduced.SerializeToString(), runner=runner_name)
+    outputs = runner.run_all(session, feeds)
     names = [v.name for v in reduced.graph.output]
     return write_bundle(
         out_dir,
@@ -205,6 +208,7 @@ def write_repro(
         atol=atol,
         divergence=divergence,
         timeout_s=timeout_s,
+        runner=runner_name,
     )
 
 
@@ -279,6 +283,11 @@ class _Pinpointer:
             feeds = make_feeds(
                 model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
             )
+            # and added the wide-range sample at the scale the original stayed finite at
+            wide = result.info.get("wide_sample")
+            if isinstance(wide, dict) and feeds:
+                extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, float(wide["scale"]))
+                feeds = [*feeds, extra] if extra is not None else feeds
             self.loaded = (result.ref.id, model, feeds)
         return self.loaded[1], self.loaded[2]
 
@@ -328,11 +337,12 @@ class _Pinpointer:
         pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, evidence=evidence)
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or reduction.reason != "not-reproducible":
-            pinpointed = replace(
-                pinpointed,
-                repro=self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence),
-            )
-            record = self._standalone(pinpointed, reduced, reduced_feeds, target)
+            runner_name = str(result.info.get("runner", "onnxruntime"))
+            bundle = self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name)
+            pinpointed = replace(pinpointed, repro=bundle)
+            # the standalone reproducer an issue quotes runs ONNX Runtime only
+            standalone = runner_name == "onnxruntime"
+            record = self._standalone(pinpointed, reduced, reduced_feeds, target) if standalone else None
             if record is not None:
                 pinpointed = replace(pinpointed, evidence={**pinpointed.evidence, STANDALONE_KEY: record})
         self.log.info(_summary(pinpointed, reduction))
@@ -369,6 +379,7 @@ class _Pinpointer:
         feeds: Feeds,
         step: Step,
         divergence: Divergence | None,
+        runner_name: str,
     ) -> str:
         if finding.fingerprint not in self.bundles:
             write_repro(
@@ -383,6 +394,7 @@ class _Pinpointer:
                 self.options.atol,
                 self.pool.config.timeout_s,
                 divergence,
+                runner_name,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
         return self.bundles[finding.fingerprint]

@@ -107,6 +107,7 @@ def write_bundle(
     atol: float,
     divergence: Divergence | None = None,
     timeout_s: float = 60.0,
+    runner: str = "onnxruntime",
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
@@ -135,6 +136,7 @@ def write_bundle(
         "rtol": rtol,
         "atol": atol,
         "timeout_s": timeout_s,
+        "runner": runner,
     }
     (bundle / "repro.py").write_text(render("repro.py.j2", **context))
     culprit = finding.culprit

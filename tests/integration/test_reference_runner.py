@@ -78,3 +78,18 @@ def test_runner_onnxruntime_skips_what_it_cannot_run(corpus: Path, tmp_path: Pat
     assert sorted(skipped) == ["alien.onnx", "good_erf.onnx", "wrong_erf.onnx"]
     assert "Erf" in skipped["wrong_erf.onnx"] and "reference" not in skipped["wrong_erf.onnx"]
     assert report["findings"] == []
+
+
+def test_a_bug_the_reference_runner_judged_is_pinpointed_and_its_bundle_reproduces_it(
+    corpus: Path, tmp_path: Path
+):
+    out = tmp_path / "out"
+    report = _sweep(corpus, out)
+    (finding,) = report["findings"]
+    assert finding["culprit"]["passes"] == ["eliminate_identity"] and finding["repro"]
+    repro = out / finding["repro"] / "repro.py"
+    assert 'RUNNER = "reference"' in repro.read_text()
+    proc = subprocess.run(
+        [sys.executable, str(repro), "--optimizer", f"{FAKES}:optimize"], capture_output=True, text=True
+    )
+    assert proc.returncode == 1 and "BUG PRESENT" in proc.stdout, proc.stdout + proc.stderr

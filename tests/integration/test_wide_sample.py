@@ -65,14 +65,20 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
     assert judge(small_only, _relu6(model)).kind is None
 
 
-def test_a_sweep_finds_the_planted_bounded_relu(tmp_path: Path) -> None:
+def test_a_sweep_finds_the_planted_bounded_relu_and_its_bundle_reproduces_it(tmp_path: Path) -> None:
     models = tmp_path / "models"
     models.mkdir()
     onnx.save(_relu_model("range_relu"), models / "range_relu.onnx")
     out = tmp_path / "out"
     command = [sys.executable, "-m", "ditox_ci", "sweep", "--models", str(models), "--out", str(out)]
-    command += ["--optimizer", f"{FAKE}:optimize", "--configs", "pass:eliminate_identity"]
-    subprocess.run([*command, "--localize", "off", "--quiet"], capture_output=True, text=True, timeout=300)
+    command += ["--optimizer", f"{FAKE}:optimize", "--configs", "default", "--quiet"]
+    subprocess.run(command, capture_output=True, text=True, timeout=300)
     (finding,) = json.loads((out / "report.json").read_text())["findings"]
     assert (finding["kind"], finding["culprit"]["passes"]) == ("output-mismatch", ["eliminate_identity"])
     assert finding["evidence"]["sample"] == 1
+    # pinpointing judged the same two samples, so the bundle carries the wide one that shows the bug
+    repro = out / finding["repro"]
+    assert len(np.load(repro / "inputs.npz").files) == 2
+    command = [sys.executable, str(repro / "repro.py"), "--optimizer", f"{FAKE}:optimize"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    assert proc.returncode == 1 and "sample 1" in proc.stdout, proc.stdout + proc.stderr
