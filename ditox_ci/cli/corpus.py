@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import inputs_kind
-from ditox_ci.log import Log
+from ditox_ci.log import Log, inert, printable
 from ditox_ci.options import resolve
 
 NAME = "corpus"
@@ -83,9 +83,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         key: max([len(key), *(len(row[key]) for row in rows)]) for key in ("id", "source", "inputs")
     }
     for row in rows:
-        print(
+        # an id is a file name, anyone's to choose: it must not open a workflow command in a CI log
+        line = (
             f"{row['id']:<{widths['id']}}  {row['source']:<{widths['source']}}  "
-            f"{row['inputs']:<{widths['inputs']}}  {row['path']}"
+            f"{row['inputs']:<{widths['inputs']}}  {printable(row['path'])}"
         )
+        print(inert(line))
     print(f"{len(rows)} models")
     return 0

@@ -101,3 +101,16 @@ def test_publish_dry_run_prints_bodies_that_start_no_command(
     assert _commands(captured.out) == []
     ours = re.compile(r"^::(group|endgroup|error|warning|notice)[ :]")
     assert [line for line in _commands(captured.err) if not ours.match(line)] == []
+
+
+def test_corpus_list_prints_hostile_file_names_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("::add-mask::secret.onnx", "x##[warning]y.onnx"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path.joinpath(os.fsdecode(b"two\nlines\xff.onnx"))).write_bytes(b"")
+    with pytest.raises(SystemExit):
+        main(["corpus", "list", "--models", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "two\\nlines\\xff.onnx" in out
+    assert _commands(out) == []
