@@ -63,6 +63,9 @@ ALLOWANCE_BASE_MB = 512
 ALLOWANCE_PER_MODEL_MB = 8
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CONTEXTS_KEPT = 2
+# a context holds its model at least twice (parsed and as bytes): a large one is not kept past the
+# jobs of its own model
+CONTEXT_KEPT_MAX_BYTES = 64 * 2**20
 STDERR_TAIL = 1500
 # the causes of a worker's death that are the model's appetite for memory, not a crash
 MEMORY_CAUSES = ("exceeded the memory limit", "ran out of memory")
@@ -153,6 +156,9 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         context = contexts.get(key)
         fresh = context is None
         if context is None:
+            # the next model gets the worker's memory (its allowance) to itself
+            for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:
+                del contexts[stale]
             try:
                 context = prepare(job.ref, config.settings)
             except SkipModel as exc:
