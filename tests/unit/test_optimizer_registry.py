@@ -14,7 +14,7 @@ from ditox_ci.ci.action import install_commands, optimizer_argument
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optimizer_help
-from ditox_ci.optimizers.adapters import onnx_ir_adapter, onnxsim_adapter
+from ditox_ci.optimizers.adapters import onnx_ir_adapter, onnxscript_adapter, onnxsim_adapter
 from ditox_ci.pinpoint.repro import requirements
 from ditox_ci.triage.baseline import load_baseline
 
@@ -195,3 +195,22 @@ def test_a_builtin_optimizers_own_shipped_baseline_applies_to_it_alone(
     assert [e.id for e in load_baseline(None, "onnxsim").entries] == ["sim-by-design"]
     assert "sim-by-design" not in {e.id for e in load_baseline(None, "onnxscript").entries}
     assert "sim-by-design" not in {e.id for e in load_baseline(None).entries}
+
+
+def test_onnxscripts_folded_from_stamps_are_normalized_away() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["c1", "c2"], ["a"]), helper.make_node("Mul", ["x", "a"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+        initializer=[
+            helper.make_tensor("c1", TensorProto.FLOAT, [2], [1, 2]),
+            helper.make_tensor("c2", TensorProto.FLOAT, [2], [3, 4]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    folded = onnxscript_adapter.optimize(model, ["fold_constants"], False)
+    assert "pkg.onnxscript.optimizer.folded_from" in str(folded), "what the hook is for"
+    normalized = load_optimizer("onnxscript").normalize(folded)  # type: ignore[misc]
+    assert "pkg.onnxscript" not in str(normalized)
+    onnx.checker.check_model(normalized, full_check=True)

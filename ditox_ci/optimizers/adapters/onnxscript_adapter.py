@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import onnx
 import onnx_ir as ir
@@ -46,6 +47,39 @@ _FINAL_PASSES: dict[str, Callable[[], ir.passes.PassBase]] = {
     "output_fix": common_passes.OutputFixPass,
     "name_fix": common_passes.NameFixPass,
 }
+
+
+STAMPED_METADATA_PREFIX = "pkg.onnxscript."
+
+
+def _drop_stamps(entries: Any) -> None:
+    kept = [entry for entry in entries if not entry.key.startswith(STAMPED_METADATA_PREFIX)]
+    if len(kept) != len(entries):
+        del entries[:]
+        entries.extend(kept)
+
+
+def _normalize_graph(graph: onnx.GraphProto) -> None:
+    _drop_stamps(graph.metadata_props)
+    for value in (*graph.input, *graph.output, *graph.value_info, *graph.initializer):
+        _drop_stamps(value.metadata_props)
+    for node in graph.node:
+        _drop_stamps(node.metadata_props)
+        for attribute in node.attribute:
+            for subgraph in [attribute.g] if attribute.HasField("g") else attribute.graphs:
+                _normalize_graph(subgraph)
+
+
+def normalize_output(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Drop what onnxscript stamps into metadata_props (`pkg.onnxscript.optimizer.folded_from` on
+    the constants it folded): where a constant came from is not the graph."""
+    _drop_stamps(model.metadata_props)
+    _normalize_graph(model.graph)
+    for function in model.functions:
+        _drop_stamps(function.metadata_props)
+        for node in function.node:
+            _drop_stamps(node.metadata_props)
+    return model
 
 
 def _snake(name: str) -> str:
