@@ -5,8 +5,10 @@ The environment is passed in (tests pass `{}`), never read from `os.environ` her
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -16,6 +18,7 @@ from typing import TextIO
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m", "notice": "\033[36m", "step": "\033[1m"}
 _RESET = "\033[0m"
 STEP_SUMMARY_LIMIT = 1024 * 1024
+QUOTED_OUTPUT_LIMIT = 64 * 1024
 
 
 # C0 and C1 controls and the Unicode line and paragraph separators: what can break a log line or
@@ -47,6 +50,33 @@ def inert(line: str) -> str:
     """One line of untrusted text that the Actions runner cannot take for a workflow command:
     `::` opening it (after blanks) becomes `\\::`, and `##[` anywhere becomes `##\\[`."""
     return _COMMAND_START.sub(r"\1\\::", line).replace("##[", "##\\[")
+
+
+@contextmanager
+def quoted_output(whose: str, stream: TextIO | None = None) -> Iterator[None]:
+    """Run code that is not ours (the optimizer under test, when imported) with file descriptors 1
+    and 2 captured: what it prints, from Python or native code, is written afterwards to `stream`
+    (default stderr) as an inert quote, never raw into the job's log, where a line could be a
+    workflow command."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(1), os.dup(2)
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            for fd, original in zip((1, 2), saved):
+                os.dup2(original, fd)
+                os.close(original)
+            sink.seek(0)
+            printed = sink.read(QUOTED_OUTPUT_LIMIT).decode("utf-8", "backslashreplace")
+            if printed.strip():
+                lines = [f"{printable(whose)} printed:", *(f"  | {line}" for line in printed.splitlines())]
+                print("\n".join(inert(line) for line in lines), file=stream or sys.stderr, flush=True)
 
 
 def _escape_data(text: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any
 import onnx
 
 from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.log import quoted_output
 
 OptimizeFunc = Callable[[onnx.ModelProto, Sequence[str], bool], onnx.ModelProto]
 OptimizeBytesFunc = Callable[[bytes, Sequence[str], bool], bytes]
@@ -279,12 +280,18 @@ def _import_module(module_name: str) -> ModuleType:
     if not module_name.endswith(".py"):
         return importlib.import_module(module_name)
     path = Path(module_name).resolve()
+    if path in _FILE_MODULES:  # executed once per process, like any imported module
+        return _FILE_MODULES[path]
     spec = importlib.util.spec_from_file_location(f"ditox_optimizer_{path.stem}", path)
     if spec is None or spec.loader is None or not path.is_file():
         raise ImportError(f"no Python file at {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    _FILE_MODULES[path] = module
     return module
+
+
+_FILE_MODULES: dict[Path, ModuleType] = {}
 
 
 def _import_path(spec: str) -> LoadedOptimizer:
@@ -324,15 +331,14 @@ def load_optimizer(spec: str, search_path: str | None = None) -> LoadedOptimizer
     """Load the optimizer named by `spec` from `search_path` (a folder put first on sys.path)."""
     if search_path and search_path not in sys.path:
         sys.path.insert(0, search_path)
-    if spec in OPTIMIZERS:
-        loaded = OPTIMIZERS[spec]()
-    elif ":" in spec:
-        loaded = _import_path(spec)
-    else:
+    if spec not in OPTIMIZERS and ":" not in spec:
         known = ", ".join(OPTIMIZERS)
         raise OptimizerLoadError(
             f"unknown optimizer '{spec}': use one of {known} or an import path pkg.module:function"
         )
+    # importing it runs the build under test's code, which may print anything: quoted, never raw
+    with quoted_output(f"optimizer {spec}"):
+        loaded = OPTIMIZERS[spec]() if spec in OPTIMIZERS else _import_path(spec)
     if search_path:
         _check_origin(spec, search_path)
     return loaded

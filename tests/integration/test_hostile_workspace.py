@@ -150,3 +150,46 @@ def test_the_action_sweeps_the_installed_wheel_inside_an_onnx_optimizer_checkout
     report = json.loads((workspace / outputs["report"]).read_text())
     assert report["optimizer"]["version"] == "0.4.2+under.test"
     assert {model["status"] for model in report["models"]} == {"ok"}
+
+
+# An optimizer that prints workflow commands when imported and when it runs, from Python and from
+# native code (a C write to fd 1), as a PR's build could.
+NOISY = """\
+import ctypes
+import os
+
+import onnxoptimizer
+
+print("::add-mask::imported")
+print("  ::stop-commands::silenced", flush=True)
+os.write(1, b"::warning title=forged::native print at import\\n")
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+
+
+def optimize(model, passes, fixed_point):
+    print("::error::from the worker", flush=True)
+    ctypes.CDLL(None).puts(b"::add-mask::native in the worker")
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
+
+
+def test_what_the_optimizer_prints_never_reaches_the_log_as_a_command(tmp_path: Path) -> None:
+    write_models(tmp_path / "models")
+    (tmp_path / "noisy.py").write_text(NOISY)
+    process, _, _ = run_action(
+        tmp_path,
+        "pull_request",
+        mode="sweep",
+        models="models",
+        configs="default",
+        optimizer="noisy.py:optimize",
+        fail_on="never",
+    )
+    assert process.returncode == 0, process.stderr
+    log = (process.stdout + process.stderr).splitlines()
+    commands = [line for line in log if line.lstrip().startswith("::")]
+    ours = ("::group::", "::endgroup::", "::notice::", "::warning::", "::error::", "::add-mask::ghs_")
+    assert [line for line in commands if not line.startswith(ours)] == []
+    assert not [line for line in commands if "imported" in line or "worker" in line or "forged" in line]
+    assert "  | ::add-mask::imported" in log  # quoted, so it still shows
