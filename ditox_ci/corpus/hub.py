@@ -14,7 +14,6 @@ InputError, because a model that is not the one named would make every finding o
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ import requests
 
 from ditox_ci.corpus import CorpusContext, ModelRef, register_source
 from ditox_ci.errors import InputError, UsageError
+from ditox_ci.safeload import parse_json
 
 MANIFEST_NAME = "ONNX_HUB_MANIFEST.json"
 OFFICIAL_MANIFEST_BASE = "https://raw.githubusercontent.com/onnx/models/main/"
@@ -93,8 +93,9 @@ def _fetch(base: str, relative: str, what: str) -> bytes:
 
 
 def parse_manifest(data: bytes, origin: str) -> list[HubModel]:
+    # the manifest comes from outside (a hub URL): read like any untrusted JSON, depth and numbers bounded
+    entries = parse_json(data.decode("utf-8", "backslashreplace"), f"hub manifest {origin}", InputError)
     try:
-        entries = json.loads(data)
         return [
             HubModel(
                 name=str(entry["model"]),

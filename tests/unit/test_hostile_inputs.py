@@ -200,3 +200,10 @@ def test_a_previous_runs_output_inside_the_corpus_folder_is_not_swept(tmp_path: 
     _, _, jobs = plan_sweep(options)
     ids = sorted(job.ref.id for job in jobs)
     assert ids == sorted(path.name for path in corpus.glob("*.onnx")), ids
+
+
+def test_a_hub_manifest_from_outside_is_read_with_the_same_bounds() -> None:
+    from ditox_ci.corpus.hub import parse_manifest
+
+    with pytest.raises(InputError, match=r"hub manifest https://hub\.invalid/m\.json nests deeper"):
+        parse_manifest(b"[" * 10_000 + b"]" * 10_000, "https://hub.invalid/m.json")
