@@ -76,7 +76,7 @@ class SweepOptions:
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
 
     def __post_init__(self) -> None:
-        for name in ("jobs", "samples", "dynamic_dim"):
+        for name in ("jobs", "samples", "dynamic_dim", "memory_limit"):
             if getattr(self, name) < (0 if name == "jobs" else 1):
                 raise UsageError(
                     f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}"

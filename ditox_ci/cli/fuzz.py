@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # the interpreter's start-up counts (about 2 s of imports); a process that has lived longer is
     # not a fresh `ditox-ci fuzz` (tests call it in-process) and is charged at most this much
     started = time.monotonic() - min(_process_age_s(), STARTUP_ALLOWANCE_S)
-    if args.budget <= 0:
+    if not 0 < args.budget < math.inf:  # NaN too: a budget it never reaches
         raise UsageError(f"--budget must be a positive number of seconds, got {args.budget}")
     log = Log(env, quiet=args.quiet)
     passes = selected_passes(args.passes)

@@ -207,3 +207,17 @@ def test_a_hub_manifest_from_outside_is_read_with_the_same_bounds() -> None:
 
     with pytest.raises(InputError, match=r"hub manifest https://hub\.invalid/m\.json nests deeper"):
         parse_manifest(b"[" * 10_000 + b"]" * 10_000, "https://hub.invalid/m.json")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["fuzz", "--budget", "nan", "--limit", "1"], "--budget must be a positive number"),
+        (["sweep", "--memory-limit", "-1"], "--memory-limit must be positive"),
+    ],
+)
+def test_a_budget_or_memory_limit_it_could_never_reach_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], says: str
+) -> None:
+    code, err = _cli([*argv, "--out", str(tmp_path / "out")], capsys)
+    assert code == UsageError.exit_code and says in err, err
