@@ -16,12 +16,13 @@ from functools import partial
 from pathlib import Path
 
 import requests
+from github import GithubException
 from github.Artifact import Artifact
 from github.GithubObject import NotSet
 from github.WorkflowRun import WorkflowRun
 
-from ditox_ci.errors import GitHubError, InputError
-from ditox_ci.github.client import Retrier, RetryPolicy, connect
+from ditox_ci.errors import ConfigError, GitHubError, InputError
+from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -95,7 +96,18 @@ def fetch_previous(
     def artifacts(run: WorkflowRun) -> list[Artifact]:
         return list(run.get_artifacts())
 
-    for run in retrier.call(f"list the successful runs of {workflow}", newest_runs):
+    try:
+        runs = retrier.call(f"list the successful runs of {workflow}", newest_runs)
+    except GithubException as exc:
+        if exc.status == 404:
+            raise ConfigError(
+                f"no workflow {workflow!r} in {context.repository}: name the file under .github/workflows"
+            ) from None
+        raise GitHubError(
+            f"GitHub refused to list the runs of {workflow} ({exc.status} {error_message(exc)}); "
+            "the job needs `permissions: actions: read`"
+        ) from None
+    for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
         found = retrier.call(f"list the artifacts of run {run.id}", partial(artifacts, run))

@@ -26,7 +26,7 @@ READ_ONLY_MESSAGE = "Resource not accessible by integration"
 class Fault:
     method: str
     path: str  # regex searched in the request path
-    # "500" | "rate-limit" | "429" | "secondary" | "drop" | "drop-after" | "forbidden" |
+    # "500" | "403" | "rate-limit" | "429" | "secondary" | "drop" | "drop-after" | "forbidden" |
     # "label-race" (another run creates the label just before this request)
     mode: str
     times: int = 1
@@ -424,6 +424,8 @@ def _handler_for(server: GitHubServer) -> type[BaseHTTPRequestHandler]:
                         "API rate limit exceeded for installation ID 1.",
                         {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": reset},
                     )
+                if fault == "403":  # a token without the permission the request needs
+                    raise _ApiError(403, "Resource not accessible by integration")
                 if fault == "429":
                     raise _ApiError(429, "Too many requests", {"Retry-After": "1"})
                 if fault == "secondary":  # GitHub sends no Retry-After with some of these

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.__main__ import main_inner
-from ditox_ci.errors import InputError
+from ditox_ci.errors import ConfigError, GitHubError, InputError
 from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, write
 from tests.integration.github_server import GitHubServer
 
@@ -81,4 +81,21 @@ def test_an_artifact_that_is_no_report_is_an_input_error(tmp_path: Path, archive
         server.add_workflow_run("nightly.yml", artifacts={"ditox-report": archive})
         argv = ["previous", "--workflow", "nightly.yml", "--out", str(tmp_path / "previous")]
         with pytest.raises(InputError, match=says):
+            main_inner(argv, github_env(tmp_path, server.url))
+
+
+def test_a_workflow_that_does_not_exist_is_a_config_error(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml")
+        argv = ["previous", "--workflow", "nightly.yaml", "--out", str(tmp_path / "previous")]
+        with pytest.raises(ConfigError, match=r"no workflow 'nightly\.yaml' in octo/optimizer"):
+            main_inner(argv, github_env(tmp_path, server.url))
+
+
+def test_a_token_without_actions_read_is_a_github_error(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml")
+        server.inject("GET", r"/actions/workflows/", "403", times=10)
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(tmp_path / "previous")]
+        with pytest.raises(GitHubError, match="actions: read"):
             main_inner(argv, github_env(tmp_path, server.url))
