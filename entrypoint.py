@@ -69,6 +69,8 @@ def main() -> int:
 
 def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
     stages = Stages()
+    for warning in action.wheel_warnings(inputs.optimizer, inputs.base_optimizer):
+        log.warning(warning)
     for step in action.plan(inputs, sys.executable):
         child_env = action.stage_env(inputs, env, step)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))

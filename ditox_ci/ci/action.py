@@ -143,6 +143,18 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
 SAFE_PATH_FLAG = "-P"
 
 
+def wheel_warnings(*specs: str) -> list[str]:
+    """Why a wheel may not import in the image: one built on the runner (platform tag
+    `linux_x86_64`, the runner's glibc) rather than a manylinux wheel from cibuildwheel."""
+    return [
+        f"{spec} is a plain linux wheel, built against the glibc of the machine that built it; the "
+        "image has Debian bookworm's (2.36). If it does not import, build a manylinux wheel with "
+        "cibuildwheel (docs/action.md, the examples)"
+        for spec in specs
+        if spec.endswith(".whl") and spec.rsplit("-", 1)[-1].startswith("linux_")
+    ]
+
+
 def install_commands(spec: str, python: str) -> list[list[str]]:
     """pip commands that put an optimizer build in place (none for an import path).
 

@@ -19,6 +19,7 @@ from ditox_ci.ci.action import (
     read_inputs,
     runnable,
     stage_env,
+    wheel_warnings,
     write_outputs,
 )
 from ditox_ci.errors import ConfigError
@@ -384,3 +385,10 @@ def test_previous_from_a_workflow_is_downloaded_first_with_the_token(
     (tmp_path / ".ditox-previous").mkdir()
     (tmp_path / ".ditox-previous" / "report.json").write_text("{}")
     assert runnable(sweep) == sweep.command
+
+
+def test_a_plain_linux_wheel_gets_a_warning_a_manylinux_one_does_not() -> None:
+    plain = "dist/onnxoptimizer-0.4.2-cp311-cp311-linux_x86_64.whl"
+    many = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
+    (warning,) = wheel_warnings(plain, many, "onnxoptimizer==0.4.1", "")
+    assert warning.startswith(plain) and "cibuildwheel" in warning
