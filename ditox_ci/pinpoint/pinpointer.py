@@ -34,7 +34,7 @@ from ditox_ci.corpus.inputs import make_feeds, wide_feed, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
-from ditox_ci.engine.evaluate import MAX_REDRAWS
+from ditox_ci.engine.evaluate import EXACT_SAMPLES, MAX_REDRAWS
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import NOP_PASS, Step
 from ditox_ci.engine.values import Feeds
@@ -166,6 +166,7 @@ class PoolJudge:
                 source="candidate",
                 path=str(folder / "model.onnx"),
                 inputs_dir=str(folder),
+                meta={EXACT_SAMPLES: True},
             )
         finally:
             shutil.rmtree(folder, ignore_errors=True)

@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
-from ditox_ci.engine.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.engine.evaluate import EXACT_SAMPLES, EvalSettings, prepare, run_step
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import load_optimizer
@@ -133,7 +133,8 @@ def engine_outcome(
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch) / "candidate"
         write_recorded_inputs(folder, model, list(feeds))
-        ref = ModelRef(id="candidate", source="test", path=str(folder / "model.onnx"), inputs_dir=str(folder))
+        path, exact = str(folder / "model.onnx"), {EXACT_SAMPLES: True}
+        ref = ModelRef(id="candidate", source="test", path=path, inputs_dir=str(folder), meta=exact)
         settings = EvalSettings(samples=len(feeds), rtol=rtol, atol=atol)
         context = prepare(ref, settings)
         step = Step("passes:" + ",".join(passes), tuple(passes))
