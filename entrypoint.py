@@ -42,8 +42,12 @@ class Stages:
             self.running.send_signal(signum)
 
     def run(self, command: tuple[str, ...], env: dict[str, str]) -> int:
+        if self.stopped_by is not None:  # the signal came between two stages
+            return 128 + self.stopped_by
         # its own process group: a Ctrl-C in a terminal reaches the stage once, through here
         self.running = subprocess.Popen(command, env=env, start_new_session=True)
+        if self.stopped_by is not None:  # ... or while this one was being started
+            self.running.send_signal(self.stopped_by)
         try:
             return self.running.wait()
         finally:
