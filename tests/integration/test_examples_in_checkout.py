@@ -16,6 +16,7 @@ from action_models import write_models
 from test_action_entrypoint import run_action
 from test_hostile_workspace import _onnx_optimizer_checkout, fresh_python, repack_installed
 
+from tests.integration.github_fixtures import BUG_A, BUG_B, report, write
 from tests.integration.github_server import GitHubServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,3 +120,25 @@ def test_nightly_yml_first_night_in_an_onnx_optimizer_checkout(tmp_path: Path, f
     assert report["optimizer"]["version"] == "0.4.2+nightly"
     assert report["shard"] == {"index": 0, "count": 8}
     assert not (workspace / ".ditox-previous" / "report.json").exists()
+
+
+def test_pr_fork_comment_yml_publishes_a_forks_report_unverified_on_the_right_pr(tmp_path: Path) -> None:
+    workspace = tmp_path / "base-repository"  # nothing of the fork is checked out
+    # what download-artifact put there: the fork run's report
+    write(workspace / "ditox-report", "report.json", report(BUG_A, BUG_B))
+    (publish,) = _action_steps("pr-fork-comment.yml", "publish")
+    assert publish["untrusted"] == "true" and "pr_number" not in publish
+    with GitHubServer("onnx/optimizer") as server:
+        server.open_pull(41, "3" * 40, head_repository="someone-else/optimizer", head_ref="fix-fusion")
+        server.open_pull(42, "3" * 40, head_repository="contributor/optimizer", head_ref="fix-fusion")
+        process, _, _ = run_action(
+            workspace,
+            "workflow_run",
+            runner_env={"GITHUB_API_URL": server.url},
+            **{**_fill(publish, {}), "github_token": "write-token", "file_issues": "true"},
+        )
+        assert process.returncode == 0, process.stdout + process.stderr
+        assert [n for n in (41, 42) if server.comments_on(n)] == [42]
+        (check,) = server.repo.check_runs.values()
+        assert (check["head_sha"], check["conclusion"]) == ("3" * 40, "neutral")
+        assert server.bot_issues() == []
