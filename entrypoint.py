@@ -5,18 +5,17 @@ the step summary). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
 
-In the container this is PID 1, which the kernel sends no signal it has no handler for: SIGTERM
-and SIGINT (a cancelled job) are forwarded to the running stage, and no later stage starts.
+In the container this is PID 1, to which the kernel delivers only the signals it handles: SIGTERM
+and SIGINT (a cancelled job) are forwarded to the running stage, and no later stage starts
+(`action.StageRunner`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
-from types import FrameType
 
 from ditox_ci.ci import action
 from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
@@ -25,33 +24,6 @@ from ditox_ci.report.model import read_report
 
 # The stages run as `python -P -m ditox_ci` and must import this copy of the package.
 HERE = Path(__file__).resolve().parent
-
-
-class Stages:
-    """Runs the plan's commands one at a time and forwards a stop signal to the running one."""
-
-    def __init__(self) -> None:
-        self.running: subprocess.Popen[bytes] | None = None
-        self.stopped_by: int | None = None
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, self._forward)
-
-    def _forward(self, signum: int, frame: FrameType | None) -> None:
-        self.stopped_by = signum
-        if self.running is not None and self.running.poll() is None:
-            self.running.send_signal(signum)
-
-    def run(self, command: tuple[str, ...], env: dict[str, str]) -> int:
-        if self.stopped_by is not None:  # the signal came between two stages
-            return 128 + self.stopped_by
-        # its own process group: a Ctrl-C in a terminal reaches the stage once, through here
-        self.running = subprocess.Popen(command, env=env, start_new_session=True)
-        if self.stopped_by is not None:  # ... or while this one was being started
-            self.running.send_signal(self.stopped_by)
-        try:
-            return self.running.wait()
-        finally:
-            self.running = None
 
 
 def main() -> int:
@@ -72,7 +44,7 @@ def main() -> int:
 
 
 def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
-    stages = Stages()
+    stages = action.StageRunner()
     for warning in action.wheel_warnings(inputs.optimizer, inputs.base_optimizer):
         log.warning(warning)
     for step in action.plan(inputs, sys.executable):

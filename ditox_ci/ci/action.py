@@ -1,4 +1,5 @@
-"""GitHub runner environment I/O for the Action: INPUT_* → CLI argv, outputs, the gate.
+"""GitHub runner environment I/O for the Action: INPUT_* → CLI argv, outputs, the gate, and the
+runner of the stages (each stage's environment, signals, the hand-over of what they wrote).
 
 The Action holds no logic of its own (cibuildwheel's rule): every input becomes a `ditox-ci` flag,
 and the verdict is read back from the report the CLI wrote. The environment is passed in.
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import subprocess
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
@@ -393,3 +397,35 @@ def write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
     if target:
         with Path(target).open("a", encoding="utf-8") as handle:
             handle.write(format_outputs(values))
+
+
+class StageRunner:
+    """Runs the plan's commands one at a time and forwards a stop signal to the running one.
+
+    The entrypoint is PID 1 in the container: without handlers, SIGTERM and SIGINT would never
+    reach it, the stage would run on until the runner's SIGKILL, and nothing of it would be kept.
+    Creating a runner installs the handlers, so create one per process.
+    """
+
+    def __init__(self) -> None:
+        self.running: subprocess.Popen[bytes] | None = None
+        self.stopped_by: int | None = None
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, self._forward)
+
+    def _forward(self, signum: int, frame: FrameType | None) -> None:
+        self.stopped_by = signum
+        if self.running is not None and self.running.poll() is None:
+            self.running.send_signal(signum)
+
+    def run(self, command: tuple[str, ...], env: dict[str, str]) -> int:
+        if self.stopped_by is not None:  # the signal came between two stages
+            return 128 + self.stopped_by
+        # its own process group: a Ctrl-C in a terminal reaches the stage once, through here
+        self.running = subprocess.Popen(command, env=env, start_new_session=True)
+        if self.stopped_by is not None:  # ... or while this one was being started
+            self.running.send_signal(self.stopped_by)
+        try:
+            return self.running.wait()
+        finally:
+            self.running = None
