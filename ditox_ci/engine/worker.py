@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import multiprocessing
 import multiprocessing.connection
+import multiprocessing.forkserver
 import os
 import signal
 import tempfile
@@ -124,7 +125,15 @@ def _divergence(
 
 def _die_with_parent() -> None:
     """Have the kernel kill this worker when its parent dies, even by SIGKILL (Linux prctl
-    PR_SET_PDEATHSIG). The parent is the forkserver, which exits when the sweep does."""
+    PR_SET_PDEATHSIG). The parent is the forkserver, which exits once the sweep has died and no
+    process holds the write end of its "alive" pipe: every forked child inherits one, which would
+    keep the forkserver, and so its workers, alive forever after a SIGKILLed sweep. A worker starts
+    no processes of its own, so it lets go of it."""
+    alive_fd = getattr(multiprocessing.forkserver._forkserver, "_forkserver_alive_fd", None)
+    if isinstance(alive_fd, int):
+        with contextlib.suppress(OSError):
+            os.close(alive_fd)
+        multiprocessing.forkserver._forkserver._forkserver_alive_fd = None  # type: ignore[attr-defined]
     parent = os.getppid()
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -39,8 +39,8 @@ def _alive(pid: int) -> bool:
     return state not in ("Z", "X")  # a zombie has exited; only its parent's wait is missing
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tmp_path: Path, signum: int):
+def _start_stuck_sweep(tmp_path: Path) -> tuple[subprocess.Popen[str], Path, Path, Path]:
+    """A sweep whose two workers are both stuck in the optimizer, every quick model done."""
     models = tmp_path / "models"
     models.mkdir()
     for index in range(3):
@@ -56,10 +56,22 @@ def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tm
     command += ["--localize", "off", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)]
     sweep = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
-    while len(list(pids.glob("*-stuck*"))) < 2:  # both workers are stuck, every quick model is done
+    while len(list(pids.glob("*-stuck*"))) < 2:
         assert sweep.poll() is None and time.monotonic() < deadline, sweep.communicate()[1]
         time.sleep(0.1)
+    return sweep, pids, temp, out
 
+
+def _still_running(pids: Path) -> list[int]:
+    """The workers and their forkserver (from the markers the optimizer left) that have not exited."""
+    processes = {int(part) for marker in pids.iterdir() for part in marker.name.split("-")[:2]}
+    time.sleep(1.0)  # the kernel delivers the parent-death signal asynchronously
+    return [pid for pid in processes if _alive(pid)]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tmp_path: Path, signum: int):
+    sweep, pids, temp, out = _start_stuck_sweep(tmp_path)
     sent = time.monotonic()
     sweep.send_signal(signum)
     _, stderr = sweep.communicate(timeout=30)
@@ -73,8 +85,14 @@ def test_a_signal_mid_sweep_writes_a_partial_report_and_leaves_nothing_behind(tm
     assert report["stats"]["models_planned"] == 6
     assert sorted(m["id"] for m in report["models"]) == ["quick0.onnx", "quick1.onnx", "quick2.onnx"]
     assert "interrupted" in (out / "summary.md").read_text()
-    processes = {int(part) for marker in pids.iterdir() for part in marker.name.split("-")[:2]}
-    time.sleep(0.5)  # the kernel delivers the parent-death signal asynchronously
-    assert [pid for pid in processes if _alive(pid)] == []
+    assert _still_running(pids) == []
     # importing onnxruntime writes a `.ses` file into the temp folder, a run that completes as well
     assert sorted(path.name for path in temp.iterdir() if path.name != ".ses") == []
+
+
+def test_workers_die_with_a_sweep_killed_outright(tmp_path: Path):
+    """SIGKILL gives the sweep no chance to stop its workers: they must not outlive it."""
+    sweep, pids, _, _ = _start_stuck_sweep(tmp_path)
+    sweep.kill()
+    sweep.communicate(timeout=30)
+    assert _still_running(pids) == []
