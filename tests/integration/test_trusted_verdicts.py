@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from ditox_ci.corpus.inputs import write_recorded_inputs
+
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 PLANTED = "faulty_optimizers:optimize"  # importable from FAKES
 
@@ -170,3 +172,39 @@ def test_a_random_ops_output_is_not_a_mismatch_but_its_shape_still_counts(tmp_pa
     )
     assert code == 0, stderr
     assert report["findings"] == [] and report["models"][0]["status"] == "ok"
+
+
+def gemm_model(name: str) -> onnx.ModelProto:
+    """y = float(x)·W + 100: the bias dominates, so a 0.2 % error in W is within rtol 1e-3 of y; the
+    input is an integer one, so no wide-magnitude sample blows the error up past the tolerances."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.INT32, [4, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    weight = onnx.numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "w")
+    bias = onnx.numpy_helper.from_array(np.full(8, 100.0, np.float32), "c")
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+        helper.make_node("Gemm", ["xf", "w", "c"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, name, [x], [y], [weight, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_small_miscompilation_the_fixed_tolerances_let_through_is_found_against_the_noise_floor(
+    tmp_path: Path,
+):
+    model = tmp_path / "gemm"
+    x = np.random.default_rng(1).integers(-3, 4, (4, 16)).astype(np.int32)
+    write_recorded_inputs(model, gemm_model("gemm"), [{"x": x}])  # inputs of the model's own scale
+    args = ("--models", str(model), "--optimizer", "faulty_optimizers:optimize_scaled_weight")
+    args += ("--configs", "pass:eliminate_deadend", "--localize", "off")
+    code, report, stderr = sweep(*args, "--calibrate", "off", out=tmp_path / "fixed")
+    assert (code, report["findings"]) == (0, []), stderr
+    code, report, stderr = sweep(*args, out=tmp_path / "calibrated")
+    assert code == 1, stderr
+    [finding] = report["findings"]
+    evidence = finding["evidence"]
+    assert finding["kind"] == "output-mismatch" and evidence["calibrated"] is True
+    assert evidence["noise_ratio"] > 10 and evidence["noise_floor"] > 0

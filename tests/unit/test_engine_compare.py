@@ -106,7 +106,7 @@ def test_an_error_within_the_fixed_tolerances_fails_beyond_ten_noise_floors_and_
     quiet = _tensor(noise=[[1e-7]])(expected, actual, ["y"])
     assert not quiet.passed and quiet.metrics["calibrated"] is True
     assert quiet.metrics["noise_ratio"] > 10
-    assert quiet.metrics["noise_floor"] == pytest.approx(64 * np.finfo(np.float32).eps * 2.0)
+    assert quiet.metrics["noise_floor"] == pytest.approx(8 * np.finfo(np.float32).eps * 2.0)
     assert _tensor(noise=[[1e-3]])(expected, actual, ["y"]).passed  # a noisy model: within its floor
     beyond_fixed = _tensor(noise=[[1.0]])(expected, [[expected[0][0] * np.float32(1.01)]], ["y"])
     assert not beyond_fixed.passed and "calibrated" not in beyond_fixed.metrics
@@ -120,3 +120,11 @@ def test_an_output_whose_noise_is_infinite_is_checked_for_shape_and_dtype_only()
     assert _tensor(noise=[[np.inf]])(random_draw, other_draw, ["y"]).passed
     reshaped = _tensor(noise=[[np.inf]])(random_draw, [[np.ones((3, 1), np.float32)]], ["y"])
     assert not reshaped.passed and reshaped.metrics["reason"] == "shape"
+
+
+def test_low_precision_floats_are_calibrated_by_their_own_unit_in_the_last_place():
+    import ml_dtypes
+
+    for dtype in (ml_dtypes.bfloat16, ml_dtypes.float8_e5m2, np.float16):
+        values = np.array([1.0, 2.0, -4.0], dtype)
+        assert _tensor(noise=[[0.0]])([[values]], [[values.copy()]], ["y"]).passed
