@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,24 +278,35 @@ def random_feeds(
     return feeds
 
 
-def wide_feed(
-    model: onnx.ModelProto, feed: Feed, seed: int, model_id: str, scale: float = 1.0
-) -> Feed | None:
-    """`feed` with every float tensor input redrawn at wide magnitudes (log-uniform from
-    WIDE_LOWEST up to WIDE_HIGHEST of its type × `scale`, either sign), other inputs kept: a
-    sample that leaves the small range, where clips, saturations and bounded activations act.
-    None when the model has no such input."""
-    rng = np.random.default_rng(derive_seed(seed, model_id, -2, 0))
-    wide = dict(feed)
+def wide_inputs(model: onnx.ModelProto, feed: Feed) -> list[str]:
+    """The inputs of `feed` the wide-range sample widens: float tensors with elements."""
+    names = []
     for info in feedable_inputs(model):
         elem = info.type.tensor_type.elem_type if info.type.HasField("tensor_type") else 0
         value = feed.get(info.name)
-        if elem not in WIDE_HIGHEST or not isinstance(value, np.ndarray) or value.size == 0:
-            continue
-        highest = max(WIDE_HIGHEST[elem] * scale, WIDE_LOWEST * 10)
-        magnitudes = np.exp(rng.uniform(np.log(WIDE_LOWEST), np.log(highest), size=value.shape))
-        wide[info.name] = (magnitudes * rng.choice([-1.0, 1.0], size=value.shape)).astype(value.dtype)
-    return None if all(wide[name] is feed[name] for name in feed) else wide
+        if elem in WIDE_HIGHEST and isinstance(value, np.ndarray) and value.size:
+            names.append(info.name)
+    return names
+
+
+def wide_feed(
+    model: onnx.ModelProto, feed: Feed, seed: int, model_id: str, scales: Mapping[str, float] | None = None
+) -> Feed | None:
+    """`feed` with every float tensor input redrawn at wide magnitudes (log-uniform from
+    WIDE_LOWEST up to WIDE_HIGHEST of its type × its entry in `scales`, default 1, either sign),
+    other inputs kept: a sample that leaves the small range, where clips, saturations and bounded
+    activations act. None when the model has no such input. Each input has its own draw, the same
+    at every scale, so scaling one back changes no other."""
+    wide = dict(feed)
+    for name in wide_inputs(model, feed):
+        value = feed[name]
+        elem = next(i.type.tensor_type.elem_type for i in model.graph.input if i.name == name)
+        rng = np.random.default_rng(derive_seed(seed, f"{model_id}\0{name}", -2, 0))
+        highest = max(WIDE_HIGHEST[elem] * (scales or {}).get(name, 1.0), WIDE_LOWEST * 10)
+        position = rng.uniform(0.0, 1.0, size=value.shape)
+        magnitudes = np.exp(np.log(WIDE_LOWEST) + position * (np.log(highest) - np.log(WIDE_LOWEST)))
+        wide[name] = (magnitudes * rng.choice([-1.0, 1.0], size=value.shape)).astype(value.dtype)
+    return wide if wide_inputs(model, feed) else None
 
 
 def inputs_kind(ref: ModelRef) -> str:

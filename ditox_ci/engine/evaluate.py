@@ -23,7 +23,14 @@ from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.compare.tensor import float64_array
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import InputSpecError, feedable_inputs, inputs_kind, make_feeds, wide_feed
+from ditox_ci.corpus.inputs import (
+    InputSpecError,
+    feedable_inputs,
+    inputs_kind,
+    make_feeds,
+    wide_feed,
+    wide_inputs,
+)
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
@@ -152,8 +159,10 @@ def _run_original(
 # A model's meta flag: its recorded inputs are every sample to judge it on (ditox-ci wrote them,
 # the wide-range sample included, for a reduction candidate); none is left out or added.
 EXACT_SAMPLES = "exact_samples"
-# how far the wide sample is scaled back, step by step, while the original gives NaN/Inf on it
+# how far an input of the wide sample is scaled back, step by step, while the original gives
+# NaN/Inf on it; and how many inputs are tried one by one before all are scaled back together
 WIDE_SCALES = (1.0, 0.1, 0.01)
+WIDE_INPUTS_TRIED = 8
 
 
 def _wide_sample(
@@ -164,19 +173,28 @@ def _wide_sample(
     settings: EvalSettings,
     info: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """One more sample, `first` with its float inputs at wide magnitudes, scaled back where the
-    original gives NaN/Inf or fails on it; none when it has no float input or nothing works."""
-    for scale in WIDE_SCALES:
-        feed = wide_feed(model, first, settings.seed, ref.id, scale)
-        if feed is None:
-            return [], []
+    """One more sample, `first` with its float inputs at wide magnitudes. Where the original gives
+    NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search for valid inputs: each
+    input alone, step by step through WIDE_SCALES while the others stay wide (one input driving an
+    Exp or a Pow is the usual cause), then all of them together. Nothing when it has no float
+    input, the original fails on it, or it stays NaN/Inf at the smallest scale."""
+    names = wide_inputs(model, first)
+    if not names:
+        return [], []
+    wide = dict.fromkeys(names, WIDE_SCALES[0])
+    alone = [{**wide, name: step} for name in names[:WIDE_INPUTS_TRIED] for step in WIDE_SCALES[1:]]
+    together = [dict.fromkeys(names, step) for step in WIDE_SCALES[1:]]
+    for scales in [wide, *(alone if len(names) > 1 else []), *together]:
+        feed = wide_feed(model, first, settings.seed, ref.id, scales)
+        assert feed is not None
         try:
             outputs = runner.run(session, feed)
         except runner.RuntimeRunError as exc:
             info["wide_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
             return [], []
         if _finite([outputs]):
-            info["wide_sample"] = {"sample": settings.samples, "scale": scale}
+            scaled = {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
+            info["wide_sample"] = {"sample": settings.samples, "scales": scaled}
             return [feed], [outputs]
     info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
     return [], []

@@ -284,10 +284,10 @@ class _Pinpointer:
             feeds = make_feeds(
                 model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
             )
-            # and added the wide-range sample at the scale the original stayed finite at
+            # and added the wide-range sample at the scales the original stayed finite at
             wide = result.info.get("wide_sample")
             if isinstance(wide, dict) and feeds:
-                extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, float(wide["scale"]))
+                extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, wide["scales"])
                 feeds = [*feeds, extra] if extra is not None else feeds
             self.loaded = (result.ref.id, model, feeds)
         return self.loaded[1], self.loaded[2]

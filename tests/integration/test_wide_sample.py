@@ -52,7 +52,7 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
     model = _relu_model("range_relu")
     onnx.save(model, tmp_path / "m.onnx")
     context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
-    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scale": 1.0}
+    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
     small, wide = (np.abs(feed["x"]).max() for feed in context.feeds)
     assert small < 2 < 100 < wide
 
@@ -63,6 +63,24 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
         context, feeds=context.feeds[:1], outputs=context.outputs[:1], judged={}
     )
     assert judge(small_only, _relu6(model)).kind is None
+
+
+def test_only_the_input_that_overflows_the_original_is_scaled_back(tmp_path: Path) -> None:
+    """y = Exp(a) + b: a wide `a` overflows float32 (e^1000), so it alone is scaled back, to
+    magnitudes below 10; `b` stays wide."""
+    graph = helper.make_graph(
+        [helper.make_node("Exp", ["a"], ["e"]), helper.make_node("Add", ["e", "b"], ["y"])],
+        "exp",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [64]) for name in ("a", "b")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, tmp_path / "m.onnx")
+    context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
+    assert context.info["wide_sample"] == {"sample": 1, "scales": {"a": 0.01}}
+    wide = context.feeds[1]
+    assert np.abs(wide["a"]).max() < 10 < 100 < np.abs(wide["b"]).max()
+    assert np.isfinite(context.outputs[1][0]).all()
 
 
 def test_a_sweep_finds_the_planted_bounded_relu_and_its_bundle_reproduces_it(tmp_path: Path) -> None:
