@@ -12,7 +12,6 @@ from ditox_ci.report.fingerprint import fingerprint, normalize_message
 # decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
 # beyond them every error is "tiny" or "huge"
 _BAND_LIMITS = (-9, 2)
-GROSS_BAND = -2
 
 
 def magnitude_band(evidence: dict[str, Any]) -> int | None:
@@ -32,11 +31,11 @@ def magnitude_band(evidence: dict[str, Any]) -> int | None:
     return max(low, min(high, math.floor(math.log10(scale))))
 
 
-def _gross(evidence: dict[str, Any]) -> bool:
-    """A mismatch no numerical drift explains: a structural one, or an error of 1% of the output's
-    magnitude or more."""
-    band = magnitude_band(evidence)
-    return evidence.get("reason", "values") != "values" or (band is not None and band >= GROSS_BAND)
+def _severity(evidence: dict[str, Any]) -> int | None:
+    """A mismatch's magnitude band, a structural one (shape, dtype, length …) above every band."""
+    if evidence.get("reason", "values") != "values":
+        return _BAND_LIMITS[1] + 1
+    return magnitude_band(evidence)
 
 
 def _output_position(evidence: dict[str, Any]) -> Any:
@@ -68,8 +67,9 @@ class Outcome:
 
         Same kind, and the same evidence: for an output mismatch the comparator, the way it differs
         (values, shape, dtype, length, …) and the magnitude band of its error, and, when both ran on
-        models with the same interface (`same_interface`; a reduced candidate has other outputs),
-        the output position; for every other kind the message once addresses, numbers and names
+        models with the same interface, the output position. A reduction candidate
+        (`same_interface=False`: it has other outputs) keeps a mismatch when its error is at least
+        as severe, within a decade. For every other kind the message once addresses, numbers and names
         are normalized, and the signal. Warnings compare like failures, so a warning the nop
         control shows is not blamed on passes.
         """
@@ -84,10 +84,12 @@ class Outcome:
             return False
         if same_interface and _output_position(mine) != _output_position(theirs):
             return False
-        # cut out of a miscompiled model, a candidate may show the same wrong rewrite as a shape
-        # change (a dropped Reshape): gross stays gross, but a drift never becomes one
-        if not same_interface and _gross(mine) and _gross(theirs):
-            return True
+        if not same_interface:
+            # `self` is a candidate cut out of the model `other` failed on: with the ops after the
+            # wrong rewrite gone, it shows at least as clearly (a dropped Reshape may even show as
+            # a shape change), never as a mere drift
+            severity, other_severity = _severity(mine), _severity(theirs)
+            return severity is None or other_severity is None or severity >= other_severity - 1
         if mine.get("reason") != theirs.get("reason"):
             return False
         band, other_band = magnitude_band(mine), magnitude_band(theirs)
