@@ -35,10 +35,13 @@ def _outer_references(graph: onnx.GraphProto) -> set[str]:
     return used - defined
 
 
-def record_values(model: onnx.ModelProto, feeds: Sequence[dict[str, np.ndarray]]) -> Feeds:
-    """Every top-level tensor value the model computes, per sample, by name (feeds included).
+def record_values(
+    model: onnx.ModelProto, feeds: Sequence[dict[str, np.ndarray]], runner_name: str = "onnxruntime"
+) -> Feeds:
+    """Every top-level tensor value the model computes, per sample, by name (feeds included), as
+    `runner_name` computes them.
 
-    Raises runner.RuntimeLoadError / RuntimeRunError when ONNX Runtime cannot run the model."""
+    Raises runner.RuntimeLoadError / RuntimeRunError when that runner cannot run the model."""
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
     present = {v.name for v in exposed.graph.output}
@@ -47,7 +50,7 @@ def record_values(model: onnx.ModelProto, feeds: Sequence[dict[str, np.ndarray]]
             if name and name not in present:
                 exposed.graph.output.append(onnx.ValueInfoProto(name=name))
                 present.add(name)
-    session = runner.load_session(exposed.SerializeToString())
+    session = runner.load_session(exposed.SerializeToString(), runner=runner_name)
     names = [v.name for v in exposed.graph.output]
     recorded: Feeds = []
     for feed in feeds:

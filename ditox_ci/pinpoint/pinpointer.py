@@ -323,9 +323,11 @@ class _Pinpointer:
         reduction: ReductionResult | None = None
         reduced, reduced_feeds = model, feeds
         budget = self.options.budget_left()
+        # the runner that judged the model records its values and computes the bundle's outputs
+        runner_name = str(result.info.get("runner", "onnxruntime"))
         if budget > 0:
             still_fails = self._still_fails(result.ref, target, failure)
-            reduction = reduce(model, feeds, still_fails, budget)
+            reduction = reduce(model, feeds, still_fails, budget, runner_name)
             reduced, reduced_feeds = reduction.model, reduction.feeds
             evidence["reduction"] = reduction.to_json()
         divergence = None
@@ -338,7 +340,6 @@ class _Pinpointer:
         pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, evidence=evidence)
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or reduction.reason != "not-reproducible":
-            runner_name = str(result.info.get("runner", "onnxruntime"))
             bundle = self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name)
             pinpointed = replace(pinpointed, repro=bundle)
             # the standalone reproducer an issue quotes runs ONNX Runtime only

@@ -195,12 +195,17 @@ def same_finding(
 
 
 def reduce(
-    model: onnx.ModelProto, feeds: Feeds, still_fails: StillFails, budget_s: float
+    model: onnx.ModelProto,
+    feeds: Feeds,
+    still_fails: StillFails,
+    budget_s: float,
+    runner_name: str = "onnxruntime",
 ) -> ReductionResult:
     """Shrink `model` while `still_fails(candidate, candidate_feeds)` holds, for at most budget_s.
 
     `still_fails` must check the same finding on all samples (same kind; for mismatches, still
-    beyond tolerance) under the culprit passes; it should never raise."""
+    beyond tolerance) under the culprit passes; it should never raise. Intermediate values, the
+    inputs of subgraph candidates, are recorded with `runner_name`, the runner that judged it."""
     start = time.monotonic()
     before = len(model.graph.node)
 
@@ -220,7 +225,7 @@ def reduce(
     if not still_fails(model, feeds):
         return result(model, feeds, 1, "not-reproducible")
     try:
-        recorded = record_values(model, feeds)
+        recorded = record_values(model, feeds, runner_name)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return result(model, feeds, 1, "unrecordable")
     reducer = Reducer(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)

@@ -87,6 +87,9 @@ def test_a_bug_the_reference_runner_judged_is_pinpointed_and_its_bundle_reproduc
     report = _sweep(corpus, out)
     (finding,) = report["findings"]
     assert finding["culprit"]["passes"] == ["eliminate_identity"] and finding["repro"]
+    # the reference runner recorded the values the reduction cuts the graph at
+    reduction = finding["evidence"]["reduction"]
+    assert (reduction["reason"], reduction["nodes_before"], reduction["nodes_after"]) == ("minimal", 3, 1)
     repro = out / finding["repro"] / "repro.py"
     assert 'RUNNER = "reference"' in repro.read_text()
     proc = subprocess.run(
