@@ -37,21 +37,22 @@ def main() -> int:
         return exc.exit_code
     workspace = Path(env.get("GITHUB_WORKSPACE") or ".")
     try:
-        return _run(inputs, env, log)
+        return _run(inputs, env, log, workspace)
     finally:
         for written in (Path(inputs.out), action.FETCHED_PREVIOUS):
             action.hand_over(written, workspace)
 
 
-def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log) -> int:
+def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log, workspace: Path) -> int:
     stages = action.StageRunner()
+    owner = action.workspace_owner(workspace)
     for warning in action.wheel_warnings(inputs.optimizer, inputs.base_optimizer):
         log.warning(warning)
     for step in action.plan(inputs, sys.executable):
         child_env = action.stage_env(inputs, env, step)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
         with log.group(step.title):
-            code = stages.run(action.runnable(step), child_env)
+            code = stages.run(action.runnable(step), child_env, owner if step.as_workspace_owner else None)
         if stages.stopped_by is not None:
             name = signal.Signals(stages.stopped_by).name
             log.error(f"{step.title} stopped by {name}; no later stage ran")

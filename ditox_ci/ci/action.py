@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
@@ -259,6 +260,9 @@ class Step:
     failure_code: int | None = None
     # the one stage that talks to GitHub gets the token; pip, the optimizer and the sweep never do
     needs_token: bool = False
+    # ditox-ci's stages run as the workspace's owner (see `workspace_owner`); pip stays root, it
+    # installs into the image's environment
+    as_workspace_owner: bool = True
 
 
 _CLI = (SAFE_PATH_FLAG, "-m", "ditox_ci")
@@ -270,8 +274,8 @@ def _cli(python: str, argv: list[str], needs_token: bool = False) -> Step:
 
 def _install(python: str, spec: str) -> list[Step]:
     return [
-        Step(f"install optimizer {spec}", tuple(command), OptimizerLoadError.exit_code)
-        for command in install_commands(spec, python)
+        Step(f"install optimizer {spec}", tuple(cmd), OptimizerLoadError.exit_code, as_workspace_owner=False)
+        for cmd in install_commands(spec, python)
     ]
 
 
@@ -343,6 +347,18 @@ def stage_env(inputs: ActionInputs, env: Mapping[str, str], step: Step) -> dict[
     if step.needs_token and inputs.github_token:
         child["GITHUB_TOKEN"] = inputs.github_token
     return child
+
+
+def workspace_owner(workspace: Path) -> tuple[int, int] | None:
+    """The uid and gid ditox-ci's stages run as: the workspace's owner, when this process is root
+    and the workspace is someone else's (a container action on GitHub's runners). The optimizer
+    under test then cannot read root's processes (the entrypoint's environment still holds the
+    token the runner passed it, /proc/1/environ) nor use what only root may (the Docker socket the
+    runner mounts), and what the stages write belongs to the runner's later steps."""
+    if os.geteuid() != 0:
+        return None
+    owner = workspace.stat()
+    return None if owner.st_uid == 0 else (owner.st_uid, owner.st_gid)
 
 
 def hand_over(out: Path, workspace: Path) -> None:
@@ -418,11 +434,15 @@ class StageRunner:
         if self.running is not None and self.running.poll() is None:
             self.running.send_signal(signum)
 
-    def run(self, command: tuple[str, ...], env: dict[str, str]) -> int:
+    def run(self, command: tuple[str, ...], env: dict[str, str], user: tuple[int, int] | None = None) -> int:
+        """The command's exit code; `user` (uid, gid) runs it as that user, with no other group."""
         if self.stopped_by is not None:  # the signal came between two stages
             return 128 + self.stopped_by
+        identity: dict[str, Any] = {}
+        if user is not None:
+            identity = {"user": user[0], "group": user[1], "extra_groups": []}
         # its own process group: a Ctrl-C in a terminal reaches the stage once, through here
-        self.running = subprocess.Popen(command, env=env, start_new_session=True)
+        self.running = subprocess.Popen(command, env=env, start_new_session=True, **identity)
         if self.stopped_by is not None:  # ... or while this one was being started
             self.running.send_signal(self.stopped_by)
         try:

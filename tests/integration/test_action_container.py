@@ -2,7 +2,9 @@
 user, and as the process a cancelled job's SIGTERM reaches.
 
 There is no Docker engine here, so the entrypoint runs directly, as root, beside a user made for
-the test that owns the workspace (the runner's `runner` user in GitHub's setup).
+the test that owns the workspace (the runner's `runner` user in GitHub's setup), with a Python that
+user can run too (the image's is /usr/local/bin/python) and the runner's files (HOME, the outputs
+and summary files) in a folder it owns, as the runner has them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pwd
 import signal
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +27,41 @@ from action_models import write_models
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
 RUNNER_USER = "ditox-runner"
+
+TOKEN = "ghs_containertesttoken0123456789abcdef"
+
+# An optimizer that records who it runs as and what it can read of the root process above it (the
+# entrypoint, PID 1 in the container, whose environment holds the token the runner passed it).
+PRYING = """\
+import os
+from pathlib import Path
+
+import onnxoptimizer
+
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+
+
+def _status(pid, field):
+    line = next(l for l in Path(f"/proc/{pid}/status").read_text().splitlines() if l.startswith(field))
+    return int(line.split()[1])
+
+
+def _root_ancestor_environ():
+    pid = os.getppid()
+    while pid > 1 and _status(pid, "Uid:") != 0:
+        pid = _status(pid, "PPid:")
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    except PermissionError:
+        return "denied"
+
+
+def optimize(model, passes, fixed_point):
+    seen = f"{os.getuid()}\\n{_root_ancestor_environ()}"
+    Path(__file__).resolve().parent.joinpath("optimizer-saw.txt").write_text(seen)
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
 
 # An optimizer that says where it runs, then hangs like a stuck pass until it is killed.
 HANGING = """\
@@ -47,10 +85,14 @@ def _as_root(argv: list[str], env: dict[str, str]) -> list[str]:
 
 
 def _as_runner(argv: list[str]) -> subprocess.CompletedProcess[str]:
-    prefix = ["setpriv", "--reuid", RUNNER_USER, "--regid", RUNNER_USER, "--clear-groups"]
+    """The command as the runner's user, as the kernel sees that user (no capability kept)."""
     if os.geteuid() != 0:
-        prefix = ["sudo", "-n", "-u", RUNNER_USER]
-    return subprocess.run([*prefix, *argv], capture_output=True, text=True, timeout=60)
+        argv = ["sudo", "-n", "-u", RUNNER_USER, *argv]
+    identity = {} if os.geteuid() != 0 else {"user": RUNNER_USER, "group": RUNNER_USER, "extra_groups": []}
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, **identity)  # type: ignore[call-overload]
+    except PermissionError as exc:  # the program itself is out of the user's reach
+        return subprocess.CompletedProcess(argv, 126, "", str(exc))
 
 
 @pytest.fixture(scope="module")
@@ -64,15 +106,59 @@ def runner_user() -> pwd.struct_passwd:
         return pwd.getpwnam(RUNNER_USER)
 
 
+def _runner_folder(runner_user: pwd.struct_passwd, prefix: str) -> Path:
+    """A folder the runner's user owns, reachable by it (pytest's own tmp folders are not)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
+    folder.chmod(0o755)
+    return folder
+
+
+def _give(folder: Path, runner_user: pwd.struct_passwd) -> None:
+    owner = f"{runner_user.pw_uid}:{runner_user.pw_gid}"
+    subprocess.run(_as_root(["chown", "-R", owner, str(folder)], {}), check=True)
+
+
+@pytest.fixture(scope="module")
+def python(runner_user: pwd.struct_passwd) -> Iterator[str]:
+    """A virtual environment of an interpreter the runner's user can run, seeing the test
+    environment's packages (ditox-ci's dependencies, onnxoptimizer) through a .pth file."""
+    for candidate in (os.path.realpath(sys.executable), "/usr/bin/python3.11"):
+        check = "import sys; assert sys.version_info[:2] == (3, 11)"
+        if _as_runner([candidate, "-c", check]).returncode == 0:
+            break
+    else:
+        raise AssertionError("no Python 3.11 the runner's user can run")
+    folder = _runner_folder(runner_user, "ditox-python-")
+    subprocess.run([candidate, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    own_site = subprocess.run(
+        [folder / "venv" / "bin" / "python", "-c", purelib],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    shared_site = sysconfig.get_paths()["purelib"]
+    Path(own_site, "shared-test-env.pth").write_text(f"import site; site.addsitedir({shared_site!r})\n")
+    yield str(folder / "venv" / "bin" / "python")
+    subprocess.run(_as_root(["rm", "-rf", str(folder)], {}), check=True)
+
+
 @pytest.fixture()
 def workspace(runner_user: pwd.struct_passwd) -> Iterator[Path]:
-    """A workspace the runner's user owns, reachable by it (pytest's own tmp folders are not)."""
-    folder = Path(tempfile.mkdtemp(prefix="ditox-workspace-", dir="/tmp"))
+    folder = _runner_folder(runner_user, "ditox-workspace-")
     write_models(folder / "models")
-    subprocess.run(
-        _as_root(["chown", "-R", f"{runner_user.pw_uid}:{runner_user.pw_gid}", str(folder)], {}), check=True
-    )
-    folder.chmod(0o755)
+    _give(folder, runner_user)
+    yield folder
+    subprocess.run(_as_root(["rm", "-rf", str(folder)], {}), check=True)
+
+
+@pytest.fixture()
+def run_dir(runner_user: pwd.struct_passwd) -> Iterator[Path]:
+    """The runner's own files: HOME, GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, all the runner user's."""
+    folder = _runner_folder(runner_user, "ditox-runner-files-")
+    for name in ("github_output", "step_summary"):
+        (folder / name).touch()
+    _give(folder, runner_user)
     yield folder
     subprocess.run(_as_root(["rm", "-rf", str(folder)], {}), check=True)
 
@@ -93,17 +179,19 @@ def _action_env(workspace: Path, run_dir: Path, **inputs: str) -> dict[str, str]
         "GITHUB_STEP_SUMMARY": str(run_dir / "step_summary"),
         "DITOX_CACHE": str(run_dir / "cache"),
         "INPUT_JOBS": "1",
-        "INPUT_GITHUB_TOKEN": "",
+        "INPUT_GITHUB_TOKEN": TOKEN,
+        "ACTIONS_RUNTIME_TOKEN": "runtime-" + TOKEN,
         **{f"INPUT_{name.upper()}": value for name, value in inputs.items()},
     }
 
 
-def _start(workspace: Path, tmp_path: Path, **inputs: str) -> tuple[subprocess.Popen[bytes], Path]:
-    env = _action_env(workspace, tmp_path, **inputs)
-    log = tmp_path / "entrypoint.log"
+def _start(
+    python: str, workspace: Path, run_dir: Path, log: Path, **inputs: str
+) -> tuple[subprocess.Popen[bytes], Path]:
+    env = _action_env(workspace, run_dir, **inputs)
     with log.open("wb") as handle:
         process = subprocess.Popen(
-            _as_root([sys.executable, str(ROOT / "entrypoint.py")], env),
+            _as_root([python, str(ROOT / "entrypoint.py")], env),
             cwd=workspace,
             env=env,
             stdout=handle,
@@ -113,10 +201,10 @@ def _start(workspace: Path, tmp_path: Path, **inputs: str) -> tuple[subprocess.P
 
 
 def test_outputs_belong_to_the_workspace_owner_who_can_add_to_and_remove_them(
-    workspace: Path, runner_user: pwd.struct_passwd, tmp_path: Path
+    python: str, workspace: Path, run_dir: Path, runner_user: pwd.struct_passwd, tmp_path: Path
 ) -> None:
     process, log = _start(
-        workspace, tmp_path, mode="sweep", models="models", configs="default,single", fail_on="never"
+        python, workspace, run_dir, tmp_path / "log", mode="sweep", models="models", configs="default,single"
     )
     assert process.wait(timeout=300) == 0, log.read_text()
     out = workspace / "ditox-report"
@@ -125,44 +213,62 @@ def test_outputs_belong_to_the_workspace_owner_who_can_add_to_and_remove_them(
     assert {(path.lstat().st_uid, path.lstat().st_gid) for path in written} == {
         (runner_user.pw_uid, runner_user.pw_gid)
     }
-    # what pr-fork.yml does next as the runner's user, then what the runner's cleanup does
+    # what pr-fork.yml did next as the runner's user, then what the runner's cleanup does
     note = _as_runner(["sh", "-c", f"echo 12 > {out}/pr-number.txt"])
     assert note.returncode == 0, note.stderr
     removed = _as_runner(["rm", "-r", str(out)])
     assert removed.returncode == 0, removed.stderr
 
 
+def test_the_optimizer_runs_as_the_workspace_owner_and_cannot_read_the_token_above_it(
+    python: str, workspace: Path, run_dir: Path, runner_user: pwd.struct_passwd, tmp_path: Path
+) -> None:
+    (workspace / "prying.py").write_text(PRYING)
+    process, log = _start(
+        python, workspace, run_dir, tmp_path / "log",
+        mode="sweep", models="models/relu.onnx", configs="default", optimizer="prying.py:optimize",
+    )
+    assert process.wait(timeout=300) == 0, log.read_text()
+    uid, environ = (workspace / "optimizer-saw.txt").read_text().split("\n", 1)
+    assert int(uid) == runner_user.pw_uid
+    assert environ == "denied"
+
+
 def test_an_output_folder_linked_out_of_the_workspace_is_not_handed_over(
-    workspace: Path, tmp_path: Path
+    python: str, workspace: Path, run_dir: Path, tmp_path: Path
 ) -> None:
     outside = Path(tempfile.mkdtemp(prefix="ditox-outside-", dir="/tmp"))
+    outside.chmod(0o777)  # the stage may write there; root must not hand the folder over
     try:
         (workspace / "linked").symlink_to(outside)
         process, log = _start(
-            workspace, tmp_path, mode="sweep", models="models", configs="default", out="linked"
+            python, workspace, run_dir, tmp_path / "log", mode="sweep", models="models", out="linked"
         )
         assert process.wait(timeout=300) == 0, log.read_text()
         assert (outside / "report.json").is_file()
-        assert {path.stat().st_uid for path in [outside, *outside.rglob("*")]} == {os.geteuid()}
+        assert outside.stat().st_uid == os.geteuid()
     finally:
         subprocess.run(_as_root(["rm", "-rf", str(outside)], {}), check=True)
 
 
-def test_sigterm_reaches_the_running_stage_and_no_later_stage_starts(workspace: Path, tmp_path: Path) -> None:
-    hanging = tmp_path / "hanging.py"
-    hanging.write_text(HANGING)
-    hanging.chmod(0o644)
+def test_sigterm_reaches_the_running_stage_and_no_later_stage_starts(
+    python: str, workspace: Path, run_dir: Path, tmp_path: Path
+) -> None:
+    (workspace / "hanging.py").write_text(HANGING)
     process, log = _start(
+        python,
         workspace,
-        tmp_path,
+        run_dir,
+        tmp_path / "log",
         mode="all",  # sweep, then publish: publish must not start after the cancel
         models="models/relu.onnx",
         configs="default",
-        optimizer=f"{hanging}:optimize",
+        optimizer="hanging.py:optimize",
         timeout="300",
         dry_run="true",
+        github_token="",
     )
-    marker = tmp_path / "optimizer-pid"
+    marker = workspace / "optimizer-pid"
     deadline = time.monotonic() + 120
     while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
         time.sleep(0.2)
