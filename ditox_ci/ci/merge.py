@@ -11,6 +11,7 @@ entry again, and the nop findings every part reports become one finding.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -236,6 +237,9 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         "models_total": len(models),
         "models_skipped": sum(1 for entry in models if entry.status != "ok"),
     }
+    runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
+    if runners:
+        stats["runners"] = dict(runners)
     if interrupted:
         stats.update(interrupted=True, interrupted_shards=interrupted)
     return Report(

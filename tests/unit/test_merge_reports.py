@@ -322,3 +322,16 @@ def test_an_interrupted_shard_makes_the_merge_incomplete_and_tolerates_its_unfin
 def test_complete_shards_merge_into_a_report_that_is_not_interrupted() -> None:
     merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0)))
     assert "interrupted" not in merged.stats
+
+
+def test_a_split_model_counts_once_for_the_runner_that_judged_it() -> None:
+    first = replace(_part(("nop", "pass:b"), 2.0), runner="reference")
+    second = replace(_part(("nop", "default", "pass:a"), 3.0), runner="reference")
+    shards = _split(first, second)
+    shards[0] = replace(
+        shards[0],
+        models=(replace(shards[0].models[0], runner="onnxruntime"), *shards[0].models[1:]),
+        stats={**shards[0].stats, "runners": {"onnxruntime": 1, "reference": 1}},
+    )
+    shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"reference": 1}})
+    assert merge_reports(shards).stats["runners"] == {"onnxruntime": 1, "reference": 1}
