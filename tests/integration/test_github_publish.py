@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.cli import publish
-from ditox_ci.errors import GitHubError
 from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
