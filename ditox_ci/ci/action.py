@@ -164,7 +164,9 @@ def install_commands(spec: str, python: str) -> list[list[str]]:
     """pip commands that put an optimizer build in place (none for an import path).
 
     The build replaces whatever version the image ships, even when its version number is the
-    same (a PR build usually is); the second command then adds any dependency it lacks.
+    same (a PR build usually is); the second command then adds any dependency it lacks. A wheel's
+    dependencies come as wheels only: its metadata is the PR's to write, and pip runs as root, so
+    a dependency that pip would build from source could run anything there.
     """
     kind = optimizer_kind(spec)
     if kind == "import":
@@ -172,7 +174,8 @@ def install_commands(spec: str, python: str) -> list[list[str]]:
     pip = [python, SAFE_PATH_FLAG, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
     if kind == "builtin":
         return [[*pip, ADAPTERS[spec].requirement]]
-    return [[*pip, "--force-reinstall", "--no-deps", spec], [*pip, spec]]
+    dependencies = [*pip, "--only-binary=:all:", spec] if kind == "wheel" else [*pip, spec]
+    return [[*pip, "--force-reinstall", "--no-deps", spec], dependencies]
 
 
 def optimizer_argument(spec: str) -> str:

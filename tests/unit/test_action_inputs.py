@@ -392,3 +392,9 @@ def test_a_plain_linux_wheel_gets_a_warning_a_manylinux_one_does_not() -> None:
     many = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
     (warning,) = wheel_warnings(plain, many, "onnxoptimizer==0.4.1", "")
     assert warning.startswith(plain) and "cibuildwheel" in warning
+
+
+def test_a_wheels_dependencies_install_from_wheels_only() -> None:
+    wheel = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
+    replace_build, dependencies = install_commands(wheel, "py")
+    assert "--no-deps" in replace_build and dependencies[-2:] == ["--only-binary=:all:", wheel]
