@@ -123,16 +123,16 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     stream = ModelStream(corpus, judged, pinpoint_deadline=started + args.budget * PINPOINT_SHARE)
     with stop_on_signals() as stop:
         report = run_sweep(options, log, stream=stream)
-        stop.disarm()
-    fuzz_stats = corpus.stats()
-    ranges = "; ".join(
-        f"{r['seeds'][0]}..{r['seeds'][1]} ({len(r['passes'])} passes)" for r in fuzz_stats["seed_ranges"]
-    )
-    log.info(
-        f"{fuzz_stats['models']} models ({fuzz_stats['near_misses']} near-misses), "
-        f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
-    )
-    report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "coverage.svg").write_text(coverage_svg(report))
-    return finish(report, options, log)
+        stop.disarm()  # a signal from here on must not cut the report short
+        fuzz_stats = corpus.stats()
+        ranges = "; ".join(
+            f"{r['seeds'][0]}..{r['seeds'][1]} ({len(r['passes'])} passes)" for r in fuzz_stats["seed_ranges"]
+        )
+        log.info(
+            f"{fuzz_stats['models']} models ({fuzz_stats['near_misses']} near-misses), "
+            f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
+        )
+        report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "coverage.svg").write_text(coverage_svg(report))
+        return finish(report, options, log)
