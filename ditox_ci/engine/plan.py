@@ -37,7 +37,8 @@ def _default(info: OptimizerInfo) -> list[Step]:
 
 
 def _fixed_point(info: OptimizerInfo) -> list[Step]:
-    return [Step("fixed-point", info.default_passes, fixed_point=True)]
+    # an opaque optimizer runs its default and the control only
+    return [] if info.opaque else [Step("fixed-point", info.default_passes, fixed_point=True)]
 
 
 def _single(info: OptimizerInfo) -> list[Step]:
@@ -66,7 +67,7 @@ def step_on_build(step: Step, info: OptimizerInfo) -> Step | None:
     into the default list introduces the default config's failure); an explicit pass list stays
     as it is, or None when that build lacks one of its passes."""
     if step.label in _BY_ROLE:
-        return _BY_ROLE[step.label](info)[0]
+        return next(iter(_BY_ROLE[step.label](info)), None)
     return step if all(name in info.passes for name in step.passes) else None
 
 

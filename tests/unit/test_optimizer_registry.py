@@ -77,11 +77,7 @@ def test_a_custom_optimizer_without_pass_lists_is_opaque(tmp_path: Path) -> None
     info = load_optimizer(f"{adapter}:optimize").info
     assert info.opaque and info.passes == () and info.default_passes == ("default",)
     steps = build_steps(DEFAULT_CONFIGS, (), info)
-    assert [(s.label, s.passes) for s in steps] == [
-        ("nop", ()),
-        ("default", ("default",)),
-        ("fixed-point", ("default",)),
-    ]
+    assert [(s.label, s.passes) for s in steps] == [("nop", ()), ("default", ("default",))]
     with pytest.raises(UsageError, match="opaque"):
         build_steps(("nop",), ("eliminate_identity",), info)
 
