@@ -236,6 +236,13 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         info["noise_floor"] = "measured" if noise else "not measurable"
     elif settings.calibrate:
         noise = random_outputs(data, feeds, outputs, settings.threads, info["runner"])
+    original_runs = len(feeds) * (2 if noise else 1)
+    drawn = random_output_positions(model)
+    if drawn:  # whatever a run shows, these outputs are drawn anew every time
+        noise = noise or [[None] * len(row) for row in outputs]
+        for row in noise:
+            for position in drawn & set(range(len(row))):
+                row[position] = math.inf
     return ModelContext(
         ref=ref,
         model=model,
@@ -246,14 +253,17 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         output_names=[o.name for o in model.graph.output],
         checker_error=_check(model),
         info=info,
-        runtime_runs=len(feeds) * (2 if noise else 1),
+        runtime_runs=original_runs,
         runner=info["runner"],
         noise=noise,
     )
 
 
 def measure_noise(
-    data: bytes, feeds: Sequence[Mapping[str, Any]], outputs: Sequence[Sequence[Any]], threads: int
+    data: bytes,
+    feeds: Sequence[Mapping[str, Any]],
+    outputs: Sequence[Sequence[Any]],
+    threads: int,
 ) -> list[list[float | None]]:
     """How far each float output of the original moves when ONNX Runtime runs it with all of its
     own graph optimizations on (fusions, layout changes, reordered arithmetic: the same meaning):
@@ -261,8 +271,9 @@ def measure_noise(
     [] when that session cannot load or run; None for an output that is not a float tensor.
 
     An output that moves a lot (0.1 % of its magnitude, or at all when it is not a float tensor)
-    may come from a random op (Bernoulli, RandomNormal without a seed): when a second plain run
-    moves it too, its noise is infinite, and the tensor oracle checks only its shape and dtype."""
+    may come from a random op: when a second plain run moves it too, its noise is infinite, and the
+    tensor oracle checks only its shape and dtype (random_output_positions finds the outputs a
+    seedless random op reaches without running anything)."""
     try:
         rerun = runner.run_all(runner.load_noise_session(data, threads), feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
@@ -285,13 +296,9 @@ def measure_noise(
                 suspects.append((sample, position))
         noise.append(row)
     if suspects:
-        try:
-            plain_again = runner.run_all(runner.load_session(data, threads), feeds)
-        except (runner.RuntimeLoadError, runner.RuntimeRunError):
-            return noise
-        for sample, position in suspects:
-            if not _identical(outputs[sample][position], plain_again[sample][position]):
-                noise[sample][position] = math.inf
+        changing = _changing(data, feeds, outputs, threads, "onnxruntime", suspects)
+        for sample, position in changing or ():
+            noise[sample][position] = math.inf
     return noise
 
 
@@ -307,16 +314,67 @@ def random_outputs(
     runner_name: str,
 ) -> list[list[float | None]]:
     """For a runner without a noise measurement (the reference implementation): the original run
-    once more the same way; an output that changes comes from a random op (infinite noise), the
-    others are not calibrated (None). [] when the second run fails."""
+    once more the same way; an output that changes is nondeterministic (infinite noise), the others
+    are not calibrated (None). [] when the rerun fails."""
+    suspects = [(sample, position) for sample, row in enumerate(outputs) for position in range(len(row))]
+    changing = _changing(data, feeds, outputs, threads, runner_name, suspects)
+    if changing is None:
+        return []
+    return [
+        [math.inf if (sample, position) in changing else None for position in range(len(row))]
+        for sample, row in enumerate(outputs)
+    ]
+
+
+RANDOM_OPS = frozenset(
+    ("Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike")
+)
+
+
+def _draws(node: onnx.NodeProto, functions: Mapping[tuple[str, str], onnx.FunctionProto]) -> bool:
+    """Whether a node draws without a seed: a random op, or one whose subgraphs or function do."""
+    if node.op_type in RANDOM_OPS and all(a.name != "seed" for a in node.attribute):
+        return True
+    inner: list[Any] = []
+    for attribute in node.attribute:
+        inner.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
+    function = functions.get((node.domain, node.op_type))
+    if function is not None:
+        inner.append(function)
+    return any(_draws(sub, functions) for graph in inner for sub in graph.node)
+
+
+def random_output_positions(model: onnx.ModelProto) -> set[int]:
+    """The positions of the graph outputs that a random op without a seed reaches: a second run
+    may repeat the first draw by chance (ten Bernoulli draws of p = 0.9), so this is read off the
+    graph, not off runs."""
+    functions = {(f.domain, f.name): f for f in model.functions}
+    drawn: set[str] = set()
+    for node in model.graph.node:
+        if _draws(node, functions) or any(name in drawn for name in node.input):
+            drawn.update(name for name in node.output if name)
+    return {position for position, value in enumerate(model.graph.output) if value.name in drawn}
+
+
+def _changing(
+    data: bytes,
+    feeds: Sequence[Mapping[str, Any]],
+    outputs: Sequence[Sequence[Any]],
+    threads: int,
+    runner_name: str,
+    suspects: Sequence[tuple[int, int]],
+) -> set[tuple[int, int]] | None:
+    """Which of the `suspects` (sample, output position) change when the original runs again
+    plainly; None when that run fails."""
     try:
         again = runner.run_all(runner.load_session(data, threads, runner_name), feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
-        return []
-    return [
-        [None if _identical(first, second) else math.inf for first, second in zip(sample, rerun)]
-        for sample, rerun in zip(outputs, again)
-    ]
+        return None
+    return {
+        (sample, position)
+        for sample, position in suspects
+        if not _identical(outputs[sample][position], again[sample][position])
+    }
 
 
 def _identical(a: Any, b: Any) -> bool:

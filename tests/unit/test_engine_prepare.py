@@ -10,7 +10,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
-from ditox_ci.engine.evaluate import EvalSettings, prepare
+from ditox_ci.engine.evaluate import EvalSettings, prepare, random_output_positions
 
 
 def _model(path: Path) -> str:
@@ -37,3 +37,18 @@ def test_generator_fed_models_are_labelled_as_such_not_random(tmp_path: Path) ->
     assert generated.info["inputs"] == "generator:test-twos"
     assert [list(out[0]) for out in generated.outputs] == [[-2.0, -2.0]] * 2
     assert plain.info["inputs"] == "random"
+
+
+def test_the_outputs_a_seedless_random_op_reaches_are_read_off_the_graph():
+    def model(**seed: float) -> onnx.ModelProto:
+        x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])
+        outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [3]) for name in ("plain", "drawn")]
+        nodes = [
+            helper.make_node("Relu", ["x"], ["plain"]),
+            helper.make_node("RandomUniformLike", ["x"], ["noise"], **seed),
+            helper.make_node("Add", ["x", "noise"], ["drawn"]),
+        ]
+        return helper.make_model(helper.make_graph(nodes, "g", [x], outputs))
+
+    assert random_output_positions(model()) == {1}
+    assert random_output_positions(model(seed=1.0)) == set()
