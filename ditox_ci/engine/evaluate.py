@@ -26,6 +26,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import (
     InputSpecError,
     feedable_inputs,
+    has_recorded_inputs,
     inputs_kind,
     make_feeds,
     wide_feed,
@@ -137,7 +138,10 @@ def _run_original(
     recorded = info["inputs"] == "recorded"
     for attempt in range(MAX_REDRAWS + 1):
         try:
-            samples = sys.maxsize if ref.meta.get(EXACT_SAMPLES) else settings.samples
+            # every recorded data set; a candidate without inputs has none to read, and drawing
+            # sys.maxsize random samples for it would never end
+            exact = ref.meta.get(EXACT_SAMPLES) and has_recorded_inputs(ref)
+            samples = sys.maxsize if exact else settings.samples
             feeds = make_feeds(model, ref, samples, settings.seed, settings.dynamic_dim, attempt)
         except InputSpecError as exc:
             raise SkipModel(f"cannot make inputs: {exc}") from None
