@@ -86,6 +86,21 @@ def optimize_scaled_weight(
     return result
 
 
+def optimize_nudged_add(
+    model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False
+) -> onnx.ModelProto:
+    """A drift, not a miscompilation: every rewriting pass list scales the initializer the first
+    Add reads by 1 + 1e-4, so whether it is found depends on the tolerances alone."""
+    result = onnxoptimizer.optimize(model, list(passes), fixed_point)
+    if any(name != "nop" for name in passes):
+        initializers = {tensor.name: tensor for tensor in result.graph.initializer}
+        add = next(node for node in result.graph.node if node.op_type == "Add")
+        weight = initializers[next(name for name in add.input if name in initializers)]
+        values = onnx.numpy_helper.to_array(weight)
+        weight.CopyFrom(onnx.numpy_helper.from_array((values * 1.0001).astype(values.dtype), weight.name))
+    return result
+
+
 def get_available_passes() -> list[str]:
     return ["nop", "eliminate_identity", "eliminate_deadend", "fuse_bn_into_conv"]
 

@@ -208,3 +208,23 @@ def test_a_small_miscompilation_the_fixed_tolerances_let_through_is_found_agains
     evidence = finding["evidence"]
     assert finding["kind"] == "output-mismatch" and evidence["calibrated"] is True
     assert evidence["noise_ratio"] > 10 and evidence["noise_floor"] > 0
+
+
+def test_a_sequence_output_is_compared_element_by_element_with_the_tolerances(tmp_path: Path):
+    model = sequence_output_model("seq")
+    del model.graph.output[0]  # the sequence is the only output
+    del model.graph.node[2]
+    path = tmp_path / "seq.onnx"
+    onnx.save(model, path)
+    args = ("--models", str(path), "--optimizer", "faulty_optimizers:optimize_nudged_add")
+    args += ("--configs", "pass:eliminate_deadend", "--localize", "off", "--calibrate", "off")
+    # within rtol 1e-3 the nudged element passes: the pass shows only nop's checker failure
+    code, report, stderr = sweep(*args, out=tmp_path / "loose")
+    assert code == 1, stderr
+    [nop] = report["findings"]
+    assert nop["config"] == "nop" and nop["evidence"]["also_in"] == ["pass:eliminate_deadend"]
+    code, report, stderr = sweep(*args, "--rtol", "1e-6", "--atol", "1e-9", out=tmp_path / "tight")
+    findings = {f["config"]: f for f in report["findings"]}
+    mismatch = findings["pass:eliminate_deadend"]
+    assert mismatch["kind"] == "output-mismatch" and mismatch["evidence"]["element"] == 0
+    assert 0 < mismatch["evidence"]["max_rel"] < 1e-3
