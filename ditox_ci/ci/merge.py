@@ -200,6 +200,9 @@ def _merge_stats(reports: Sequence[Report]) -> dict[str, Any]:
     for report in reports:
         for name, value in report.stats.items():
             stats[name] = _add(stats.get(name), value)
+    limits = [r.stats["max_skipped"] for r in reports if r.stats.get("max_skipped") is not None]
+    if limits:  # a limit, not a counter: the strictest shard's holds for the whole sweep
+        stats["max_skipped"] = min(limits)
     walls = [float(report.stats.get("wall_s", 0.0)) for report in reports]
     stats["wall_s"] = max(walls)
     stats["shard_wall_s"] = walls

@@ -204,16 +204,25 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
-    # a shard may hold only models that skip; the merge of all shards is judged as a whole
+    too_many_skipped = skipped_gate(report, options.max_skipped, log, path.parent / "summary.md")
+    return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+
+
+def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: Path) -> bool:
+    """Exit 4 when no model of a whole sweep ran (a shard may hold only models that skip: the merge
+    of all shards is judged as a whole); True, with one error line, when more than `max_skipped`
+    of the corpus was skipped, which closes the gate like a new finding."""
+    skipped = sum(1 for m in report.models if m.status != "ok")
     if report.models and skipped == len(report.models) and report.shard.get("count", 1) == 1:
         raise InputError(
-            f"no model ran: all {skipped} were skipped (reasons in {path.parent / 'summary.md'}); "
+            f"no model ran: all {skipped} were skipped (reasons in {summary}); "
             "an empty sweep is not a green one"
         )
-    too_many_skipped = options.max_skipped is not None and share > options.max_skipped
-    if too_many_skipped:
-        log.error(f"{share:.1%} of the corpus was skipped, more than --max-skipped {options.max_skipped:g}")
-    return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+    share = skipped / len(report.models) if report.models else 0.0
+    if max_skipped is None or share <= max_skipped:
+        return False
+    log.error(f"{share:.1%} of the corpus was skipped, more than --max-skipped {max_skipped:g}")
+    return True
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

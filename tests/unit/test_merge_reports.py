@@ -12,7 +12,7 @@ import pytest
 
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.merge import merge_reports
-from ditox_ci.errors import MergeError
+from ditox_ci.errors import InputError, MergeError
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 from ditox_ci.triage.classify import classify
@@ -335,3 +335,26 @@ def test_a_split_model_counts_once_for_the_runner_that_judged_it() -> None:
     )
     shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"reference": 1}})
     assert merge_reports(shards).stats["runners"] == {"onnxruntime": 1, "reference": 1}
+
+
+def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_sweep_ran(
+    tmp_path: Path,
+) -> None:
+    def skipping(shard: Report, *skipped: str) -> Report:
+        models = tuple(
+            replace(m, status="skipped", reason="r") if m.id in skipped else m for m in shard.models
+        )
+        return replace(shard, models=models, stats={**shard.stats, "max_skipped": 0.25})
+
+    def merge(shards: list[Report], out: str) -> int:
+        for shard in shards:
+            write_report(shard, tmp_path / f"{out}-{shard.shard['index']}" / "report.json")
+        folders = [str(tmp_path / f"{out}-{shard.shard['index']}") for shard in shards]
+        return main_inner(["merge", *folders, "--out", str(tmp_path / out)], {})
+
+    clean = [replace(skipping(s), findings=()) for s in _three_shards()]
+    assert merge(clean, "clean") == 0
+    assert merge([skipping(clean[0], "m3"), *clean[1:]], "one") == 1  # 1 of 3 skipped > 0.25
+    assert merge_reports([skipping(clean[0], "m3"), *clean[1:]]).stats["max_skipped"] == 0.25
+    with pytest.raises(InputError, match="no model ran: all 3 were skipped"):
+        merge([skipping(clean[0], "m3", "m0"), skipping(clean[1], "m1"), clean[2]], "none")
