@@ -40,6 +40,7 @@ class ActionInputs:
     shard_count: int = 1
     rtol: float | None = None
     atol: float | None = None
+    max_skipped: float | None = None
     jobs: int | None = None
     timeout: float | None = None
     out: str = "ditox-report"
@@ -223,6 +224,7 @@ def _sweep_argv(inputs: ActionInputs) -> list[str]:
     argv += _optional("--previous", previous_report(inputs))
     argv += _optional("--rtol", inputs.rtol)
     argv += _optional("--atol", inputs.atol)
+    argv += _optional("--max-skipped", inputs.max_skipped)
     argv += _optional("--jobs", inputs.jobs)
     argv += _optional("--timeout", inputs.timeout)
     return argv
