@@ -60,11 +60,14 @@ def checked_standalone(
     bundle: Path,
     timeout_s: float,
 ) -> dict[str, Any] | None:
-    """The standalone record of `finding` (reduced `model`, its first sample of `feeds`), with
+    """The standalone record of `finding` (reduced `model`, the sample of `feeds` it failed on), with
     `reproduces` and `optimized` filled by running the script; also written to the bundle."""
     if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
         return None
-    record = standalone_record(model, feeds[0], list(passes), fixed_point, rtol, atol, _versions())
+    # the sample the finding was seen on (a wide-range sample may show what the first does not)
+    sample = finding.evidence.get("sample", 0)
+    feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
+    record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions())
     if record is None:
         return None
     path = bundle / SCRIPT_NAME
