@@ -20,7 +20,7 @@ FAKE = Path(__file__).resolve().parents[1] / "fakes" / "memory_killed.py"
 STEP = Step("pass:eliminate_identity", ("eliminate_identity",))
 
 
-def _ref(folder: Path, name: str) -> ModelRef:
+def _ref(folder: Path, name: str, counter: Path) -> ModelRef:
     weight = onnx.numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
     graph = helper.make_graph(
         [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "w"], ["y"])],
@@ -29,8 +29,10 @@ def _ref(folder: Path, name: str) -> ModelRef:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
         [weight],
     )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(model, {"oom_counter": str(counter)})
     path = folder / f"{name}.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    onnx.save(model, str(path))
     return ModelRef(id=path.name, source="test", path=str(path))
 
 
@@ -39,9 +41,8 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
 ) -> None:
     counter = tmp_path / "memory.oom_control"
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
-    monkeypatch.setenv("DITOX_TEST_OOM_COUNTER", str(counter))
     monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(counter),))
-    jobs = [Job(_ref(tmp_path, name), (STEP,)) for name in ("oom_model", "killed_model")]
+    jobs = [Job(_ref(tmp_path, name, counter), (STEP,)) for name in ("oom_model", "killed_model")]
     with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
         results = {result.ref.id: result for result in pool.run(jobs)}
 
