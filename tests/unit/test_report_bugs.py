@@ -88,6 +88,8 @@ def test_summary_comment_and_check_lead_with_bugs():
         assert "known-model-" not in text
         assert "2 of 40 nodes" in text
     assert comment.count("#### ") == 4  # one section per new fingerprint, not per finding
+    # the status line counts bugs as the headline does: the warning is not a fourth bug
+    assert "· 3 new bugs · 1 new warning ·" in comment
 
 
 def test_texts_stay_within_limits_whatever_the_corpus():
