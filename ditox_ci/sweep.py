@@ -299,7 +299,11 @@ def run_sweep(
     log: Log,
     on_result: Callable[[JobResult], None] | None = None,
     stream: ModelStream | None = None,
+    settled: Callable[[], None] = lambda: None,
 ) -> Report:
+    """The sweep's Report. `settled` is called once every model and finding is done, before the
+    workers are stopped: an Interrupted raised after it would lose the report being assembled, so
+    the caller's signal handler stops raising there (`SignalStop.disarm`)."""
     started = time.monotonic()
     labels_run: dict[str, set[str]] = defaultdict(set)
     with log.group("plan"):
@@ -403,6 +407,7 @@ def run_sweep(
             with log.group("pinpoint"):
                 pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
             findings, pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
+        settled()
     interrupted = caught.exception
     results.sort(key=lambda r: r.ref.id)
     coverage, by_family = coverage_of(results, steps)

@@ -229,6 +229,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env, quiet=args.quiet)
     options = sweep_options(args, env)
     with stop_on_signals() as stop:
-        report = run_sweep(options, log)
-        stop.disarm()
+        # from the end of its work on, a signal must not cut the report short (it is only noted)
+        report = run_sweep(options, log, settled=stop.disarm)
         return finish(report, options, log)

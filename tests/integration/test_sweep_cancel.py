@@ -96,3 +96,30 @@ def test_workers_die_with_a_sweep_killed_outright(tmp_path: Path):
     sweep.kill()
     sweep.communicate(timeout=30)
     assert _still_running(pids) == []
+
+
+def test_a_signal_while_the_report_is_assembled_leaves_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every model done, the workers stopping, the report being put together: a SIGTERM now is only
+    noted (the work is complete), never an Interrupted that loses the report."""
+    from ditox_ci import sweep as sweep_module
+    from ditox_ci.__main__ import main_inner
+
+    models = tmp_path / "models"
+    models.mkdir()
+    onnx.save(_chain("quick", 3), models / "quick.onnx")
+    assemble = sweep_module.coverage_of
+
+    def signalled_then_assemble(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return assemble(*args, **kwargs)
+
+    monkeypatch.setattr(sweep_module, "coverage_of", signalled_then_assemble)
+    out = tmp_path / "out"
+    argv = ["sweep", "--models", str(models), "--configs", "nop", "--jobs", "1", "--localize", "off"]
+    argv += ["--cache-dir", str(tmp_path / "cache"), "--out", str(out), "--quiet"]
+    assert main_inner(argv, {}) == 0
+    report = json.loads((out / "report.json").read_text())
+    assert [m["id"] for m in report["models"]] == ["quick.onnx"]
+    assert "interrupted" not in report["stats"]
