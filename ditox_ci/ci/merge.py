@@ -244,7 +244,13 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     if runners:
         stats["runners"] = dict(runners)
     if interrupted:
-        stats.update(interrupted=True, interrupted_shards=interrupted)
+        # what finished, plus what each interrupted shard planned and never finished (the shards'
+        # own counts would add up the interrupted ones' plans alone, beside every shard's models)
+        stopped = [r for r in ordered if r.stats.get("interrupted")]
+        unfinished = sum(int(r.stats.get("models_planned", 0)) - len(r.models) for r in stopped)
+        stats.update(
+            interrupted=True, interrupted_shards=interrupted, models_planned=len(models) + max(0, unfinished)
+        )
     return Report(
         tool=first.tool,
         optimizer=first.optimizer,

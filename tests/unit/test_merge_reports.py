@@ -358,3 +358,13 @@ def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_s
     assert merge_reports([skipping(clean[0], "m3"), *clean[1:]]).stats["max_skipped"] == 0.25
     with pytest.raises(InputError, match="no model ran: all 3 were skipped"):
         merge([skipping(clean[0], "m3", "m0"), skipping(clean[1], "m1"), clean[2]], "none")
+
+
+def test_a_merge_counts_as_planned_every_shard_s_models_and_what_the_interrupted_one_left() -> None:
+    """Shard 0 finished its 2 models; shard 1 finished 1 of the 3 it planned: 5 planned in all,
+    not the 3 of the interrupted shard alone (the summary says "3 models that finished (of N)")."""
+    shards = [_shard(0, 2, ["m0", "m1"]), _shard(1, 2, ["m2"])]
+    stopped = {"interrupted": True, "interrupted_by": "SIGTERM", "models_planned": 3}
+    shards[1] = replace(shards[1], stats=stopped)
+    merged = merge_reports(shards)
+    assert (len(merged.models), merged.stats["models_planned"]) == (3, 5)
