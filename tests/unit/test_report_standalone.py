@@ -30,8 +30,8 @@ def _model(input_name: str = "x") -> onnx.ModelProto:
     return model
 
 
-def _script_namespace(record: dict) -> dict:
-    finding = Finding("f" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", ("fuse_pad_into_pool",)))
+def _script_namespace(record: dict, kind: str = "output-mismatch") -> dict:
+    finding = Finding("f" * 20, kind, "m", "pass:x", Culprit("pass", ("fuse_pad_into_pool",)))
     namespace: dict = {}
     exec(compile(script(record, finding), "standalone.py", "exec"), namespace)
     return namespace
@@ -46,6 +46,24 @@ def test_the_script_rebuilds_the_model_and_its_inputs():
     assert [n.op_type for n in rebuilt.graph.node] == ["Relu", "MaxPool"]
     feeds = namespace["make_feeds"]()
     assert feeds["x"].dtype == np.float32 and np.array_equal(feeds["x"], small)
+
+
+def test_an_invalid_model_finding_is_present_when_the_checker_rejects_what_onnx_runtime_runs(capsys):
+    record = standalone_record(_model(), {"x": np.ones((1, 2, 8), np.float32)}, ["p"], False, 1e-3, 1e-4, {})
+    assert record is not None
+
+    def optimize(model: onnx.ModelProto) -> onnx.ModelProto:
+        # same outputs, but a value_info full_check's shape inference contradicts
+        broken = onnx.ModelProto()
+        broken.CopyFrom(model)
+        broken.graph.value_info.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, [1, 2, 9]))
+        return broken
+
+    for kind, code, said in (("invalid-model", 1, "BUG PRESENT: "), ("output-mismatch", 0, "OK: ")):
+        namespace = _script_namespace(record, kind)
+        namespace["optimize"] = optimize  # the script's main() looks it up when it runs
+        assert namespace["main"]() == code
+        assert capsys.readouterr().out.startswith(said)
 
 
 def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
