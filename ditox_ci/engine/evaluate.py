@@ -156,7 +156,7 @@ def _run_original(
         info["original_nonfinite"] = True
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
-    wide_feeds, wide_outputs = _wide_sample(session, model, feeds[0], ref, settings, info)
+    wide_feeds, wide_outputs = _wide_sample(session, model, feeds, ref, settings, info)
     return feeds + wide_feeds, outputs + wide_outputs
 
 
@@ -172,16 +172,17 @@ WIDE_INPUTS_TRIED = 8
 def _wide_sample(
     session: Any,
     model: onnx.ModelProto,
-    first: dict[str, Any],
+    feeds: Sequence[dict[str, Any]],
     ref: ModelRef,
     settings: EvalSettings,
     info: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """One more sample, `first` with its float inputs at wide magnitudes. Where the original gives
-    NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search for valid inputs: each
-    input alone, step by step through WIDE_SCALES while the others stay wide (one input driving an
-    Exp or a Pow is the usual cause), then all of them together. Nothing when it has no float
-    input, the original fails on it, or it stays NaN/Inf at the smallest scale."""
+    """One more sample after `feeds`: the first of them with its float inputs at wide magnitudes.
+    Where the original gives NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search
+    for valid inputs: each input alone, step by step through WIDE_SCALES while the others stay wide
+    (one input driving an Exp or a Pow is the usual cause), then all of them together. Nothing when
+    it has no float input, the original fails on it, or it stays NaN/Inf at the smallest scale."""
+    first = feeds[0]
     names = wide_inputs(model, first)
     if not names:
         return [], []
@@ -198,7 +199,8 @@ def _wide_sample(
             return [], []
         if _finite([outputs]):
             scaled = {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
-            info["wide_sample"] = {"sample": settings.samples, "scales": scaled}
+            # its index: recorded inputs may have fewer data sets than --samples
+            info["wide_sample"] = {"sample": len(feeds), "scales": scaled}
             return [feed], [outputs]
     info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
     return [], []

@@ -14,6 +14,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "bounded_relu.py"
@@ -100,3 +101,13 @@ def test_a_sweep_finds_the_planted_bounded_relu_and_its_bundle_reproduces_it(tmp
     command = [sys.executable, str(repro / "repro.py"), "--optimizer", f"{FAKE}:optimize"]
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 1 and "sample 1" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_the_wide_sample_s_index_follows_the_recorded_data_sets_not_samples(tmp_path: Path) -> None:
+    """One recorded data set and --samples 3: the wide-range sample is sample 1, the second fed."""
+    model = _relu_model("recorded_relu")
+    folder = tmp_path / "recorded"
+    write_recorded_inputs(folder, model, [{"x": np.full((4, 8), 0.25, np.float32)}])
+    ref = ModelRef("recorded", "t", str(folder / "model.onnx"), inputs_dir=str(folder))
+    context = prepare(ref, EvalSettings(samples=3))
+    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
