@@ -24,7 +24,7 @@ from onnx import helper
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import Feeds, node_inputs, record_values
-from ditox_ci.pinpoint.localize import delta_debug
+from ditox_ci.pinpoint.shrink import delta_debug
 
 StillFails = Callable[[onnx.ModelProto, Feeds], bool]
 
