@@ -266,7 +266,8 @@ class Step:
     # the one stage that talks to GitHub gets the token; pip, the optimizer and the sweep never do
     needs_token: bool = False
     # ditox-ci's stages run as the workspace's owner (see `workspace_owner`); pip stays root, it
-    # installs into the image's environment
+    # installs into the image's environment, and so does a stage with the token: a process the
+    # optimizer left behind runs as the workspace's owner and could read that user's environments
     as_workspace_owner: bool = True
 
 
@@ -274,7 +275,8 @@ _CLI = (SAFE_PATH_FLAG, "-m", "ditox_ci")
 
 
 def _cli(python: str, argv: list[str], needs_token: bool = False) -> Step:
-    return Step(f"ditox-ci {argv[0]}", (python, *_CLI, *argv), needs_token=needs_token)
+    command = (python, *_CLI, *argv)
+    return Step(f"ditox-ci {argv[0]}", command, needs_token=needs_token, as_workspace_owner=not needs_token)
 
 
 def _install(python: str, spec: str) -> list[Step]:

@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from action_models import write_models
 
+from tests.integration.github_server import GitHubServer
+
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = Path(__file__).resolve().parent / "events"
 RUNNER_USER = "ditox-runner"
@@ -74,6 +76,53 @@ def optimize(model, passes, fixed_point):
     Path(__file__).resolve().parent.joinpath("optimizer-pid").write_text(str(os.getpid()))
     time.sleep(600)
     return model
+"""
+
+
+# An optimizer that leaves a process behind (double fork, new session: the workers' death signal
+# does not reach it) which looks, as the runner's user, for a later stage's environment holding
+# the token, and notes the publish stage when it sees one run.
+LINGERING = """\
+import os
+import time
+from pathlib import Path
+
+import onnxoptimizer
+
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+HERE = Path(__file__).resolve().parent
+
+
+def _watch(token):
+    os.closerange(3, 65536)
+    (HERE / "watcher-pid").write_text(str(os.getpid()))
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            try:
+                if b"publish" in (entry / "cmdline").read_bytes():
+                    (HERE / "watcher-saw-publish").touch()
+                if token in (entry / "environ").read_bytes():
+                    (HERE / "stolen-token").touch()
+                    os._exit(0)
+            except OSError:
+                continue
+        time.sleep(0.02)
+    os._exit(0)
+
+
+def optimize(model, passes, fixed_point):
+    if not (HERE / "watcher-forked").exists():
+        (HERE / "watcher-forked").touch()
+        token = (HERE / "token-to-look-for").read_bytes()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _watch(token)
+            os._exit(0)
+        os.wait()
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
 """
 
 
@@ -289,3 +338,45 @@ def test_sigterm_reaches_the_running_stage_and_no_later_stage_starts(
     assert not Path(f"/proc/{optimizer_pid}").exists(), "the hanging optimizer outlived the stage"
     report = json.loads((workspace / "ditox-report" / "report.json").read_text())
     assert report["stats"].get("interrupted")
+
+
+def test_a_process_the_optimizer_leaves_behind_cannot_read_the_token_of_the_publish_stage(
+    python: str, workspace: Path, run_dir: Path, runner_user: pwd.struct_passwd, tmp_path: Path
+) -> None:
+    token = f"ghs_lingering{os.getpid()}x{time.monotonic_ns()}"
+    (workspace / "lingering.py").write_text(LINGERING)
+    (workspace / "token-to-look-for").write_text(token)
+    _give(workspace, runner_user)
+    with GitHubServer("onnx/optimizer") as server:
+        server.open_pull(7, "1" * 40)
+        server.tokens[token] = "write"
+        server.identities[token] = "github-actions[bot]"
+        env = _action_env(
+            workspace,
+            run_dir,
+            mode="all",
+            models="models/relu.onnx",
+            configs="default",
+            optimizer="lingering.py:optimize",
+            dry_run="true",
+            github_token=token,
+        )
+        env["GITHUB_API_URL"] = server.url
+        with (tmp_path / "log").open("wb") as handle:
+            process = subprocess.run(
+                _as_root([python, str(ROOT / "entrypoint.py")], env),
+                cwd=workspace,
+                env=env,
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                timeout=300,
+            )
+    watcher = workspace / "watcher-pid"
+    try:
+        log = (tmp_path / "log").read_text()
+        assert process.returncode == 0, log
+        assert watcher.is_file() and (workspace / "watcher-saw-publish").exists(), log
+        assert not (workspace / "stolen-token").exists()
+    finally:
+        if watcher.is_file():
+            subprocess.run(_as_root(["kill", "-9", watcher.read_text()], {}), check=False)
