@@ -47,20 +47,19 @@ def _loaded(optimizer_spec: str) -> LoadedOptimizer | None:
         return None
 
 
-def _distributions(optimizer_spec: str) -> tuple[str, ...]:
+def _distributions(optimizer_spec: str, loaded: LoadedOptimizer | None) -> tuple[str, ...]:
     """The distributions the optimizer imports: its declared ones, else its top package's."""
-    loaded = _loaded(optimizer_spec)
     if loaded is not None and loaded.info.distributions:
         return loaded.info.distributions
     module = optimizer_spec.partition(":")[0].split(".")[0]
     return tuple(importlib.metadata.packages_distributions().get(module, ()))[:1]
 
 
-def requirements(optimizer_spec: str) -> str:
+def requirements(optimizer_spec: str, loaded: LoadedOptimizer | None = None) -> str:
     """Pinned lines for the runtime stack and every distribution the optimizer imports, as
-    installed right now."""
+    installed right now (`loaded`: the optimizer, when the caller has loaded it already)."""
     lines = []
-    optimizer = _distributions(optimizer_spec)
+    optimizer = _distributions(optimizer_spec, loaded or _loaded(optimizer_spec))
     for name in dict.fromkeys((*BASE_REQUIREMENTS, *optimizer)):
         try:
             lines.append(f"{name}=={importlib.metadata.version(name)}")
@@ -71,10 +70,9 @@ def requirements(optimizer_spec: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bundled_spec(bundle: Path, optimizer_spec: str) -> str:
+def bundled_spec(bundle: Path, optimizer_spec: str, loaded: LoadedOptimizer | None) -> str:
     """Copy the optimizer's adapter module (a built-in's, or a custom file or module) into the
     bundle and return the spec that loads it from there; onnxoptimizer itself needs no adapter."""
-    loaded = _loaded(optimizer_spec)
     if loaded is None or loaded.adapter_file is None:
         return optimizer_spec
     function = optimizer_spec.rpartition(":")[2] if ":" in optimizer_spec else "optimize"
@@ -122,14 +120,15 @@ def write_bundle(
     onnx.save(original_model, str(bundle / "original.onnx"))
     _samples_npz(bundle / "inputs.npz", feeds)
     _samples_npz(bundle / "expected.npz", expected)
-    (bundle / "requirements.txt").write_text(requirements(optimizer_spec))
-    optimizer = _distributions(optimizer_spec)
+    # loaded once: each load imports the optimizer's module under quoted output
     loaded = _loaded(optimizer_spec)
+    (bundle / "requirements.txt").write_text(requirements(optimizer_spec, loaded))
+    optimizer = _distributions(optimizer_spec, loaded)
     context: dict[str, Any] = {
         "finding": finding,
         "passes": list(passes),
         "fixed_point": fixed_point,
-        "optimizer_spec": bundled_spec(bundle, optimizer_spec),
+        "optimizer_spec": bundled_spec(bundle, optimizer_spec, loaded),
         "optimizer_name": optimizer_spec,
         "passes_ordered": loaded is None or loaded.info.order_matters,
         "optimizer_version": importlib.metadata.version(optimizer[0]) if optimizer else "",

@@ -11,6 +11,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.pinpoint import repro
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
 
@@ -61,3 +62,17 @@ def test_an_unreduced_model_is_not_called_reduced_and_no_tensor_is_not_named(tmp
     assert "not reduced" in readme
     assert "diverging" not in readme
     assert "(reduced)" not in readme
+
+
+def test_a_bundle_loads_the_optimizer_once(tmp_path: Path, monkeypatch) -> None:
+    # each load imports the optimizer under test's module; a bundle needs its info only once
+    loads: list[str] = []
+    real = repro.load_optimizer
+
+    def counted(spec: str, search_path: str | None = None):
+        loads.append(spec)
+        return real(spec, search_path)
+
+    monkeypatch.setattr(repro, "load_optimizer", counted)
+    _readme(tmp_path, _chain(2), _chain(3), None)
+    assert loads == ["onnxoptimizer"]
