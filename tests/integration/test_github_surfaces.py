@@ -69,7 +69,7 @@ def on_commit(env: dict[str, str], tmp_path: Path, sha: str) -> dict[str, str]:
 
 
 def test_a_token_without_checks_or_statuses_still_comments_and_files_issues(server, tmp_path: Path):
-    """examples/nightly.yml grants issues but not checks: the issues must still be filed."""
+    """A token that may write issues but not checks (nor statuses): the issues must still be filed."""
     server.no_checks_tokens.add("write-token")
     server.no_statuses_tokens.add("write-token")
     env = github_env(tmp_path, server.url)
