@@ -148,7 +148,9 @@ class Texts:
         return fit(render_with, most, min(self.limit, CHECK_SUMMARY_LIMIT), self.pointer)
 
     def issue(self, finding: Finding, others: Sequence[str] = ()) -> str:
-        """The bug report for a fingerprint; `others` are further models showing the same bug."""
+        """The bug report for a fingerprint; `others` are further models showing the same bug
+        (the findings' models: the issue's own model under another config is not another model)."""
+        others = [model for model in dict.fromkeys(others) if model != finding.model]
         text = render(
             "issue.md.j2",
             marker=fingerprint_marker(finding.fingerprint),

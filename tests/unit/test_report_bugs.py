@@ -108,3 +108,12 @@ def test_texts_stay_within_limits_whatever_the_corpus():
     assert "6000 new bugs (30000 findings on 30000 models)" in summary
     for text in (summary, comment, check):
         assert "more" in text and ("report.json" in text or "artifact" in text)
+
+
+def test_an_issue_lists_each_other_model_once_and_not_its_own():
+    findings = [_finding("a" * 20, model, config) for model, config in
+                (("m0", "default"), ("m0", "fixed-point"), ("m1", "default"), ("m1", "fixed-point"))]
+    issue = Texts(_report(findings, 2), "f" * 40, "ditox-report", None).issue(
+        findings[0], others=[f.model for f in findings[1:]]
+    )
+    assert "Also seen on: m1." in issue
