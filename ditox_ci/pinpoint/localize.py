@@ -6,11 +6,12 @@ tests plug in synthetic probes with a known culprit. The order of work keeps run
 1. free evidence first: the single-pass and nop outcomes the sweep already has;
 2. the nop control (optimizer round-trip without any rewrite): reproducing there means the fault
    is in the optimizer's infrastructure (parsing, serialization), not in a pass;
-3. strategy objects shrink the failing pass list; each candidate is accepted only if it is
-   smaller than the current one, never tried before, and still shows the same failure
-   (Hypothesis/Polygraphy style). `PrefixBisect` finds a single culprit in ~log2(n) runs and
-   peels interaction partners one by one; `DDMin` then makes the result 1-minimal; `Linear`
-   (every pass alone) is the old, expensive baseline kept for comparison.
+3. strategy objects shrink the failing pass list through `PassShrinker`, the pass-list kind of
+   the shared core in `shrink`: a candidate is accepted only if it is smaller than the current
+   one, never tried before, and still shows the same failure (Hypothesis/Polygraphy style).
+   `PrefixBisect` finds a single culprit in ~log2(n) runs and peels interaction partners one by
+   one; `DDMin` then makes the result 1-minimal; `Linear` (every pass alone) is the old,
+   expensive baseline kept for comparison.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.pinpoint.shrink import delta_debug
+from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
 from ditox_ci.report.model import Culprit
 
 Probe = Callable[[Sequence[str]], Outcome]
@@ -28,13 +29,9 @@ NOP_PASSES: tuple[str, ...] = ("nop",)
 DEFAULT_MAX_RUNS = 64
 
 
-class RunBudgetExceeded(Exception):
-    """The probe budget of one localization is spent; the search stops with what it has."""
-
-
-class Search:
-    """The shared state of one localization: the smallest failing pass list so far, every pass list
-    already judged (free single-pass results included), and the optimizer runs spent."""
+class PassShrinker(Shrinker[str]):
+    """The shrinker over ordered pass lists: a judgement is one optimizer run of exactly that list
+    (free single-pass and nop results come in as verdicts), at most `max_runs` of them."""
 
     def __init__(
         self,
@@ -45,36 +42,25 @@ class Search:
         known: Mapping[tuple[str, ...], bool] | None = None,
         max_runs: int = DEFAULT_MAX_RUNS,
     ) -> None:
-        self.current: tuple[str, ...] = tuple(passes)
+        super().__init__(passes, verdicts=known)
         self.failure = failure
         self.probe = probe
-        self.verdicts: dict[tuple[str, ...], bool] = dict(known or {})
         self.max_runs = max_runs
         self.runs = 0
 
-    def fails(self, candidate: Sequence[str]) -> bool:
-        """Whether this exact ordered pass list shows the same failure; each list runs once."""
-        key = tuple(candidate)
-        if key not in self.verdicts:
-            if self.runs >= self.max_runs:
-                raise RunBudgetExceeded
-            self.runs += 1
-            self.verdicts[key] = self.probe(key).same_failure(self.failure)
-        return self.verdicts[key]
+    def spend(self) -> None:
+        if self.runs >= self.max_runs:
+            raise BudgetSpent
+        self.runs += 1
 
-    def offer(self, candidate: Sequence[str]) -> bool:
-        """Accept `candidate` as the new current list only if it is smaller and still failing."""
-        key = tuple(candidate)
-        if not key or len(key) >= len(self.current) or not self.fails(key):
-            return False
-        self.current = key
-        return True
+    def still_failing(self, key: tuple[str, ...]) -> bool:
+        return self.probe(key).same_failure(self.failure)
 
 
 class Strategy(Protocol):
     name: str
 
-    def shrink(self, search: Search) -> None: ...
+    def shrink(self, search: PassShrinker) -> None: ...
 
 
 class PrefixBisect:
@@ -85,7 +71,7 @@ class PrefixBisect:
 
     name = "bisect"
 
-    def shrink(self, search: Search) -> None:
+    def shrink(self, search: PassShrinker) -> None:
         required: tuple[str, ...] = ()
         prefix = search.current
         while prefix:
@@ -113,7 +99,7 @@ class DDMin:
 
     name = "ddmin"
 
-    def shrink(self, search: Search) -> None:
+    def shrink(self, search: PassShrinker) -> None:
         delta_debug(lambda: search.current, search.offer)
 
 
@@ -122,7 +108,7 @@ class Linear:
 
     name = "linear"
 
-    def shrink(self, search: Search) -> None:
+    def shrink(self, search: PassShrinker) -> None:
         for name in search.current:
             if search.offer((name,)):
                 return
@@ -153,7 +139,7 @@ def localize(
     known: dict[tuple[str, ...], bool] = {
         (name,): outcome.same_failure(failure) for name, outcome in single.items()
     }
-    search = Search(passes, failure, probe, known=known, max_runs=max_runs)
+    search = PassShrinker(passes, failure, probe, known=known, max_runs=max_runs)
     if nop is not None:
         search.verdicts[NOP_PASSES] = nop.same_failure(failure)
 
@@ -176,7 +162,7 @@ def localize(
     try:
         for name in strategies:
             STRATEGIES[name].shrink(search)
-    except RunBudgetExceeded:
+    except BudgetSpent:
         method += f" (run budget of {max_runs} spent)"
 
     if len(search.current) == len(passes) and not _reproduces(search, passes):
@@ -192,9 +178,9 @@ def localize(
     return culprit(scope, search.current, method)
 
 
-def _reproduces(search: Search, passes: Sequence[str]) -> bool:
+def _reproduces(search: PassShrinker, passes: Sequence[str]) -> bool:
     """Whether the full list fails; unproven (False) when the budget ran out before checking."""
     try:
         return search.fails(passes)
-    except RunBudgetExceeded:
+    except BudgetSpent:
         return False

@@ -6,8 +6,9 @@ intermediates are recorded once, by running the original with every node output 
 outputs are the values the original graph output or a dropped node consumed (never values that
 were dead before, so passes that need an unused output still fire), and only the initializers it
 uses stay. Strategies propose candidates (each output's cone, then delta debugging over the node
-list); one is accepted only if it is strictly smaller, not tried before, checker-valid and still
-failing, until nothing smaller fails or the time budget is spent.
+list) to `NodeShrinker`, the node-set kind of the shared core in `shrink`: one is accepted only if
+it is strictly smaller, not tried before, checker-valid and still failing, until nothing smaller
+fails or the time budget is spent.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from onnx import helper
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import Feeds, node_inputs, record_values
-from ditox_ci.pinpoint.shrink import delta_debug
+from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
 
 StillFails = Callable[[onnx.ModelProto, Feeds], bool]
 
@@ -129,40 +130,39 @@ class Subgraphs:
         return candidate, [{n: sample[n] for n in fed} for sample in self.recorded]
 
 
-class _BudgetSpent(Exception):
-    pass
-
-
-class Reducer:
-    """Hypothesis-style shrinker over node subsets: `offer` accepts only strictly smaller, untried,
-    buildable, checker-valid and still-failing candidates."""
+class NodeShrinker(Shrinker[int]):
+    """The shrinker over sets of node indices (kept in graph order): a judgement builds the
+    candidate and checks it, until the deadline; a candidate that cannot be built (no feeds, no
+    output, checker-invalid) is not failing and costs no check."""
 
     def __init__(
         self, subgraphs: Subgraphs, still_fails: StillFails, deadline: float, checks: int
     ) -> None:
+        super().__init__(range(len(subgraphs.nodes)))
         self.subgraphs = subgraphs
         self.still_fails = still_fails
         self.deadline = deadline
         self.checks = checks
-        self.current: tuple[int, ...] = tuple(range(len(subgraphs.nodes)))
-        self.best: tuple[onnx.ModelProto, Feeds] | None = None
-        self.tried: set[tuple[int, ...]] = set()
 
-    def offer(self, kept: Sequence[int]) -> bool:
-        key = tuple(sorted(kept))
-        if not key or len(key) >= len(self.current) or key in self.tried:
-            return False
+    def key(self, candidate: Sequence[int]) -> tuple[int, ...]:
+        return tuple(sorted(candidate))
+
+    def spend(self) -> None:
         if time.monotonic() > self.deadline:
-            raise _BudgetSpent
-        self.tried.add(key)
+            raise BudgetSpent
+
+    def still_failing(self, key: tuple[int, ...]) -> bool:
         built = self.subgraphs.build(key)
         if built is None:
             return False
         self.checks += 1
-        if not self.still_fails(*built):
-            return False
-        self.current, self.best = key, built
-        return True
+        return self.still_fails(*built)
+
+    def best(self) -> tuple[onnx.ModelProto, Feeds] | None:
+        """The current candidate's model and feeds; None while no node could go."""
+        if len(self.current) == len(self.subgraphs.nodes):
+            return None
+        return self.subgraphs.build(self.current)
 
     def cones(self) -> bool:
         """Keep only what one output needs: big cuts for one check each."""
@@ -228,12 +228,13 @@ def reduce(
         recorded = record_values(model, feeds, runner_name)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return result(model, feeds, 1, "unrecordable")
-    reducer = Reducer(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
+    reducer = NodeShrinker(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
     reason = "minimal"
     try:
         reducer.run()
-    except _BudgetSpent:
+    except BudgetSpent:
         reason = "budget"
-    if reducer.best is None:
+    best = reducer.best()
+    if best is None:
         return result(model, feeds, reducer.checks, reason)
-    return result(*reducer.best, reducer.checks, reason)
+    return result(*best, reducer.checks, reason)
