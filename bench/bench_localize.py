@@ -44,11 +44,14 @@ def main() -> None:
     for position, (name, counts) in enumerate(rows, start=1):
         print(f"{position:>8}  {name:<40} " + " ".join(f"{runs:>12}" for runs in counts))
     print()
+    means = [sum(runs[column] for _, runs in rows) / len(rows) for column in range(len(strategies))]
     for column, label in enumerate(strategies):
         counts = [runs[column] for _, runs in rows]
         pool = strategies[label][0]
+        # the linear searches are the naive baselines: how many times bisect+ddmin's runs they need
+        ratio = f" = {means[column] / means[0]:.1f}× bisect+ddmin's" if column else ""
         print(
-            f"{label} over {len(pool)} passes: mean {sum(counts) / len(counts):.1f}, "
+            f"{label} over {len(pool)} passes: mean {means[column]:.1f}{ratio}, "
             f"max {max(counts)} runs per localization"
         )
 
