@@ -73,6 +73,13 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
         raise GitHubError(f"could not download the previous run's artifact ({type(exc).__name__})") from None
 
 
+def _refused(what: str, exc: GithubException) -> GitHubError:
+    return GitHubError(
+        f"GitHub refused to {what} ({exc.status} {error_message(exc)}); the job needs "
+        "`permissions: actions: read`"
+    )
+
+
 def fetch_previous(
     context: GitHubContext,
     workflow: str,
@@ -103,14 +110,15 @@ def fetch_previous(
             raise ConfigError(
                 f"no workflow {workflow!r} in {context.repository}: name the file under .github/workflows"
             ) from None
-        raise GitHubError(
-            f"GitHub refused to list the runs of {workflow} ({exc.status} {error_message(exc)}); "
-            "the job needs `permissions: actions: read`"
-        ) from None
+        raise _refused(f"list the runs of {workflow}", exc) from None
     for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
-        found = retrier.call(f"list the artifacts of run {run.id}", partial(artifacts, run))
+        what = f"list the artifacts of run {run.id}"
+        try:
+            found = retrier.call(what, partial(artifacts, run))
+        except GithubException as exc:
+            raise _refused(what, exc) from None
         match = next((a for a in found if a.name == artifact and not a.expired), None)
         if match is None:
             continue

@@ -99,3 +99,12 @@ def test_a_token_without_actions_read_is_a_github_error(tmp_path: Path) -> None:
         argv = ["previous", "--workflow", "nightly.yml", "--out", str(tmp_path / "previous")]
         with pytest.raises(GitHubError, match="actions: read"):
             main_inner(argv, github_env(tmp_path, server.url))
+
+
+def test_a_refused_artifact_listing_is_a_github_error(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": _zip(**{"report.json": b"{}"})})
+        server.inject("GET", r"/actions/runs/\d+/artifacts", "403", times=10)
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(tmp_path / "previous")]
+        with pytest.raises(GitHubError, match=r"artifacts of run .*actions: read"):
+            main_inner(argv, github_env(tmp_path, server.url))
