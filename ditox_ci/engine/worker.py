@@ -259,7 +259,12 @@ def _failure_outcome(
         kind = "optimizer-crash" if in_optimizer else "runtime-error"
     runner_title = RUNNER_TITLES.get(runner_name, runner_name)
     where = "optimizer" if in_optimizer else f"{runner_title} on the optimized model"
-    message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
+    if cause in MEMORY_CAUSES:
+        # one message whichever caught it (the poll or the kernel, a race the machine's load
+        # decides; its words are in evidence.detail), so the same blow-up keeps one fingerprint
+        message = f"{where} ran out of memory"
+    else:
+        message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
     evidence: dict[str, Any] = {"message": message, "phase": phase}
     if cause in MEMORY_CAUSES:
         evidence["memory"] = True

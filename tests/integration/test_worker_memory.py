@@ -48,7 +48,8 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
 
     oom = results["oom_model.onnx"].outcomes[STEP.label]
     assert oom.kind == "optimizer-crash" and oom.evidence["memory"] is True
-    assert oom.message.startswith("optimizer ran out of memory (SIGKILL from the OOM killer")
+    assert oom.message == "optimizer ran out of memory"
+    assert oom.evidence["detail"].startswith("SIGKILL from the OOM killer")
     killed = results["killed_model.onnx"].outcomes[STEP.label]
     assert killed.kind == "optimizer-crash" and "memory" not in killed.evidence
     assert killed.message == "optimizer crashed (SIGKILL)"

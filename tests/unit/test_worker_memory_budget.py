@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
@@ -13,6 +14,7 @@ from ditox_ci.engine.worker import (
     Job,
     WorkerConfig,
     WorkerPool,
+    _failure_outcome,
     _Running,
     _Slot,
 )
@@ -50,3 +52,15 @@ def test_a_large_model_gets_an_allowance_by_its_size_and_waits_for_room(tmp_path
         assert not pool._fits(pool.allowance_mb(vgg))  # 2 × 1000 + 4896 > 4 × 1000
         assert pool._fits(pool.allowance_mb(small))
         pool._slots.clear()
+
+
+def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer_caught_it():
+    """Which one gets there first depends on the machine's load; the bug is the same."""
+    polled = _failure_outcome("optimize", "exceeded the memory limit", "3700 MiB > 3584 MiB", "")
+    oom_kill = "SIGKILL from the OOM killer; last seen at 3500 MiB"
+    killed = _failure_outcome("optimize", "ran out of memory", oom_kill, "")
+    guessed = _failure_outcome("optimize", "ran out of memory", "SIGKILL from most likely the OOM killer", "")
+    assert polled.same_failure(killed) and killed.same_failure(guessed)
+    prints = {failure_fingerprint(outcome, ("fuse_bn_into_conv",)) for outcome in (polled, killed, guessed)}
+    assert len(prints) == 1
+    assert polled.evidence["memory"] is True and polled.evidence["detail"] == "3700 MiB > 3584 MiB"
