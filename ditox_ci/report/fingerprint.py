@@ -7,8 +7,6 @@ import json
 import re
 from collections.abc import Iterable
 
-import onnx
-
 _NORMALIZERS = (
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-]+){2,}"), "<path>"),
@@ -34,24 +32,3 @@ def fingerprint(kind: str, passes: Iterable[str], message: str, op_signature: It
     )
     return hashlib.sha256(payload.encode()).hexdigest()[:20]
 
-
-def op_signature(model: onnx.ModelProto) -> tuple[str, ...]:
-    """The distinct op types of a graph (subgraphs included), domain-qualified outside ai.onnx."""
-    ops: set[str] = set()
-    graphs = [model.graph]
-    while graphs:
-        graph = graphs.pop()
-        for node in graph.node:
-            standard = node.domain in ("", "ai.onnx")
-            ops.add(node.op_type if standard else f"{node.domain}.{node.op_type}")
-            for attribute in node.attribute:
-                graphs.extend([attribute.g] if attribute.HasField("g") else attribute.graphs)
-    return tuple(sorted(ops))
-
-
-def finding_fingerprint(
-    kind: str, passes: Iterable[str], message: str, reduced: onnx.ModelProto | None
-) -> str:
-    """The fingerprint of a localized, reduced finding: the same bug in two models (same kind,
-    culprit, message shape and minimal pattern) gets the same id; another culprit gets another."""
-    return fingerprint(kind, passes, message, op_signature(reduced) if reduced is not None else ())
