@@ -4,7 +4,8 @@ files (a pull request may change them), event payloads.
 Each bounds the work a small file can cause and turns every way of being malformed into one line
 of the caller's error class, never a traceback or exit 70: YAML aliases are refused (a few lines
 of nested aliases expand to gigabytes), JSON deeper than MAX_JSON_DEPTH, integers longer than
-MAX_INT_DIGITS and numbers too large for a float (`1e999`) are errors. The `NaN` and `Infinity`
+MAX_INT_DIGITS, numbers too large for a float (`1e999`) and strings with half a UTF-16 pair
+(`\\ud800`, which no UTF-8 file, log or XML can hold) are errors. The `NaN` and `Infinity`
 constants stay readable: the report writer itself puts them where a comparison saw them.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import yaml
@@ -50,6 +52,27 @@ def _depth(data: Any) -> int:
     return deepest
 
 
+# `\ud800`…`\udfff`: JSON may spell half a UTF-16 pair alone, which no UTF-8 file can then hold
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _has_lone_surrogate(data: Any) -> bool:
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return False
+
+
 def parse_json(text: str, what: str, error: type[FatalError]) -> Any:
     """The JSON value in `text`; `what` names the file in the one-line `error`."""
     too_deep = f"{what} nests deeper than {MAX_JSON_DEPTH} levels; it is not a file ditox-ci wrote"
@@ -61,6 +84,9 @@ def parse_json(text: str, what: str, error: type[FatalError]) -> Any:
         raise error(f"{what} is not valid JSON: {one_line(str(exc))}") from None
     if _depth(data) > MAX_JSON_DEPTH:
         raise error(too_deep)
+    # a surrogate can only come from such an escape: a file that spells none is not walked again
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(data):
+        raise error(f"{what} holds a lone UTF-16 surrogate (\\ud800…\\udfff): it cannot be written as text")
     return data
 
 

@@ -70,8 +70,10 @@ def _good_report(path: Path) -> Path:
             lambda text: text.replace('"stats": {}', '"stats": ' + "[" * 200 + "]" * 200),
             f"deeper than {MAX_JSON_DEPTH}",
         ),
+        (lambda text: text.replace('"stats": {}', '"stats": {"\\ud800": "x"}'), "lone UTF-16 surrogate"),
+        (lambda text: text.replace('"stats": {}', '"stats": {"note": ["\\udcff"]}'), "lone UTF-16 surrogate"),
     ],
-    ids=["1e999", "huge-integer", "nested-past-recursion", "nested-200"],
+    ids=["1e999", "huge-integer", "nested-past-recursion", "nested-200", "surrogate-key", "surrogate-value"],
 )
 def test_a_crafted_report_is_an_input_error_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: object, says: str
@@ -91,6 +93,7 @@ def test_a_crafted_report_is_an_input_error_in_one_line(
 def test_a_report_may_still_hold_the_nan_and_infinity_its_writer_puts_there(tmp_path: Path) -> None:
     data = parse_json('{"max_abs": NaN, "max_rel": Infinity, "n": -12}', "report r", InputError)
     assert data["max_rel"] == float("inf") and data["n"] == -12
+    assert parse_json('"\\ud83d\\ude00"', "report r", InputError) == "\U0001f600"  # a pair is one character
 
 
 def test_a_baseline_with_aliases_is_refused_at_once(
