@@ -65,5 +65,22 @@ def write_models(directory: Path) -> list[Path]:
     return sorted(directory.glob("*.onnx"))
 
 
+def write_wrong_add(path: Path) -> Path:
+    """Identity then Add of a weight, in a graph named `wrong_add`: the fake faulty optimizer
+    (tests/fakes/faulty_optimizers.py) flips the Add of `wrong*` graphs, so a sweep finds a bug."""
+    weight = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
+    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "wrong_add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
+        [weight],
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 if __name__ == "__main__":
     write_models(Path(sys.argv[1]))

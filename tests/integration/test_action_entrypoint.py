@@ -10,11 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from action_models import write_models
-from onnx import TensorProto, helper, numpy_helper
+from action_models import write_models, write_wrong_add
 
 from ditox_ci.errors import ConfigError, MergeError
 from ditox_ci.report.model import write_report
@@ -227,18 +224,7 @@ def test_bad_input_is_a_config_error_before_anything_runs(workspace: Path) -> No
 def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace: Path) -> None:
     """The publish stage classifies again; the user's baseline must still count there."""
     shutil.copy(FAKES / "faulty_optimizers.py", workspace)  # flips an Add in `wrong*` graphs
-    weight = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
-    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["y"])]
-    graph = helper.make_graph(
-        nodes,
-        "wrong_add",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    (workspace / "wrong").mkdir()
-    onnx.save(model, workspace / "wrong" / "add.onnx")
+    write_wrong_add(workspace / "wrong" / "add.onnx")
     (workspace / "accepted.yml").write_text(
         "entries:\n- {id: flip, reason: accepted, optimizer: 'faulty_optimizers*',"
         " passes: [eliminate_identity]}\n"

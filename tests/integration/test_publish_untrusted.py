@@ -12,11 +12,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-import onnx
 import pytest
-from action_models import write_models
-from onnx import TensorProto, helper, numpy_helper
+from action_models import write_models, write_wrong_add
 
 from ditox_ci.errors import InputError
 from ditox_ci.report.model import ModelEntry
@@ -62,24 +59,10 @@ def test_an_unknown_status_stops_publish(server, tmp_path: Path):
         run_publish(["--report", str(path)], github_env(tmp_path, server.url))
 
 
-def _faulty_model(folder: Path) -> None:
-    weight = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
-    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["y"])]
-    graph = helper.make_graph(
-        nodes,
-        "wrong_add",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-        [weight],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    onnx.save(model, folder / "wrong_add.onnx")
-
-
 def test_reports_of_real_sweeps_and_merges_follow_the_schema(tmp_path: Path):
     models = tmp_path / "models"
     write_models(models)
-    _faulty_model(models)
+    write_wrong_add(models / "wrong_add.onnx")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"}
 
     def cli(*argv: str) -> subprocess.CompletedProcess[str]:

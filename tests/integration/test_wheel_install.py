@@ -13,9 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from action_models import write_wrong_add
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKES = ROOT / "tests" / "fakes"
@@ -37,20 +35,6 @@ def _build_wheel(tmp: Path) -> Path:
     return wheel
 
 
-def _faulty_model(folder: Path) -> None:
-    weight = numpy_helper.from_array(np.ones((2, 4), np.float32), "w")
-    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Add", ["t", "w"], ["y"])]
-    graph = helper.make_graph(
-        nodes,
-        "wrong_add",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])],
-        [weight],
-    )
-    folder.mkdir()
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), folder / "add.onnx")
-
-
 def test_installed_wheel_sweeps_and_renders_from_another_folder(tmp_path: Path) -> None:
     wheel = _build_wheel(tmp_path)
     site = tmp_path / "site"
@@ -65,7 +49,7 @@ def test_installed_wheel_sweeps_and_renders_from_another_folder(tmp_path: Path) 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     shutil.copy(FAKES / "faulty_optimizers.py", elsewhere)
-    _faulty_model(elsewhere / "models")
+    write_wrong_add(elsewhere / "models" / "add.onnx")
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(tmp_path),
