@@ -14,8 +14,9 @@ returns a compare function over all samples, with the original model's outputs a
 - `text-generation` (`text.py`): a greedy decoding loop that re-runs both models through a
   CompareContext, then exact-match rate and BLEU of the generated token sequences.
 
-What they share (`common.py`): the CompareContext, option resolution, picking one output, the
-shape and non-finite failures, the threshold verdict. Non-finite numbers in the optimized outputs
+What they share (`common.py`): the `comparator` decorator (registration, defaults, unknown options
+and unknown choices), the CompareContext, picking one output, the shape and non-finite failures,
+the threshold verdict. Non-finite numbers in the optimized outputs
 where the original had finite ones always fail: a metric computed over NaN would otherwise come
 out as NaN and compare False against every threshold, silently passing.
 

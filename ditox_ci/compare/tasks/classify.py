@@ -4,17 +4,17 @@ score forgiven), Kendall's tau over the union of both top-K score lists."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
+from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
-    nonfinite_failure,
-    resolve_options,
-    shape_failure,
+    Options,
+    comparator,
+    output_failure,
     stack_rows,
     threshold_verdict,
 )
@@ -34,29 +34,25 @@ def _kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     return 0.0 if math.isnan(tau) else float(tau)
 
 
-@register("classification")
-def classification(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options(
-        "classification",
-        options,
-        {
-            "output": 0,
-            "top_k": 5,
-            "tie_atol": 1e-5,
-            "min_top1_agreement": 1.0,
-            "min_topk_agreement": 1.0,
-            "min_kendall_tau": 0.8,
-        },
-    )
+@comparator(
+    "classification",
+    {
+        "output": 0,
+        "top_k": 5,
+        "tie_atol": 1e-5,
+        "min_top1_agreement": 1.0,
+        "min_topk_agreement": 1.0,
+        "min_kendall_tau": 0.8,
+    },
+)
+def classification(opts: Options) -> CompareFunc:
     k = int(opts["top_k"])
 
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
     ) -> Comparison:
         want, got, label = stack_rows(expected, actual, names, opts["output"])
-        failure = shape_failure("classification", label, want, got) or nonfinite_failure(
-            "classification", label, want, got
-        )
+        failure = output_failure("classification", label, want, got)
         if failure:
             return failure
         top1 = topk = 0

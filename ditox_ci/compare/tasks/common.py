@@ -1,15 +1,17 @@
-"""What every task comparator shares: the context of a comparator that re-runs the models, its
-options, picking and pooling one output, the failures before any metric, and the threshold verdict."""
+"""What every task comparator shares: its registration with its options (`comparator`), the context
+of a comparator that re-runs the models, picking and pooling one output, the failures before any
+metric, and the threshold verdict."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs
+from ditox_ci.compare import ComparatorFactory, CompareFunc, Comparison, Outputs, register
 from ditox_ci.errors import ConfigError
 
 Feed = Mapping[str, np.ndarray]
@@ -34,14 +36,40 @@ def needs_context(compare: CompareFunc) -> bool:
     return bool(getattr(compare, "needs_context", False))
 
 
-def resolve_options(name: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(given) - set(defaults))
-    if unknown:
-        known = ", ".join(sorted(defaults))
-        raise ConfigError(
-            f"comparator '{name}': unknown option(s) {', '.join(unknown)} (known: {known})"
-        )
-    return {**defaults, **given}
+Options = dict[str, Any]
+
+
+def comparator(
+    name: str,
+    defaults: Mapping[str, Any],
+    *,
+    choices: Mapping[str, Mapping[str, object]] | None = None,
+) -> Callable[[Callable[[Options], CompareFunc]], ComparatorFactory]:
+    """Register a task comparator's factory under `name`, handing it resolved options: `defaults`
+    overlaid with the given ones. An unknown key is a ConfigError, and so is a value of a
+    `choices` option (a layout, a pooling, a mode) that its registry does not hold."""
+
+    def decorate(build: Callable[[Options], CompareFunc]) -> ComparatorFactory:
+        @functools.wraps(build)
+        def factory(given: Mapping[str, Any]) -> CompareFunc:
+            unknown = sorted(set(given) - set(defaults))
+            if unknown:
+                known = ", ".join(sorted(defaults))
+                raise ConfigError(
+                    f"comparator '{name}': unknown option(s) {', '.join(unknown)} (known: {known})"
+                )
+            options = {**defaults, **given}
+            for option, registry in (choices or {}).items():
+                if options[option] not in registry:
+                    known = ", ".join(sorted(registry))
+                    raise ConfigError(
+                        f"{name} {option} '{options[option]}' is unknown; use one of {known}"
+                    )
+            return build(options)
+
+        return register(name)(factory)
+
+    return decorate
 
 
 def output_position(names: Sequence[str], which: int | str) -> tuple[int, str]:
@@ -93,7 +121,7 @@ def stack_rows(
     return np.concatenate(want_rows), np.concatenate(got_rows), label
 
 
-def shape_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Comparison | None:
+def _shape_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Comparison | None:
     if a.shape == b.shape:
         return None
     return Comparison(
@@ -105,7 +133,7 @@ def shape_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Compar
     )
 
 
-def nonfinite_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Comparison | None:
+def _nonfinite_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Comparison | None:
     new_nonfinite = int(np.count_nonzero(~np.isfinite(b) & np.isfinite(a)))
     if not new_nonfinite:
         return None
@@ -115,6 +143,14 @@ def nonfinite_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Co
         message=f"output '{label}' has {new_nonfinite} NaN/Inf values where the original is finite",
         output=label,
         metrics={"new_nonfinite": new_nonfinite},
+    )
+
+
+def output_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Comparison | None:
+    """The failure before any metric: the optimized output `b` changed shape, or has NaN/Inf where
+    the original `a` is finite; None when the metrics can judge it."""
+    return _shape_failure(name, label, a, b) or _nonfinite_failure(
+        name, label, np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     )
 
 

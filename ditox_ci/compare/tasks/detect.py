@@ -11,15 +11,14 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
+from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
-    nonfinite_failure,
-    resolve_options,
+    Options,
+    comparator,
+    output_failure,
     select_output,
-    shape_failure,
     threshold_verdict,
 )
-from ditox_ci.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -238,26 +237,22 @@ def detection_metrics(
     return metrics
 
 
-@register("detection")
-def detection(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options(
-        "detection",
-        options,
-        {
-            "layout": "yolov8",
-            "output": 0,
-            "score_threshold": 0.25,
-            "nms_iou": 0.45,
-            "max_detections": 300,
-            "iou_thresholds": (0.5, 0.75, 0.9),
-            "pass_iou": 0.9,
-            "min_f1": 1.0,
-            "min_map": 0.9,
-        },
-    )
-    if opts["layout"] not in DETECTION_LAYOUTS:
-        known = ", ".join(sorted(DETECTION_LAYOUTS))
-        raise ConfigError(f"detection layout '{opts['layout']}' is unknown; use one of {known}")
+@comparator(
+    "detection",
+    {
+        "layout": "yolov8",
+        "output": 0,
+        "score_threshold": 0.25,
+        "nms_iou": 0.45,
+        "max_detections": 300,
+        "iou_thresholds": (0.5, 0.75, 0.9),
+        "pass_iou": 0.9,
+        "min_f1": 1.0,
+        "min_map": 0.9,
+    },
+    choices={"layout": DETECTION_LAYOUTS},
+)
+def detection(opts: Options) -> CompareFunc:
     decode = DETECTION_LAYOUTS[opts["layout"]]
     thresholds = sorted({float(t) for t in opts["iou_thresholds"]} | {float(opts["pass_iou"])})
 
@@ -270,9 +265,7 @@ def detection(options: Mapping[str, Any]) -> CompareFunc:
         for want, got in zip(expected, actual, strict=True):
             a, label = select_output(want, names, opts["output"])
             b, _ = select_output(got, names, opts["output"])
-            failure = shape_failure("detection", label, a, b) or nonfinite_failure(
-                "detection", label, a.astype(np.float64), b.astype(np.float64)
-            )
+            failure = output_failure("detection", label, a, b)
             if failure:
                 return failure
             reference.extend(decode(want, names, opts))

@@ -11,16 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
+from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
     CompareContext,
     Feed,
+    Options,
     RunFunc,
-    nonfinite_failure,
+    comparator,
+    output_failure,
     output_position,
-    resolve_options,
     select_output,
-    shape_failure,
     threshold_verdict,
 )
 from ditox_ci.errors import ConfigError
@@ -83,12 +83,8 @@ def _text_verdict(
     )
 
 
-@register("ctc-text")
-def ctc_text(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options(
-        "ctc-text", options, {"output": 0, "blank": 0, "min_exact_match": 1.0, "min_bleu": 1.0}
-    )
-
+@comparator("ctc-text", {"output": 0, "blank": 0, "min_exact_match": 1.0, "min_bleu": 1.0})
+def ctc_text(opts: Options) -> CompareFunc:
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
     ) -> Comparison:
@@ -97,9 +93,7 @@ def ctc_text(options: Mapping[str, Any]) -> CompareFunc:
         for want, got in zip(expected, actual, strict=True):
             a, label = select_output(want, names, opts["output"])
             b, _ = select_output(got, names, opts["output"])
-            failure = shape_failure("ctc-text", label, a, b) or nonfinite_failure(
-                "ctc-text", label, a.astype(np.float64), b.astype(np.float64)
-            )
+            failure = output_failure("ctc-text", label, a, b)
             if failure:
                 return failure
             pairs.extend(
@@ -133,21 +127,18 @@ def greedy_generate(
     return generated
 
 
-@register("text-generation")
-def text_generation(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options(
-        "text-generation",
-        options,
-        {
-            "input": "input_ids",
-            "output": 0,
-            "max_new_tokens": 16,
-            "eos": -1,
-            "min_exact_match": 1.0,
-            "min_bleu": 1.0,
-        },
-    )
-
+@comparator(
+    "text-generation",
+    {
+        "input": "input_ids",
+        "output": 0,
+        "max_new_tokens": 16,
+        "eos": -1,
+        "min_exact_match": 1.0,
+        "min_bleu": 1.0,
+    },
+)
+def text_generation(opts: Options) -> CompareFunc:
     def compare(
         expected: Sequence[Outputs],
         actual: Sequence[Outputs],

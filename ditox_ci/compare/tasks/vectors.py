@@ -3,22 +3,20 @@ flip rate of a probability or two-class output)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
+from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
-    nonfinite_failure,
-    resolve_options,
+    Options,
+    comparator,
+    output_failure,
     score_rows,
     select_output,
-    shape_failure,
     stack_rows,
     threshold_verdict,
 )
-from ditox_ci.errors import ConfigError
 
 # --- embedding --------------------------------------------------------------------------------
 
@@ -39,12 +37,12 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(both_zero, 1.0, np.nan_to_num(values, nan=0.0))
 
 
-@register("embedding")
-def embedding(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options("embedding", options, {"output": 0, "pooling": "mean", "min_cosine": 0.999})
-    if opts["pooling"] not in POOLINGS:
-        known = ", ".join(sorted(POOLINGS))
-        raise ConfigError(f"embedding pooling '{opts['pooling']}' is unknown; use one of {known}")
+@comparator(
+    "embedding",
+    {"output": 0, "pooling": "mean", "min_cosine": 0.999},
+    choices={"pooling": POOLINGS},
+)
+def embedding(opts: Options) -> CompareFunc:
     pool = POOLINGS[opts["pooling"]]
 
     def compare(
@@ -56,9 +54,7 @@ def embedding(options: Mapping[str, Any]) -> CompareFunc:
             a, label = select_output(want, names, opts["output"])
             b, _ = select_output(got, names, opts["output"])
             a, b = a.astype(np.float64), b.astype(np.float64)
-            failure = shape_failure("embedding", label, a, b) or nonfinite_failure(
-                "embedding", label, a, b
-            )
+            failure = output_failure("embedding", label, a, b)
             if failure:
                 return failure
             similarities.append(np.atleast_1d(cosine(pool(a), pool(b))))
@@ -101,25 +97,19 @@ def binary_labels(scores: np.ndarray, threshold: float) -> np.ndarray:
     return np.argmax(scores, axis=-1)
 
 
-@register("binary")
-def binary(options: Mapping[str, Any]) -> CompareFunc:
-    opts = resolve_options(
-        "binary",
-        options,
-        {"output": 0, "mode": "auto", "threshold": 0.5, "max_flip_rate": 0.0},
-    )
-    if opts["mode"] not in BINARY_MODES:
-        known = ", ".join(sorted(BINARY_MODES))
-        raise ConfigError(f"binary mode '{opts['mode']}' is unknown; use one of {known}")
+@comparator(
+    "binary",
+    {"output": 0, "mode": "auto", "threshold": 0.5, "max_flip_rate": 0.0},
+    choices={"mode": BINARY_MODES},
+)
+def binary(opts: Options) -> CompareFunc:
     as_rows = BINARY_MODES[opts["mode"]]
 
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
     ) -> Comparison:
         want, got, label = stack_rows(expected, actual, names, opts["output"], as_rows)
-        failure = shape_failure("binary", label, want, got) or nonfinite_failure(
-            "binary", label, want, got
-        )
+        failure = output_failure("binary", label, want, got)
         if failure:
             return failure
         labels_a = binary_labels(want, opts["threshold"])
