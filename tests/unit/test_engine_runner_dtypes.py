@@ -4,15 +4,20 @@ own precision."""
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import ml_dtypes
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.compare.tensor import compare_arrays
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import random_feeds
+from ditox_ci.corpus.inputs import random_feeds, write_recorded_inputs
 from ditox_ci.engine import runner
+from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
 
 VALUES = np.array([1.0, 2.0, -1.0, 0.0, 1.5, -3.0], dtype=np.float32)
 # integers in every narrow type's range, so that rounding and wrapping rules play no part
@@ -98,3 +103,27 @@ def test_narrow_integers_compare_exactly():
     assert compare_arrays(expected, expected.copy(), 1e-3, 1e-4) is None
     metrics = compare_arrays(expected, np.array([1, -2, 6], dtype=ml_dtypes.int4), 1e-3, 1e-4)
     assert metrics is not None and metrics["max_abs"] == 1.0
+
+
+def test_a_bfloat16_output_holding_nan_is_still_compared_by_value(tmp_path: Path) -> None:
+    """The reference runner's second run gives the same NaN: the output is deterministic, so a pass
+    that negates it is a mismatch on that very sample, not only on the wide-range one."""
+
+    def model(op: str) -> onnx.ModelProto:
+        graph = helper.make_graph(
+            [helper.make_node(op, ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [4])],
+        )
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+    folder = tmp_path / "case"
+    write_recorded_inputs(folder, model("Identity"), [{"x": np.array([1, 2, np.nan, 3], ml_dtypes.bfloat16)}])
+    ref = ModelRef("case", "t", str(folder / "model.onnx"), inputs_dir=str(folder))
+    context = prepare(ref, EvalSettings(runner="reference"))
+    assert context.noise[0] == [None]
+    recorded_only = dataclasses.replace(
+        context, feeds=context.feeds[:1], outputs=context.outputs[:1], noise=context.noise[:1], judged={}
+    )
+    assert judge(recorded_only, model("Neg")).kind == "output-mismatch"
