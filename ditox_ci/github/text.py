@@ -151,14 +151,23 @@ class Texts:
         """The bug report for a fingerprint; `others` are further models showing the same bug
         (the findings' models: the issue's own model under another config is not another model)."""
         others = [model for model in dict.fromkeys(others) if model != finding.model]
-        text = render(
-            "issue.md.j2",
-            marker=fingerprint_marker(finding.fingerprint),
-            f=finding,
-            others=list(others)[:50],
-            more_others=max(0, len(others) - 50),
-            **self._common(),
-        )
+
+        def render_with(self_contained: bool) -> str:
+            return render(
+                "issue.md.j2",
+                marker=fingerprint_marker(finding.fingerprint),
+                f=finding,
+                others=list(others)[:50],
+                more_others=max(0, len(others) - 50),
+                self_contained=self_contained,
+                **self._common(),
+            )
+
+        # a standalone repro too long for the body gives way whole to the artifact's steps: a cut
+        # would leave a broken script and drop those steps
+        text = render_with(True)
+        if len(text) > self.limit:
+            text = render_with(False)
         return text if len(text) <= self.limit else hard_truncate(text, self.limit, self.pointer)
 
     def issue_comment(self, finding: Finding, event: str, closing: bool = False) -> str:

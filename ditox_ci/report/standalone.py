@@ -27,6 +27,9 @@ from ditox_ci.report.model import Finding, Report
 
 STANDALONE_KEY = "standalone"
 MODEL_TEXT_LIMIT = 20_000
+# an issue shows the model text twice (its own block and the script's) and the inputs' code once;
+# beyond this the body outgrows GitHub's 65,536 characters and its cut drops the artifact's repro
+ISSUE_TEXT_LIMIT = 50_000
 # inline values up to these sizes (integer tensors are often shapes or indices: exact values matter)
 INLINE_FLOATS = 256
 INLINE_INTEGERS = 4096
@@ -91,6 +94,8 @@ def standalone_record(
         if spec is None:
             return None
         inputs[name] = spec
+    if 2 * len(text) + sum(len(feed_expression(spec)) for spec in inputs.values()) > ISSUE_TEXT_LIMIT:
+        return None
     return {
         "model": text,
         "inputs": inputs,

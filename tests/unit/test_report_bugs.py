@@ -117,3 +117,16 @@ def test_an_issue_lists_each_other_model_once_and_not_its_own():
         findings[0], others=[f.model for f in findings[1:]]
     )
     assert "Also seen on: m1." in issue
+
+
+def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_instead():
+    record = {"model": "<ir_version: 8>\n" + "x" * BODY_LIMIT, "inputs": {}, "passes": ["fuse_pad_into_pool"],
+              "fixed_point": False, "rtol": 1e-3, "atol": 1e-4, "versions": {}, "reproduces": True}
+    finding = _finding("a" * 20, "m0", "default", standalone=record)
+    small = _finding("b" * 20, "m1", "default", standalone={**record, "model": "<ir_version: 8>\nsmall"})
+    texts = Texts(_report([finding, small], 2), "f" * 40, "ditox-report", None)
+    issue = texts.issue(finding)
+    assert len(issue) <= BODY_LIMIT and "truncated" not in issue
+    assert "Reproduce from this issue alone" not in issue
+    assert "cd repro/" + "a" * 20 in issue and "### Environment" in issue
+    assert "Reproduce from this issue alone" in texts.issue(small)

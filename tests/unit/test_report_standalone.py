@@ -66,6 +66,20 @@ def test_an_invalid_model_finding_is_present_when_the_checker_rejects_what_onnx_
         assert capsys.readouterr().out.startswith(said)
 
 
+def test_inputs_too_long_to_quote_in_an_issue_make_no_record():
+    # 4,096 int64 values are inlined (exact indices matter); this many digits outgrow an issue body
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["i"], ["o"])],
+        "g",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, [4096])],
+        [helper.make_tensor_value_info("o", TensorProto.INT64, [4096])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    short = np.arange(4096, dtype=np.int64)
+    assert standalone_record(model, {"i": short}, ["p"], False, 0, 0, {}) is not None
+    assert standalone_record(model, {"i": short + 10**15}, ["p"], False, 0, 0, {}) is None
+
+
 def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
     large = np.random.default_rng(3).uniform(-5, 2, size=(1, 2, INLINE_FLOATS)).astype(np.float32)
     record = standalone_record(_model(), {"x": large}, ["p"], False, 1e-3, 1e-4, {})
