@@ -439,11 +439,14 @@ def run_sweep(
         "coverage_by_family": by_family,
     }
     if interrupted is not None:
+        planned = f" of {len(parts)}" if stream is None else ""  # a stream plans nothing up front
         log.warning(
-            f"interrupted by {interrupted.signal_name}: {len(results)} of {len(parts)} models finished; "
+            f"interrupted by {interrupted.signal_name}: {len(results)}{planned} models finished; "
             "the report holds only those"
         )
-        stats.update(interrupted=True, interrupted_by=interrupted.signal_name, models_planned=len(parts))
+        stats.update(interrupted=True, interrupted_by=interrupted.signal_name)
+        if stream is None:
+            stats["models_planned"] = len(parts)
     if pinpoint_stats is not None:
         stats["pinpoint"] = pinpoint_stats
     if base_stats is not None:

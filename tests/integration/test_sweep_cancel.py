@@ -9,11 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "stuck_optimizer.py"
 
@@ -123,3 +126,20 @@ def test_a_signal_while_the_report_is_assembled_leaves_it_whole(
     report = json.loads((out / "report.json").read_text())
     assert [m["id"] for m in report["models"]] == ["quick.onnx"]
     assert "interrupted" not in report["stats"]
+
+
+def test_an_interrupted_stream_of_models_claims_no_plan(tmp_path: Path) -> None:
+    """`ditox-ci fuzz` makes models as workers free up: an interrupted one planned none ("1 of 0")."""
+    from ditox_ci.errors import Interrupted
+    from ditox_ci.log import Log
+    from ditox_ci.sweep import ModelStream, SweepOptions, run_sweep
+
+    onnx.save(_chain("quick", 3), tmp_path / "quick.onnx")
+
+    def made() -> Iterator[ModelRef]:
+        yield ModelRef("quick.onnx", "fuzz", str(tmp_path / "quick.onnx"))
+        raise Interrupted(signal.SIGTERM)
+
+    options = SweepOptions(configs=("nop",), jobs=1, localize="off", out=str(tmp_path / "out"))
+    report = run_sweep(options, Log({}, quiet=True), stream=ModelStream(made()))
+    assert report.stats["interrupted"] is True and "models_planned" not in report.stats
