@@ -297,8 +297,11 @@ def wide_feed(
     other inputs kept: a sample that leaves the small range, where clips, saturations and bounded
     activations act. None when the model has no such input. Each input has its own draw, the same
     at every scale, so scaling one back changes no other."""
+    names = wide_inputs(model, feed)
+    if not names:
+        return None
     wide = dict(feed)
-    for name in wide_inputs(model, feed):
+    for name in names:
         value = feed[name]
         elem = next(i.type.tensor_type.elem_type for i in model.graph.input if i.name == name)
         rng = np.random.default_rng(derive_seed(seed, f"{model_id}\0{name}", -2, 0))
@@ -306,7 +309,7 @@ def wide_feed(
         position = rng.uniform(0.0, 1.0, size=value.shape)
         magnitudes = np.exp(np.log(WIDE_LOWEST) + position * (np.log(highest) - np.log(WIDE_LOWEST)))
         wide[name] = (magnitudes * rng.choice([-1.0, 1.0], size=value.shape)).astype(value.dtype)
-    return wide if wide_inputs(model, feed) else None
+    return wide
 
 
 def inputs_kind(ref: ModelRef) -> str:
