@@ -56,11 +56,12 @@ def model_text(model: onnx.ModelProto) -> str | None:
     return text if same and len(text) <= MODEL_TEXT_LIMIT and '"""' not in text else None
 
 
-def input_spec(value: np.ndarray) -> dict[str, Any] | None:
+def input_spec(value: Any) -> dict[str, Any] | None:
     """How the script makes one input: its values when small, else a seeded uniform draw over the
-    recorded range; None for a dtype the script cannot write as numpy code."""
-    array = np.asarray(value)
-    if array.dtype.name not in _DTYPES:
+    recorded range; None for a dtype the script cannot write as numpy code, or a value that is not
+    a tensor (a sequence input is a list, an omitted optional one None)."""
+    array = np.asarray(value) if isinstance(value, np.generic) else value
+    if not isinstance(array, np.ndarray) or array.dtype.name not in _DTYPES:
         return None
     spec: dict[str, Any] = {"dtype": array.dtype.name, "shape": list(array.shape)}
     limit = INLINE_FLOATS if array.dtype.kind == "f" else INLINE_INTEGERS

@@ -80,6 +80,12 @@ def test_inputs_too_long_to_quote_in_an_issue_make_no_record():
     assert standalone_record(model, {"i": short + 10**15}, ["p"], False, 0, 0, {}) is None
 
 
+def test_a_sequence_or_omitted_input_makes_no_record_and_no_error():
+    # a sequence input is fed as a list of tensors (ragged here: numpy cannot stack it)
+    for value in ([np.zeros(2, np.float32), np.zeros(3, np.float32)], None):
+        assert standalone_record(_model(), {"x": value}, ["p"], False, 0, 0, {}) is None
+
+
 def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
     large = np.random.default_rng(3).uniform(-5, 2, size=(1, 2, INLINE_FLOATS)).astype(np.float32)
     record = standalone_record(_model(), {"x": large}, ["p"], False, 1e-3, 1e-4, {})
