@@ -131,7 +131,9 @@ def feed_expression(spec: Mapping[str, Any]) -> str:
     dtype, shape = spec["dtype"], list(spec["shape"])
     if "values" in spec:
         values = ", ".join(_number(v) for v in spec["values"])
-        return f"np.array([{values}], dtype=np.{dtype}).reshape({shape})"
+        # np.bool_, not np.bool: numpy 1.24 to 1.26 have no np.bool
+        scalar = "bool_" if dtype == "bool" else dtype
+        return f"np.array([{values}], dtype=np.{scalar}).reshape({shape})"
     low, high = spec["low"], spec["high"]
     if dtype == "bool":
         return f"rng.integers(0, 2, size={shape}).astype(np.bool_)"

@@ -9,7 +9,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.report.standalone import INLINE_FLOATS, mermaid, script, standalone_record
+from ditox_ci.report.standalone import INLINE_FLOATS, feed_expression, mermaid, script, standalone_record
 
 HOSTILE = 'x"] --> evil[`<script>`'
 
@@ -84,6 +84,12 @@ def test_a_sequence_or_omitted_input_makes_no_record_and_no_error():
     # a sequence input is fed as a list of tensors (ragged here: numpy cannot stack it)
     for value in ([np.zeros(2, np.float32), np.zeros(3, np.float32)], None):
         assert standalone_record(_model(), {"x": value}, ["p"], False, 0, 0, {}) is None
+
+
+def test_bool_values_are_spelled_for_numpy_1_and_2():
+    expression = feed_expression({"dtype": "bool", "shape": [2], "values": [True, False]})
+    assert "np.bool_" in expression
+    assert eval(expression, {"np": np}).tolist() == [True, False]
 
 
 def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
