@@ -145,6 +145,8 @@ def _run_original(
             feeds = make_feeds(model, ref, samples, settings.seed, settings.dynamic_dim, attempt)
         except InputSpecError as exc:
             raise SkipModel(f"cannot make inputs: {exc}") from None
+        except MemoryError as exc:  # declared shapes beyond this machine: the model's, not a bug of ours
+            raise SkipModel(f"cannot make inputs: {exc}") from None
         try:
             outputs = runner.run_all(session, feeds)
         except runner.RuntimeRunError as exc:

@@ -59,3 +59,17 @@ def test_a_model_neither_runner_can_run_names_both_reasons(tmp_path: Path) -> No
     assert "ONNX Runtime cannot load the original" in reason
     assert "; the reference runner cannot load the original: " in reason
 
+
+
+def test_inputs_too_large_for_the_machine_skip_the_model_not_the_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """numpy refuses an input of declared shape [200000, 200000] at once (MemoryError): in a worker
+    that was an internal error, exit 70 for the whole sweep."""
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 298. GiB for an array with shape (200000, 200000)")
+
+    monkeypatch.setattr(evaluate, "make_feeds", too_large)  # a real one would depend on the machine
+    with pytest.raises(SkipModel, match=r"cannot make inputs: Unable to allocate 298\. GiB"):
+        prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings())
