@@ -18,7 +18,6 @@ from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
-from ditox_ci.report.coverage import coverage_svg
 from ditox_ci.report.model import Finding
 from ditox_ci.sweep import ModelStream, run_sweep
 from ditox_ci.triage.baseline import load_baseline
@@ -133,6 +132,4 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
         )
         report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "coverage.svg").write_text(coverage_svg(report))
-        return finish(report, options, log)
+        return finish(report, options, log)  # writes coverage.svg with the report
