@@ -439,9 +439,9 @@ def run_sweep(
         "coverage_by_family": by_family,
     }
     if interrupted is not None:
-        planned = f" of {len(parts)}" if stream is None else ""  # a stream plans nothing up front
+        out_of = f" of {len(parts)}" if stream is None else ""  # a stream plans nothing up front
         log.warning(
-            f"interrupted by {interrupted.signal_name}: {len(results)}{planned} models finished; "
+            f"interrupted by {interrupted.signal_name}: {len(results)}{out_of} models finished; "
             "the report holds only those"
         )
         stats.update(interrupted=True, interrupted_by=interrupted.signal_name)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.cli.signals import stop_on_signals
+from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
@@ -116,7 +117,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--runner",
-        choices=("auto", "onnxruntime", "reference"),
+        choices=RUNNER_CHOICES,
         help="what runs original and optimized: auto (default) uses ONNX Runtime, and ONNX's "
         "reference implementation for a model whose original ONNX Runtime cannot load or run",
     )
