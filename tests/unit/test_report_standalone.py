@@ -92,6 +92,25 @@ def test_bool_values_are_spelled_for_numpy_1_and_2():
     assert eval(expression, {"np": np}).tolist() == [True, False]
 
 
+def test_an_output_whose_element_type_changed_is_an_interface_change_the_script_shows(capsys):
+    record = standalone_record(_model(), {"x": np.ones((1, 2, 8), np.float32)}, ["p"], False, 1e-3, 1e-4, {})
+    assert record is not None
+    namespace = _script_namespace(record, "interface-change")
+
+    def optimize(model: onnx.ModelProto) -> onnx.ModelProto:
+        # the same values, as float64: np.allclose alone says they agree
+        changed = onnx.ModelProto()
+        changed.CopyFrom(model)
+        changed.graph.node.append(helper.make_node("Cast", ["y64"], ["y"], to=TensorProto.DOUBLE))
+        changed.graph.node[1].output[0] = "y64"
+        changed.graph.output[0].type.tensor_type.elem_type = TensorProto.DOUBLE
+        return changed
+
+    namespace["optimize"] = optimize
+    assert namespace["main"]() == 1
+    assert capsys.readouterr().out.startswith("BUG PRESENT: output y has dtype float64, not float32")
+
+
 def test_large_float_inputs_are_a_seeded_draw_in_the_recorded_range():
     large = np.random.default_rng(3).uniform(-5, 2, size=(1, 2, INLINE_FLOATS)).astype(np.float32)
     record = standalone_record(_model(), {"x": large}, ["p"], False, 1e-3, 1e-4, {})
