@@ -382,9 +382,11 @@ def hand_over(out: Path, workspace: Path) -> None:
     if owner.st_uid == 0 or not root.is_relative_to(workspace.resolve()):
         return
     os.lchown(out, owner.st_uid, owner.st_gid)
-    for folder, dirs, files in os.walk(root, followlinks=False):
+    # by folder descriptor: a process the optimizer left behind may swap a folder for a link while
+    # this walks, and a walk by path would then follow it (fwalk checks each folder it enters)
+    for _folder, dirs, files, folder_fd in os.fwalk(root, follow_symlinks=False):
         for name in (*dirs, *files):
-            os.lchown(os.path.join(folder, name), owner.st_uid, owner.st_gid)
+            os.chown(name, owner.st_uid, owner.st_gid, dir_fd=folder_fd, follow_symlinks=False)
     os.lchown(root, owner.st_uid, owner.st_gid)
 
 

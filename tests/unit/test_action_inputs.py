@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +14,7 @@ from ditox_ci.ci.action import (
     build_argv,
     format_outputs,
     gate,
+    hand_over,
     install_commands,
     optimizer_kind,
     outputs,
@@ -401,3 +404,51 @@ def test_a_wheels_dependencies_install_from_wheels_only() -> None:
     wheel = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
     replace_build, dependencies = install_commands(wheel, "py")
     assert "--no-deps" in replace_build and dependencies[-2:] == ["--only-binary=:all:", wheel]
+
+
+def test_hand_over_never_follows_a_folder_swapped_for_a_link_while_it_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process the optimizer left behind may turn a folder of `out` into a link out of the
+    workspace after root listed it: here at the worst moment, just as the walk enters it."""
+    workspace, outside = tmp_path / "workspace", tmp_path / "outside"
+    (workspace / "out" / "sub").mkdir(parents=True)
+    (workspace / "out" / "sub" / "report.json").write_text("{}")
+    outside.mkdir()
+    (outside / "secret").write_text("")
+    if os.geteuid() == 0:
+        os.chown(workspace, 1001, 1001)  # the runner's user owns the workspace, as on GitHub
+    real_open, real_scandir = os.open, os.scandir
+
+    def swap_before_entering(path: object) -> None:
+        if isinstance(path, str) and os.path.basename(path) == "sub" and not (outside / "swapped").exists():
+            (outside / "swapped").touch()
+            (workspace / "out" / "sub").rename(workspace / "out" / "gone")
+            (workspace / "out" / "sub").symlink_to(outside)
+
+    def entering_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        swap_before_entering(path)
+        return real_open(path, *args, **kwargs)
+
+    def entering_scandir(path: Any = ".") -> Any:
+        swap_before_entering(path)
+        return real_scandir(path)
+
+    changed: list[Path] = []
+
+    def chown(
+        path: str, uid: int, gid: int, *, dir_fd: int | None = None, follow_symlinks: bool = True
+    ) -> None:
+        folder = os.readlink(f"/proc/self/fd/{dir_fd}") if dir_fd is not None else os.path.dirname(path)
+        where = os.path.join(os.path.realpath(folder), os.path.basename(path))
+        changed.append(Path(os.path.realpath(where) if follow_symlinks else where))
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "chown", chown)
+    monkeypatch.setattr(os, "lchown", lambda path, uid, gid: chown(path, uid, gid, follow_symlinks=False))
+    monkeypatch.setattr(os, "open", entering_open)
+    monkeypatch.setattr(os, "scandir", entering_scandir)
+    hand_over(workspace / "out", workspace)
+    monkeypatch.undo()
+    assert (outside / "swapped").exists()
+    assert [path for path in changed if not path.is_relative_to(workspace)] == []
