@@ -2,8 +2,9 @@
 
 `docker stop`, a cancelled CI job and Ctrl-C send these. The first one raises `Interrupted` in the
 main thread wherever it is; the sweep catches it, stops its workers and returns a report of the
-models that finished, marked `stats.interrupted`. Later signals, and any once the sweep has
-returned, are only noted, so that the report is still written whole.
+models that finished, marked `stats.interrupted`. Later signals, and any once the sweep's work is
+done (its `settled` callback disarms the handler), are only noted, so that the report is still
+assembled and written whole.
 """
 
 from __future__ import annotations
