@@ -121,8 +121,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     stream = ModelStream(corpus, judged, pinpoint_deadline=started + args.budget * PINPOINT_SHARE)
     with stop_on_signals() as stop:
-        report = run_sweep(options, log, stream=stream)
-        stop.disarm()  # a signal from here on must not cut the report short
+        # from the end of its work on, a signal must not cut the report short (it is only noted)
+        report = run_sweep(options, log, stream=stream, settled=stop.disarm)
         fuzz_stats = corpus.stats()
         ranges = "; ".join(
             f"{r['seeds'][0]}..{r['seeds'][1]} ({len(r['passes'])} passes)" for r in fuzz_stats["seed_ranges"]
