@@ -283,10 +283,17 @@ class Publisher:
         head: no PR matches, and the stale report is commented nowhere."""
         owner = self.context.head_repository.split("/")[0]
         wanted = f"{owner}:{self.context.head_branch}"
-        pulls = self._read(
-            f"find the pull request of {wanted}",
-            lambda: list(self.repo.get_pulls(state="open", head=wanted)),
-        )
+        try:
+            pulls = self._read(
+                f"find the pull request of {wanted}",
+                lambda: list(self.repo.get_pulls(state="open", head=wanted)),
+            )
+        except GithubException as exc:  # the other surfaces do not need the PR
+            self.log.warning(
+                f"cannot find the pull request of {wanted} ({exc.status} {error_message(exc)}): no "
+                "comment. Grant the workflow `pull-requests: read` (write, to comment)."
+            )
+            return None
         return next(
             (
                 pull.number

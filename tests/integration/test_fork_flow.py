@@ -71,3 +71,16 @@ def test_a_run_whose_pr_moved_on_comments_nowhere(tmp_path: Path) -> None:
         code, _, err = run_publish(["--report", str(_fork_report(tmp_path)), "--untrusted"], env)
         assert code == 0, err
         assert server.comments_on(12) == []
+
+
+def test_a_token_that_may_not_list_pull_requests_still_reports_the_check(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        _seed(server)
+        server.inject("GET", r"/pulls$", "403", times=10)
+        env = _workflow_run_env(tmp_path, server.url)
+        code, _, err = run_publish(["--report", str(_fork_report(tmp_path)), "--untrusted"], env)
+        assert code == 0, err
+        assert "pull-requests: read" in err
+        assert [n for n in (11, 12, 13) if server.comments_on(n)] == []
+        (check,) = server.repo.check_runs.values()
+        assert check["conclusion"] == "neutral"
