@@ -125,6 +125,10 @@ def test_an_output_whose_noise_is_infinite_is_checked_for_shape_and_dtype_only()
 def test_low_precision_floats_are_calibrated_by_their_own_unit_in_the_last_place():
     import ml_dtypes
 
+    # one unit in the last place of each type, which float32's epsilon would call 10,000s of floors
     for dtype in (ml_dtypes.bfloat16, ml_dtypes.float8_e5m2, np.float16):
         values = np.array([1.0, 2.0, -4.0], dtype)
-        assert _tensor(noise=[[0.0]])([[values]], [[values.copy()]], ["y"]).passed
+        one_ulp = (values.astype(np.float32) * (1 + float(ml_dtypes.finfo(dtype).eps))).astype(dtype)
+        assert not np.array_equal(values, one_ulp)
+        result = _tensor(noise=[[0.0]])([[values]], [[one_ulp]], ["y"])
+        assert result.passed, result.message
