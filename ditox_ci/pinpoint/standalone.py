@@ -76,7 +76,8 @@ def checked_standalone(
     try:
         done = subprocess.run(
             [sys.executable, "-c", _CHECK, str(path)],
-            capture_output=True, text=True, timeout=max(1.0, timeout_s), cwd=bundle,
+            # what the optimizer prints natively need not be UTF-8: it must not cost the finding
+            capture_output=True, text=True, errors="replace", timeout=max(1.0, timeout_s), cwd=bundle,
         )
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}

@@ -15,12 +15,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import onnx.parser
 import pytest
+from onnx import TensorProto, helper
 
 from ditox_ci.github.text import Texts
+from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.bugs import group_bugs
-from ditox_ci.report.model import Report, read_report
+from ditox_ci.report.model import Culprit, Finding, Report, read_report
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "baseline-and-bot.md"
 RUN_URL = "https://github.com/octo/optimizer/actions/runs/42"
@@ -102,3 +105,26 @@ def test_the_docs_samples_are_rendered_from_a_real_run(report: Report, sample: s
             f"the {sample} sample in {DOCS.name} is not what ditox-ci renders now; "
             "re-run with DITOX_UPDATE_SAMPLES=1 to rewrite it"
         )
+
+
+def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The child's stdout is read back; bytes that are not UTF-8 (here a Latin-1 child printing a
+    non-ASCII output name) must not raise and cost the finding its pinpoint result."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s5"], ["r"]), helper.make_node("Reshape", ["r", "s3"], ["yé"])],
+        "reshapes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2, 2]),
+         helper.make_tensor_value_info("s5", TensorProto.INT64, [5]),
+         helper.make_tensor_value_info("s3", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("yé", TensorProto.FLOAT, [3, 2, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = [{"x": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
+              "s5": np.array([3, 2, 2, 2, 2], np.int64), "s3": np.array([0, 0, -1], np.int64)}]
+    passes = ["eliminate_consecutive_idempotent_ops"]
+    finding = Finding("0" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
+    monkeypatch.setenv("PYTHONIOENCODING", "latin-1")  # the child is a direct subprocess: it inherits
+    record = checked_standalone(
+        finding, model, feeds, passes, False, "onnxoptimizer", 1e-3, 1e-4, tmp_path, 60.0
+    )
+    assert record is not None and record["reproduces"] is True
