@@ -370,7 +370,7 @@ def workspace_owner(workspace: Path) -> tuple[int, int] | None:
 
 def hand_over(out: Path, workspace: Path) -> None:
     """Give the output folder to the workspace's owner (the container runs as root, the runner's
-    later steps do not: a fork workflow writes pr-number.txt into it, upload and cleanup read it).
+    later steps do not: they may add files to it, upload it and clean it up).
 
     Only inside the workspace, and symlinks are changed themselves, never followed: a planted
     `out -> /etc` must not hand anything else over.

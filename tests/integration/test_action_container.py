@@ -262,8 +262,8 @@ def test_outputs_belong_to_the_workspace_owner_who_can_add_to_and_remove_them(
     assert {(path.lstat().st_uid, path.lstat().st_gid) for path in written} == {
         (runner_user.pw_uid, runner_user.pw_gid)
     }
-    # what pr-fork.yml did next as the runner's user, then what the runner's cleanup does
-    note = _as_runner(["sh", "-c", f"echo 12 > {out}/pr-number.txt"])
+    # a later step adds a file as the runner's user, then what the runner's cleanup does
+    note = _as_runner(["sh", "-c", f"echo 12 > {out}/note.txt"])
     assert note.returncode == 0, note.stderr
     removed = _as_runner(["rm", "-r", str(out)])
     assert removed.returncode == 0, removed.stderr
