@@ -494,7 +494,9 @@ class WorkerPool:
             if slot.process.exitcode == -signal.SIGKILL:  # the parent did not send it: memory, most likely
                 oom_kills = _oom_kills()
                 if oom_kills is None or oom_kills > self._oom_kills:
-                    self._oom_kills = oom_kills or 0
+                    # one kill each: two workers killed between two polls are both memory
+                    if oom_kills is not None:
+                        self._oom_kills += 1
                     killer = "the OOM killer" if oom_kills is not None else "most likely the OOM killer"
                     detail = f"SIGKILL from {killer}; last seen at {slot.rss_mb:.0f} MiB"
                     return self._replace(slot, "ran out of memory", detail)

@@ -3,9 +3,14 @@ gets an allowance by its size and starts only when the running models leave room
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine import worker
 from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
     ALLOWANCE_BASE_MB,
@@ -64,3 +69,21 @@ def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer
     prints = {failure_fingerprint(outcome, ("fuse_bn_into_conv",)) for outcome in (polled, killed, guessed)}
     assert len(prints) == 1
     assert polled.evidence["memory"] is True and polled.evidence["detail"] == "3700 MiB > 3584 MiB"
+
+
+def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The cgroup's counter went up by two before the pool looked: each kill is one worker's."""
+    counter = tmp_path / "memory.events"
+    counter.write_text("oom 3\noom_kill 3\n")
+    monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(counter),))
+    with WorkerPool(WorkerConfig(), jobs=2) as pool:
+        counter.write_text("oom 5\noom_kill 5\n")
+        causes: list[str] = []
+        monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
+        killed = SimpleNamespace(exitcode=-signal.SIGKILL)
+        for name in ("a", "b"):
+            running = _Running(job=_job(tmp_path, name, 1), started=0.0, remaining=())
+            pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+    assert causes == ["ran out of memory", "ran out of memory"]
