@@ -43,6 +43,8 @@ _LAST_SEEN = re.compile(
     r"<!-- ditox-ci:last-seen families=([0-9A-Za-z_.,-]*) -->.*?<!-- /ditox-ci:last-seen -->", re.S
 )
 _FAMILIES_KEPT = 100
+# the most with_last_seen appends to an issue body: the note, its markers and every family kept
+_LAST_SEEN_ROOM = 300 + _FAMILIES_KEPT * 81
 
 
 def model_family(model: str) -> str:
@@ -163,10 +165,10 @@ class Texts:
                 **self._common(),
             )
 
-        # a standalone repro too long for the body gives way whole to the artifact's steps: a cut
-        # would leave a broken script and drop those steps
+        # a standalone repro too long for the body (and the last-seen note publish appends) gives
+        # way whole to the artifact's steps: a cut would leave a broken script and drop those steps
         text = render_with(True)
-        if len(text) > self.limit:
+        if len(text) > self.limit - _LAST_SEEN_ROOM:
             text = render_with(False)
         return text if len(text) <= self.limit else hard_truncate(text, self.limit, self.pointer)
 

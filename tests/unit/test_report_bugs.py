@@ -3,7 +3,7 @@ findings per reason, and stay within GitHub's sizes whatever the corpus."""
 
 from __future__ import annotations
 
-from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts
+from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts, last_seen_block, with_last_seen
 from ditox_ci.report.bugs import group_bugs, headline, known_groups
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 from ditox_ci.report.outputs import SUMMARY_LIMIT, render_summary
@@ -125,8 +125,15 @@ def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_in
     finding = _finding("a" * 20, "m0", "default", standalone=record)
     small = _finding("b" * 20, "m1", "default", standalone={**record, "model": "<ir_version: 8>\nsmall"})
     texts = Texts(_report([finding, small], 2), "f" * 40, "ditox-report", None)
+    # just short enough for the body alone, too long with the last-seen note publish appends
+    near = {**record, "model": "<ir_version: 8>\n" + "x" * 28_000}  # an issue of about 60,000
+    families = {f"family{i}" + "x" * 70 for i in range(100)}
+    note = last_seen_block("f" * 40, "2026-11-23", 100, families)
+    for standalone in (record, near):
+        alone = _finding("a" * 20, "m0", "default", standalone=standalone)
+        issue = with_last_seen(Texts(_report([alone], 1), "f" * 40, "ditox-report", None).issue(alone), note)
+        assert len(issue) <= BODY_LIMIT and "truncated" not in issue
     issue = texts.issue(finding)
-    assert len(issue) <= BODY_LIMIT and "truncated" not in issue
     assert "Reproduce from this issue alone" not in issue
     assert "cd repro/" + "a" * 20 in issue and "### Environment" in issue
     assert "Reproduce from this issue alone" in texts.issue(small)
