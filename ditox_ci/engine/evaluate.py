@@ -129,6 +129,10 @@ def _run_original(
     info: dict[str, Any],
 ) -> tuple[list[dict[str, Any]], list[list[Any]]]:
     """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf."""
+    # the re-draws of a runner that then failed are not this one's: pinpointing re-makes the feeds
+    # from info["redraws"]
+    info.pop("redraws", None)
+    info.pop("original_nonfinite", None)
     title = RUNNER_TITLES[runner_name]
     try:
         session = runner.load_session(data, settings.threads, runner_name)

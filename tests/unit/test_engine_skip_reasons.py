@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS
-from ditox_ci.engine import evaluate
+from ditox_ci.engine import evaluate, runner
 from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
 
 
@@ -73,3 +74,25 @@ def test_inputs_too_large_for_the_machine_skip_the_model_not_the_sweep(
     monkeypatch.setattr(evaluate, "make_feeds", too_large)  # a real one would depend on the machine
     with pytest.raises(SkipModel, match=r"cannot make inputs: Unable to allocate 298\. GiB"):
         prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings())
+
+
+def test_the_re_draws_recorded_are_those_of_the_runner_that_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ONNX Runtime gives NaN on the first draw and then fails on the second: the reference runner
+    judges the model on the first draw, which pinpointing must make again (no stale "redraws")."""
+    real_run_all = runner.run_all
+    calls: list[int] = []
+
+    def flaky_onnxruntime(session, feeds):
+        if isinstance(session, runner.ReferenceSession):
+            return real_run_all(session, feeds)
+        calls.append(1)
+        if len(calls) > 1:
+            raise runner.RuntimeRunError("no kernel for this input")
+        return [[np.full(2, np.nan, np.float32)] for _ in feeds]
+
+    monkeypatch.setattr(runner, "run_all", flaky_onnxruntime)
+    context = prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings(calibrate=False))
+    assert context.runner == "reference" and len(calls) == 2
+    assert "redraws" not in context.info and "original_nonfinite" not in context.info
