@@ -218,3 +218,39 @@ def test_reduce_command_says_when_nothing_fails(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "nothing to reduce" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_invalid_model_bundle_reproduces_what_only_the_full_check_rejects(tmp_path: Path) -> None:
+    """The sweep's checker runs with full_check (strict shape inference): a value_info that
+    contradicts inference is an invalid-model finding, and its repro.py must say so too."""
+    adapter = tmp_path / "contradicting.py"
+    adapter.write_text(
+        "from onnx import TensorProto, helper\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = model.__class__()\n"
+        "    out.CopyFrom(model)\n"
+        "    name = out.graph.node[0].output[0]\n"
+        "    out.graph.value_info.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, 99]))\n"
+        "    return out\n"
+    )
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["r"]), onnx.helper.make_node("Neg", ["r"], ["y"])],
+        "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 2])],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    feeds = [{"x": np.array([[1.0, -1.0]], np.float32)}]
+    finding = Finding(
+        fingerprint="1" * 20, kind="invalid-model", model="m.onnx", config="default",
+        culprit=Culprit("pass", ("p",), "single", 1), evidence={"message": "InferenceError"},
+    )
+    bundle = write_bundle(
+        tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,
+        expected=[{"y": np.array([[-1.0, 0.0]], np.float32)}], optimizer_spec=f"{adapter}:optimize",
+        passes=("p",), fixed_point=False, rtol=RTOL, atol=ATOL,
+    )
+    done = run_repro(bundle)
+    assert done.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in done.stdout, (
+        done.stdout + done.stderr
+    )
