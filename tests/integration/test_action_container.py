@@ -220,7 +220,6 @@ def _action_env(workspace: Path, run_dir: Path, **inputs: str) -> dict[str, str]
         "GITHUB_ACTIONS": "true",
         "GITHUB_WORKSPACE": str(workspace),
         "GITHUB_REPOSITORY": "onnx/optimizer",
-        "GITHUB_API_URL": "http://127.0.0.1:9",
         "GITHUB_EVENT_NAME": "pull_request",
         "GITHUB_EVENT_PATH": str(EVENTS / "pull_request.json"),
         "GITHUB_SHA": "1111111111111111111111111111111111111111",
@@ -235,9 +234,9 @@ def _action_env(workspace: Path, run_dir: Path, **inputs: str) -> dict[str, str]
 
 
 def _start(
-    python: str, workspace: Path, run_dir: Path, log: Path, **inputs: str
+    python: str, workspace: Path, run_dir: Path, log: Path, api_url: str = "http://127.0.0.1:9", **inputs: str
 ) -> tuple[subprocess.Popen[bytes], Path]:
-    env = _action_env(workspace, run_dir, **inputs)
+    env = {**_action_env(workspace, run_dir, **inputs), "GITHUB_API_URL": api_url}  # default: nothing there
     with log.open("wb") as handle:
         process = subprocess.Popen(
             _as_root([python, str(ROOT / "entrypoint.py")], env),
@@ -351,9 +350,12 @@ def test_a_process_the_optimizer_leaves_behind_cannot_read_the_token_of_the_publ
         server.open_pull(7, "1" * 40)
         server.tokens[token] = "write"
         server.identities[token] = "github-actions[bot]"
-        env = _action_env(
+        process, log = _start(
+            python,
             workspace,
             run_dir,
+            tmp_path / "log",
+            api_url=server.url,
             mode="all",
             models="models/relu.onnx",
             configs="default",
@@ -361,21 +363,11 @@ def test_a_process_the_optimizer_leaves_behind_cannot_read_the_token_of_the_publ
             dry_run="true",
             github_token=token,
         )
-        env["GITHUB_API_URL"] = server.url
-        with (tmp_path / "log").open("wb") as handle:
-            process = subprocess.run(
-                _as_root([python, str(ROOT / "entrypoint.py")], env),
-                cwd=workspace,
-                env=env,
-                stdout=handle,
-                stderr=subprocess.STDOUT,
-                timeout=300,
-            )
+        code = process.wait(timeout=300)
     watcher = workspace / "watcher-pid"
     try:
-        log = (tmp_path / "log").read_text()
-        assert process.returncode == 0, log
-        assert watcher.is_file() and (workspace / "watcher-saw-publish").exists(), log
+        assert code == 0, log.read_text()
+        assert watcher.is_file() and (workspace / "watcher-saw-publish").exists(), log.read_text()
         assert not (workspace / "stolen-token").exists()
     finally:
         if watcher.is_file():
