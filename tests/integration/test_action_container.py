@@ -15,7 +15,6 @@ import pwd
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from action_models import write_models
+from test_hostile_workspace import venv_over_this_env
 
 from tests.integration.github_server import GitHubServer
 
@@ -178,17 +178,7 @@ def python(runner_user: pwd.struct_passwd) -> Iterator[str]:
     else:
         raise AssertionError("no Python 3.11 the runner's user can run")
     folder = _runner_folder(runner_user, "ditox-python-")
-    subprocess.run([candidate, "-m", "venv", "--without-pip", str(folder / "venv")], check=True, timeout=120)
-    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
-    own_site = subprocess.run(
-        [folder / "venv" / "bin" / "python", "-c", purelib],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    shared_site = sysconfig.get_paths()["purelib"]
-    Path(own_site, "shared-test-env.pth").write_text(f"import site; site.addsitedir({shared_site!r})\n")
-    yield str(folder / "venv" / "bin" / "python")
+    yield venv_over_this_env(candidate, folder / "venv")
     subprocess.run(_as_root(["rm", "-rf", str(folder)], {}), check=True)
 
 

@@ -111,12 +111,10 @@ def _onnx_optimizer_checkout(folder: Path) -> None:
     (folder / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n")
 
 
-@pytest.fixture()
-def fresh_python(tmp_path: Path) -> str:
-    """A venv of its own, so the wheel the Action installs lands there and not in the shared one;
-    it sees the test environment's packages (ditox-ci's dependencies, pip) behind its own."""
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+def venv_over_this_env(interpreter: str, venv: Path) -> str:
+    """The Python of a new venv of `interpreter` at `venv` that sees the test environment's
+    packages (ditox-ci's dependencies, pip) behind its own, through a .pth file."""
+    subprocess.run([interpreter, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     own_site = subprocess.run(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
@@ -127,6 +125,12 @@ def fresh_python(tmp_path: Path) -> str:
     shared_site = sysconfig.get_paths()["purelib"]
     Path(own_site, "shared-test-env.pth").write_text(f"import site; site.addsitedir({shared_site!r})\n")
     return str(python)
+
+
+@pytest.fixture()
+def fresh_python(tmp_path: Path) -> str:
+    """A venv of its own, so the wheel the Action installs lands there and not in the shared one."""
+    return venv_over_this_env(sys.executable, tmp_path / "venv")
 
 
 def test_the_action_sweeps_the_installed_wheel_inside_an_onnx_optimizer_checkout(
