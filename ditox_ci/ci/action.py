@@ -7,6 +7,7 @@ and the verdict is read back from the report the CLI wrote. The environment is p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -386,7 +387,10 @@ def hand_over(out: Path, workspace: Path) -> None:
     # this walks, and a walk by path would then follow it (fwalk checks each folder it enters)
     for _folder, dirs, files, folder_fd in os.fwalk(root, follow_symlinks=False):
         for name in (*dirs, *files):
-            os.chown(name, owner.st_uid, owner.st_gid, dir_fd=folder_fd, follow_symlinks=False)
+            # a file that process deletes meanwhile is nothing to hand over, and must not replace
+            # the job's exit code with a traceback (this runs in the entrypoint's `finally`)
+            with contextlib.suppress(FileNotFoundError):
+                os.chown(name, owner.st_uid, owner.st_gid, dir_fd=folder_fd, follow_symlinks=False)
     os.lchown(root, owner.st_uid, owner.st_gid)
 
 

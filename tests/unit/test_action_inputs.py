@@ -452,3 +452,29 @@ def test_hand_over_never_follows_a_folder_swapped_for_a_link_while_it_walks(
     monkeypatch.undo()
     assert (outside / "swapped").exists()
     assert [path for path in changed if not path.is_relative_to(workspace)] == []
+
+
+def test_hand_over_passes_over_a_file_deleted_while_it_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It runs in the entrypoint's `finally`: a file a leftover process deletes after the walk
+    listed it must not raise and replace the job's exit code with a traceback."""
+    workspace = tmp_path / "workspace"
+    (workspace / "out").mkdir(parents=True)
+    for name in ("a.json", "b.json"):
+        (workspace / "out" / name).write_text("{}")
+    if os.geteuid() == 0:
+        os.chown(workspace, 1001, 1001)  # the runner's user owns the workspace, as on GitHub
+    changed: list[str] = []
+
+    def chown(name: str, uid: int, gid: int, **kwargs: Any) -> None:
+        if name == "a.json":  # what chown says of a file deleted since the walk listed it
+            raise FileNotFoundError(2, "No such file or directory", name)
+        changed.append(name)
+
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    monkeypatch.setattr(os, "chown", chown)
+    monkeypatch.setattr(os, "lchown", lambda path, uid, gid: changed.append(str(path)))
+    hand_over(workspace / "out", workspace)
+    monkeypatch.undo()
+    assert "b.json" in changed and str(workspace / "out") in changed
