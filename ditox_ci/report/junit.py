@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.model import Finding, Report, write_text_atomic
 
 # XML 1.0 cannot carry most control characters at all, even escaped
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
@@ -74,5 +74,4 @@ def junit_xml(report: Report) -> str:
 
 
 def write_junit(report: Report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(report), encoding="utf-8")
+    write_text_atomic(path, junit_xml(report))

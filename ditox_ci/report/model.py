@@ -197,8 +197,14 @@ def strict_json(value: Any) -> Any:
 def write_report(report: Report, path: Path) -> None:
     """Strict JSON, written atomically: a reader (a merge, the bot, a killed sweep's next run)
     sees the old report or the new one, never half of one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(strict_json(report.to_json()), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """`path` holds the old text or the new one, never half of one; a link planted at `path` is
+    replaced, not followed (publish writes as root into a folder the optimizer under test could reach)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
     ) as partial:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ditox_ci.report.model import FINDING_KINDS, Finding, Report
+from ditox_ci.report.model import FINDING_KINDS, Finding, Report, write_text_atomic
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/ditox/action"
@@ -122,5 +122,4 @@ def sarif_log(report: Report) -> dict[str, Any]:
 
 
 def write_sarif(report: Report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(sarif_log(report), indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(sarif_log(report), indent=2) + "\n")

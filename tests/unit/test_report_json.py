@@ -4,7 +4,9 @@ import json
 import math
 from pathlib import Path
 
+from ditox_ci.report.junit import write_junit
 from ditox_ci.report.model import Culprit, Finding, Report, read_report, strict_json, write_report
+from ditox_ci.report.sarif import write_sarif
 
 
 def _report(evidence: dict) -> Report:
@@ -35,3 +37,19 @@ def test_the_report_is_replaced_whole_and_no_partial_file_is_left(tmp_path: Path
     assert path.stat().st_ino != first  # a new file renamed over the old one, not rewritten in place
     assert [p.name for p in path.parent.iterdir()] == ["report.json"]
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_sarif_and_junit_replace_a_link_planted_in_out_instead_of_writing_through_it(tmp_path: Path):
+    """publish writes them as root into a folder the optimizer under test could reach."""
+    target = tmp_path / "outside"
+    target.write_text("untouched")
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("ditox.sarif", "junit.xml"):
+        (out / name).symlink_to(target)
+    report = _report({"max_abs": 1.0})
+    write_sarif(report, out / "ditox.sarif")
+    write_junit(report, out / "junit.xml")
+    assert target.read_text() == "untouched"
+    assert not (out / "ditox.sarif").is_symlink() and json.loads((out / "ditox.sarif").read_text())["runs"]
+    assert not (out / "junit.xml").is_symlink() and "<testsuites" in (out / "junit.xml").read_text()
