@@ -61,13 +61,20 @@ def requirements(optimizer_spec: str, loaded: LoadedOptimizer | None = None) -> 
     lines = []
     optimizer = _distributions(optimizer_spec, loaded or _loaded(optimizer_spec))
     for name in dict.fromkeys((*BASE_REQUIREMENTS, *optimizer)):
-        try:
-            lines.append(f"{name}=={importlib.metadata.version(name)}")
-        except importlib.metadata.PackageNotFoundError:
-            lines.append(f"# {name}: not installed as a distribution")
+        version = _installed_version(name)
+        lines.append(f"{name}=={version}" if version else f"# {name}: not installed as a distribution")
     if not optimizer:
         lines.append(f"# optimizer {optimizer_spec}: not an installed distribution, bring it along")
     return "\n".join(lines) + "\n"
+
+
+def _installed_version(distribution: str) -> str:
+    """The installed version, or "" where a custom adapter declares a distribution that is not
+    installed (it may import its optimizer from a checkout)."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return ""
 
 
 def bundled_spec(bundle: Path, optimizer_spec: str, loaded: LoadedOptimizer | None) -> str:
@@ -131,7 +138,7 @@ def write_bundle(
         "optimizer_spec": bundled_spec(bundle, optimizer_spec, loaded),
         "optimizer_name": optimizer_spec,
         "passes_ordered": loaded is None or loaded.info.order_matters,
-        "optimizer_version": importlib.metadata.version(optimizer[0]) if optimizer else "",
+        "optimizer_version": _installed_version(optimizer[0]) if optimizer else "",
         "rtol": rtol,
         "atol": atol,
         "timeout_s": timeout_s,

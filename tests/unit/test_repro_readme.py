@@ -76,3 +76,32 @@ def test_a_bundle_loads_the_optimizer_once(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(repro, "load_optimizer", counted)
     _readme(tmp_path, _chain(2), _chain(3), None)
     assert loads == ["onnxoptimizer"]
+
+
+def test_an_adapter_declaring_a_distribution_that_is_not_installed_still_gets_its_bundle(
+    tmp_path: Path,
+) -> None:
+    """A custom adapter may import its optimizer from a checkout: the bundle says the distribution is
+    not installed instead of losing the finding's repro to a PackageNotFoundError."""
+    adapter = tmp_path / "adapter.py"
+    adapter.write_text(
+        "import onnxoptimizer\n"
+        "DISTRIBUTIONS = ['my-optimizer-from-a-checkout']\n"
+        "def get_available_passes():\n    return onnxoptimizer.get_available_passes()\n"
+        "def get_fuse_and_elimination_passes():\n"
+        "    return onnxoptimizer.get_fuse_and_elimination_passes()\n"
+        "def optimize(model, passes, fixed_point=False):\n"
+        "    return onnxoptimizer.optimize(model, list(passes), fixed_point)\n"
+    )
+    finding = Finding("0123456789abcdef0123", "output-mismatch", "chain.onnx", "default",
+                      Culprit("pass", ("eliminate_identity",)), evidence={"message": "differs"})
+    bundle = write_bundle(
+        tmp_path / "repro", finding=finding, model=_chain(2), original_model=_chain(2),
+        feeds=[{"x": np.ones(2, np.float32)}], expected=[{"v1": np.ones(2, np.float32)}],
+        optimizer_spec=f"{adapter}:optimize", passes=("eliminate_identity",), fixed_point=False,
+        rtol=1e-3, atol=1e-4, divergence=None,
+    )
+    assert "# my-optimizer-from-a-checkout: not installed as a distribution" in (
+        bundle / "requirements.txt"
+    ).read_text()
+    assert (bundle / "repro.py").exists()
