@@ -12,7 +12,7 @@ from ditox_ci.cli.sweep import skipped_gate
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
-from ditox_ci.report.outputs import prepare_out_dir, render_summary, write_outputs
+from ditox_ci.report.outputs import prepare_out_dir, write_outputs
 
 NAME = "merge"
 HELP = "merge the shard reports of a sharded sweep into one report"
@@ -73,12 +73,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         report = merge_reports([read_report(path) for path in paths])
         for path in paths:
             _copy_repro(path.parent, out_dir)
-        write_outputs(report, out_dir)
-    log.summary(render_summary(report))
+        written = write_outputs(report, out_dir)
+    log.summary(written.summary)
     log.info(
         f"merged {len(paths)} shards: {len(report.models)} models, "
         f"{report.count('new')} new, {report.count('known')} known, {report.count('fixed')} fixed"
     )
     max_skipped = report.stats.get("max_skipped")
-    too_many_skipped = skipped_gate(report, max_skipped, log, out_dir / "summary.md")
+    too_many_skipped = skipped_gate(report, max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if report.new_failures() or too_many_skipped else EXIT_OK

@@ -16,7 +16,7 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report import STATUSES, Report, read_report
-from ditox_ci.report.outputs import render_summary, write_outputs
+from ditox_ci.report.outputs import write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
 from ditox_ci.triage.baseline import load_baseline
 from ditox_ci.triage.classify import classify
@@ -185,8 +185,8 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     report = classify(report, baseline, previous)
     if options.max_skipped is not None:  # the summary shows the limit beside the skipped share
         report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
-    path = write_outputs(report, Path(options.out))
-    log.summary(render_summary(report))
+    written = write_outputs(report, Path(options.out))
+    log.summary(written.summary)
     new = report.new_failures()
     for finding in new:
         log.error(
@@ -199,13 +199,13 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     share = skipped / len(report.models) if report.models else 0.0
     log.notice(
         f"{len(report.models)} models ({skipped} skipped, {share:.1%}), {len(report.findings)} findings "
-        f"({counts}); report: {path}, summary: {path.parent / 'summary.md'}"
+        f"({counts}); report: {written.report_path}, summary: {written.summary_path}"
     )
     interrupted_by = str(report.stats.get("interrupted_by", ""))
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
-    too_many_skipped = skipped_gate(report, options.max_skipped, log, path.parent / "summary.md")
+    too_many_skipped = skipped_gate(report, options.max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,17 +49,28 @@ def render_summary(report: Report, limit: int = SUMMARY_LIMIT) -> str:
     return fit(render_with, most, limit, "every finding is in report.json.", utf8_size)
 
 
-def write_outputs(report: Report, out_dir: Path) -> Path:
-    """Write report.json and summary.md into `out_dir`; returns the report path."""
+@dataclass(frozen=True)
+class WrittenOutputs:
+    """Where report.json and summary.md went, and the summary's text (the step summary shows it too)."""
+
+    report_path: Path
+    summary_path: Path
+    summary: str
+
+
+def write_outputs(report: Report, out_dir: Path) -> WrittenOutputs:
+    """Write report.json, summary.md and coverage.svg into `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "report.json"
     write_report(report, path)
     # a message may quote a file name whose bytes are not UTF-8: written as \xff, never a crash
     text = {"encoding": "utf-8", "errors": "backslashreplace"}
-    (out_dir / "summary.md").write_text(render_summary(report), **text)
+    summary = render_summary(report)
+    summary_path = out_dir / "summary.md"
+    summary_path.write_text(summary, **text)
     if report.coverage:
         (out_dir / "coverage.svg").write_text(coverage_svg(report), **text)
-    return path
+    return WrittenOutputs(path, summary_path, summary)
 
 
 def prepare_out_dir(out_dir: Path, flag: str = "--out") -> Path:

@@ -7,6 +7,7 @@ and `code` puts them in a fence they cannot close.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -77,6 +78,12 @@ def template_loader() -> jinja2.BaseLoader:
 
 
 def environment() -> jinja2.Environment:
+    return _environment(os.environ.get("DITOX_TEMPLATES"))
+
+
+@functools.cache
+def _environment(templates_override: str | None) -> jinja2.Environment:
+    """One environment per templates folder: Jinja caches each compiled template in it."""
     env = jinja2.Environment(
         loader=template_loader(),
         autoescape=False,
