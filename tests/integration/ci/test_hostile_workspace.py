@@ -1,0 +1,199 @@
+"""The workspace is untrusted: the entrypoint runs in it as GitHub runs the container, and nothing
+planted there may run, nor may the optimizer under test see a credential (threat model, items 1–2).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from wheels import repack_installed
+
+from tests.integration.action_models import write_models
+from tests.integration.ci.test_action_entrypoint import run_action
+
+ROOT = Path(__file__).resolve().parents[3]
+
+# Each planted module leaves a mark before it raises, so even an import whose error something
+# swallowed is seen.
+PLANTED = """\
+from pathlib import Path
+Path(__file__).resolve().parent.joinpath("planted-{name}-ran").write_text("ran")
+raise RuntimeError("planted {name} imported from the workspace")
+"""
+
+RUNNER_CREDENTIALS = {
+    "GITHUB_TOKEN": "ghs_fromtheworkflowenv000000000000000",
+    "ACTIONS_RUNTIME_TOKEN": "runtime-token",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "oidc-token",
+    "ACTIONS_ID_TOKEN_REQUEST_URL": "https://oidc.invalid/token",
+    "ACTIONS_CACHE_URL": "https://cache.invalid/",
+}
+
+# An optimizer that records which credential-like variables it can see, then optimizes for real.
+SPY = """\
+import json
+import os
+from pathlib import Path
+
+import onnxoptimizer
+
+SEEN = Path(__file__).resolve().parent / "optimizer-saw.json"
+
+
+def optimize(model, passes, fixed_point):
+    names = sorted(k for k in os.environ if "TOKEN" in k or k.startswith(("ACTIONS_", "INPUT_")))
+    SEEN.write_text(json.dumps(names))
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
+
+
+def _plant(folder: Path) -> None:
+    (folder / "yaml.py").write_text(PLANTED.format(name="yaml"))
+    package = folder / "onnxoptimizer"
+    package.mkdir()
+    (package / "__init__.py").write_text(PLANTED.format(name="onnxoptimizer"))
+
+
+def test_modules_planted_in_the_workspace_never_run_in_any_stage(tmp_path: Path) -> None:
+    write_models(tmp_path / "models")
+    _plant(tmp_path)
+    process, outputs, _ = run_action(
+        tmp_path,
+        "release",
+        mode="all",  # sweep (with its worker processes) and publish, which reads YAML
+        models="models",
+        configs="default",
+        baseline="",
+        dry_run="true",
+        github_token="",
+        fail_on="never",
+    )
+    assert process.returncode == 0, process.stderr
+    assert sorted(path.name for path in tmp_path.rglob("planted-*-ran")) == []
+    assert outputs["report"] == "ditox-report/report.json"
+    assert "would create check run" in process.stdout
+
+
+def test_no_stage_but_publish_sees_a_credential(tmp_path: Path) -> None:
+    write_models(tmp_path / "models")
+    (tmp_path / "spy.py").write_text(SPY)
+    process, _, _ = run_action(
+        tmp_path,
+        "pull_request",
+        runner_env=RUNNER_CREDENTIALS,
+        mode="sweep",
+        models="models",
+        configs="default",
+        optimizer="spy.py:optimize",
+        fail_on="never",
+    )
+    assert process.returncode == 0, process.stderr
+    assert json.loads((tmp_path / "optimizer-saw.json").read_text()) == []
+
+
+def _onnx_optimizer_checkout(folder: Path) -> None:
+    """The root of an onnx/optimizer clone: its source package, without the compiled extension
+    a build puts there, beside the build files."""
+    installed = Path(sysconfig.get_paths()["purelib"]) / "onnxoptimizer" / "__init__.py"
+    package = folder / "onnxoptimizer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(installed.read_text())  # imports onnx_opt_cpp2py_export
+    (package / "version.py").write_text("version = '0.0.0+checkout'\n")
+    (package / "optimize.cc").write_text("// the C++ sources live here too\n")
+    (folder / "third_party" / "onnx").mkdir(parents=True)
+    (folder / "CMakeLists.txt").write_text("project(onnx_optimizer)\n")
+    (folder / "setup.py").write_text("raise SystemExit('building the checkout is not this test')\n")
+    (folder / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n")
+
+
+def venv_over_this_env(interpreter: str, venv: Path) -> str:
+    """The Python of a new venv of `interpreter` at `venv` that sees the test environment's
+    packages (ditox-ci's dependencies, pip) behind its own, through a .pth file."""
+    subprocess.run([interpreter, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    own_site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    shared_site = sysconfig.get_paths()["purelib"]
+    Path(own_site, "shared-test-env.pth").write_text(f"import site; site.addsitedir({shared_site!r})\n")
+    return str(python)
+
+
+@pytest.fixture()
+def fresh_python(tmp_path: Path) -> str:
+    """A venv of its own, so the wheel the Action installs lands there and not in the shared one."""
+    return venv_over_this_env(sys.executable, tmp_path / "venv")
+
+
+def test_the_action_sweeps_the_installed_wheel_inside_an_onnx_optimizer_checkout(
+    tmp_path: Path, fresh_python: str
+) -> None:
+    workspace = tmp_path / "optimizer"
+    _onnx_optimizer_checkout(workspace)
+    write_models(workspace / "models")
+    wheel = repack_installed(workspace / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+under.test")
+    process, outputs, _ = run_action(
+        workspace,
+        "pull_request",
+        python=fresh_python,
+        mode="sweep",
+        optimizer=str(wheel.relative_to(workspace)),  # as the examples pass it: dist/<wheel>
+        models="models",
+        configs="default",
+        fail_on="never",
+    )
+    assert process.returncode == 0, process.stderr
+    report = json.loads((workspace / outputs["report"]).read_text())
+    assert report["optimizer"]["version"] == "0.4.2+under.test"
+    assert {model["status"] for model in report["models"]} == {"ok"}
+
+
+# An optimizer that prints workflow commands when imported and when it runs, from Python and from
+# native code (a C write to fd 1), as a PR's build could.
+NOISY = """\
+import ctypes
+import os
+
+import onnxoptimizer
+
+print("::add-mask::imported")
+print("  ::stop-commands::silenced", flush=True)
+os.write(1, b"::warning title=forged::native print at import\\n")
+get_available_passes = onnxoptimizer.get_available_passes
+get_fuse_and_elimination_passes = onnxoptimizer.get_fuse_and_elimination_passes
+
+
+def optimize(model, passes, fixed_point):
+    print("::error::from the worker", flush=True)
+    ctypes.CDLL(None).puts(b"::add-mask::native in the worker")
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
+
+
+def test_what_the_optimizer_prints_never_reaches_the_log_as_a_command(tmp_path: Path) -> None:
+    write_models(tmp_path / "models")
+    (tmp_path / "noisy.py").write_text(NOISY)
+    process, _, _ = run_action(
+        tmp_path,
+        "pull_request",
+        mode="sweep",
+        models="models",
+        configs="default",
+        optimizer="noisy.py:optimize",
+        fail_on="never",
+    )
+    assert process.returncode == 0, process.stderr
+    log = (process.stdout + process.stderr).splitlines()
+    commands = [line for line in log if line.lstrip().startswith("::")]
+    ours = ("::group::", "::endgroup::", "::notice::", "::warning::", "::error::", "::add-mask::ghs_")
+    assert [line for line in commands if not line.startswith(ours)] == []
+    assert not [line for line in commands if "imported" in line or "worker" in line or "forged" in line]
+    assert "  | ::add-mask::imported" in log  # quoted, so it still shows

@@ -1,0 +1,230 @@
+"""Verdicts a gate can trust: real onnxoptimizer and ONNX Runtime, planted faulty optimizers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus.inputs import write_recorded_inputs
+
+FAKES = Path(__file__).resolve().parents[2] / "fakes"
+PLANTED = "faulty_optimizers:optimize"  # importable from FAKES
+
+
+def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", "--jobs", "1", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])},
+    )
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    return proc.returncode, report, proc.stderr
+
+
+def sequence_output_model(name: str) -> onnx.ModelProto:
+    """x + w through Tanh, and the sum in a sequence output: onnxoptimizer 0.4.2's round trip
+    drops the sequence output's type, so even its nop control fails the checker."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])
+    sequence = helper.make_value_info("s", helper.make_sequence_type_proto(element))
+    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Add", ["i", "w"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["y"]),
+        helper.make_node("SequenceConstruct", ["a", "x"], ["s"]),
+    ]
+    graph = helper.make_graph(nodes, name, [x], [y, sequence], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def plain_model(name: str) -> onnx.ModelProto:
+    """The same model without its sequence output: every round trip keeps it valid."""
+    model = sequence_output_model(name)
+    del model.graph.output[1]
+    del model.graph.node[3]
+    return model
+
+
+def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and_blamed(tmp_path: Path):
+    model = tmp_path / "wrong_seq.onnx"
+    onnx.save(sequence_output_model("wrong_seq"), model)
+    code, report, stderr = sweep(
+        "--models",
+        str(model),
+        "--optimizer",
+        PLANTED,
+        "--configs",
+        "default,single",
+        "--reduce-budget",
+        "0",
+        out=tmp_path / "r",
+    )
+    assert code == 1, stderr
+    findings = {f["config"]: f for f in report["findings"]}
+    nop = findings["nop"]
+    assert (nop["kind"], nop["culprit"]["scope"]) == ("invalid-model", "infrastructure")
+    # the passes that only show nop's checker failure fold into it; the miscompiling one does not
+    assert set(nop["evidence"]["also_in"]) == {"pass:eliminate_deadend", "pass:fuse_bn_into_conv"}
+    for config in ("default", "pass:eliminate_identity"):
+        finding = findings[config]
+        assert finding["kind"] == "output-mismatch"
+        assert finding["culprit"]["passes"] == ["eliminate_identity"]
+        assert "is required but missing" in finding["evidence"]["checker"]
+    assert findings["default"]["fingerprint"] == findings["pass:eliminate_identity"]["fingerprint"]
+
+
+def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
+    prints = set()
+    for budget in ("0.001", "60"):
+        code, report, stderr = sweep(
+            "--models",
+            "onnx-node:test_group_normalization_example_expanded",
+            "--configs",
+            "pass:eliminate_consecutive_idempotent_ops",
+            "--reduce-budget",
+            budget,
+            out=tmp_path / budget,
+        )
+        assert code == 1, stderr
+        [finding] = report["findings"]
+        prints.add(finding["fingerprint"])
+        reductions = finding["evidence"]["reduction"]
+        assert reductions["reason"] == ("budget" if budget == "0.001" else "minimal")
+    assert len(prints) == 1
+
+
+
+def test_an_empty_corpus_or_one_where_nothing_ran_is_exit_4_in_one_line(tmp_path: Path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, _, stderr = sweep("--models", str(empty), out=tmp_path / "r")
+    assert code == 4 and stderr.strip().count("\n") == 0 and "the corpus is empty" in stderr
+    truncated = empty / "truncated.onnx"
+    truncated.write_bytes(sequence_output_model("t").SerializeToString()[:40])
+    code, report, stderr = sweep("--models", str(empty), out=tmp_path / "r2")
+    assert code == 4 and "no model ran: all 1 were skipped" in stderr
+    assert report["models"][0]["status"] == "skipped"
+
+
+def test_max_skipped_gates_when_more_of_the_corpus_was_skipped(tmp_path: Path):
+    corpus = tmp_path / "models"
+    corpus.mkdir()
+    onnx.save(plain_model("good"), corpus / "good.onnx")
+    (corpus / "truncated.onnx").write_bytes(sequence_output_model("t").SerializeToString()[:40])
+    base = ("--models", str(corpus), "--configs", "pass:eliminate_deadend")
+    code, _, stderr = sweep(*base, "--max-skipped", "0.5", out=tmp_path / "r")
+    assert code == 0, stderr
+    code, _, stderr = sweep(*base, "--max-skipped", "0.4", out=tmp_path / "r2")
+    assert code == 1 and "50.0% of the corpus was skipped, more than --max-skipped 0.4" in stderr
+    summary = (tmp_path / "r2" / "summary.md").read_text()
+    assert "50.0% of the models skipped (**more than --max-skipped 0.4**)" in summary
+
+
+def test_every_comparator_runs_records_its_numbers_and_the_first_failing_one_gates(tmp_path: Path):
+    model = tmp_path / "wrong.onnx"
+    onnx.save(plain_model("wrong"), model)
+    code, report, stderr = sweep(
+        "--models",
+        str(model),
+        "--optimizer",
+        PLANTED,
+        "--configs",
+        "pass:eliminate_identity",
+        "--comparator",
+        "embedding",
+        "--localize",
+        "off",
+        out=tmp_path / "r",
+    )
+    assert code == 1, stderr
+    [finding] = report["findings"]
+    evidence = finding["evidence"]
+    assert evidence["comparator"] == "tensor"
+    assert set(evidence["comparators"]) == {"tensor", "embedding"}
+    assert evidence["comparators"]["tensor"]["passed"] is False
+    embedding = evidence["comparators"]["embedding"]
+    assert len([key for key in embedding if key not in ("passed", "message")]) > 0
+
+
+def test_a_random_ops_output_is_not_a_mismatch_but_its_shape_still_counts(tmp_path: Path):
+    # Bernoulli without a seed draws anew on every run: two runs of the original already differ
+    code, report, stderr = sweep(
+        "--models",
+        "onnx-node:test_bernoulli",
+        "--configs",
+        "pass:rename_input_output",
+        "--localize",
+        "off",
+        out=tmp_path / "r",
+    )
+    assert code == 0, stderr
+    assert report["findings"] == [] and report["models"][0]["status"] == "ok"
+
+
+def gemm_model(name: str) -> onnx.ModelProto:
+    """y = float(x)·W + 100: the bias dominates, so a 0.2 % error in W is within rtol 1e-3 of y; the
+    input is an integer one, so no wide-magnitude sample blows the error up past the tolerances."""
+    rng = np.random.default_rng(0)
+    x = helper.make_tensor_value_info("x", TensorProto.INT32, [4, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])
+    weight = onnx.numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), "w")
+    bias = onnx.numpy_helper.from_array(np.full(8, 100.0, np.float32), "c")
+    nodes = [
+        helper.make_node("Cast", ["x"], ["xf"], to=TensorProto.FLOAT),
+        helper.make_node("Gemm", ["xf", "w", "c"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, name, [x], [y], [weight, bias])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_small_miscompilation_the_fixed_tolerances_let_through_is_found_against_the_noise_floor(
+    tmp_path: Path,
+):
+    model = tmp_path / "gemm"
+    x = np.random.default_rng(1).integers(-3, 4, (4, 16)).astype(np.int32)
+    write_recorded_inputs(model, gemm_model("gemm"), [{"x": x}])  # inputs of the model's own scale
+    args = ("--models", str(model), "--optimizer", "faulty_optimizers:optimize_scaled_weight")
+    args += ("--configs", "pass:eliminate_deadend", "--localize", "off")
+    code, report, stderr = sweep(*args, "--calibrate", "off", out=tmp_path / "fixed")
+    assert (code, report["findings"]) == (0, []), stderr
+    code, report, stderr = sweep(*args, out=tmp_path / "calibrated")
+    assert code == 1, stderr
+    [finding] = report["findings"]
+    evidence = finding["evidence"]
+    assert finding["kind"] == "output-mismatch" and evidence["calibrated"] is True
+    assert evidence["noise_ratio"] > 10 and evidence["noise_floor"] > 0
+
+
+def test_a_sequence_output_is_compared_element_by_element_with_the_tolerances(tmp_path: Path):
+    model = sequence_output_model("seq")
+    del model.graph.output[0]  # the sequence is the only output
+    del model.graph.node[2]
+    path = tmp_path / "seq.onnx"
+    onnx.save(model, path)
+    args = ("--models", str(path), "--optimizer", "faulty_optimizers:optimize_nudged_add")
+    args += ("--configs", "pass:eliminate_deadend", "--localize", "off", "--calibrate", "off")
+    # within rtol 1e-3 the nudged element passes: the pass shows only nop's checker failure
+    code, report, stderr = sweep(*args, out=tmp_path / "loose")
+    assert code == 1, stderr
+    [nop] = report["findings"]
+    assert nop["config"] == "nop" and nop["evidence"]["also_in"] == ["pass:eliminate_deadend"]
+    code, report, stderr = sweep(*args, "--rtol", "1e-6", "--atol", "1e-9", out=tmp_path / "tight")
+    findings = {f["config"]: f for f in report["findings"]}
+    mismatch = findings["pass:eliminate_deadend"]
+    assert mismatch["kind"] == "output-mismatch" and mismatch["evidence"]["element"] == 0
+    assert 0 < mismatch["evidence"]["max_rel"] < 1e-3

@@ -1,0 +1,83 @@
+"""Node-level divergence is a request the worker pool serves: real ONNX Runtime, planted faulty
+optimizers (tests/fakes) that flip an Add, and one that also segfaults while its mismatch is
+being localized."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+
+FAKES = Path(__file__).resolve().parents[2] / "fakes" / "faulty_optimizers.py"
+FLIPPED = Step("pass:eliminate_identity", ("eliminate_identity",))
+UNCHANGED = Step("pass:eliminate_deadend", ("eliminate_deadend",))
+TOLERANCES = (1e-3, 1e-4)
+
+
+def _ref(folder: Path, name: str) -> ModelRef:
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Add", ["i", "w"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["y"]),
+    ]
+    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
+    graph = helper.make_graph(
+        nodes,
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [weight],
+    )
+    path = folder / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return ModelRef(id=path.name, source="test", path=str(path))
+
+
+def _pool() -> WorkerPool:
+    return WorkerPool(WorkerConfig(optimizer=f"{FAKES}:optimize", timeout_s=30), jobs=1)
+
+
+def test_a_mismatch_gets_its_divergence_only_when_the_job_asks(tmp_path: Path) -> None:
+    wrong = _ref(tmp_path, "wrong")
+    with _pool() as pool:
+        asked, plain = pool.run(
+            [Job(wrong, (FLIPPED, UNCHANGED), divergence=TOLERANCES), Job(wrong, (FLIPPED,))]
+        )
+
+    assert asked.outcomes[FLIPPED.label].kind == "output-mismatch"
+    assert list(asked.divergences) == [FLIPPED.label]
+    divergence = asked.divergences[FLIPPED.label]
+    assert divergence.tensor == "a"
+    assert divergence.producer.startswith("Add")
+    # the pass removed the Identity feeding it, so that is rewritten too
+    assert [label.split()[0] for label in divergence.rewritten] == ["Add", "Identity"]
+    assert asked.restarts == 0
+    assert plain.outcomes[FLIPPED.label].kind == "output-mismatch"
+    assert plain.divergences == {}
+
+
+def test_a_worker_crash_while_localizing_keeps_the_finding_and_the_pool_going(tmp_path: Path) -> None:
+    crashing, wrong = _ref(tmp_path, "wrong_then_segv"), _ref(tmp_path, "wrong")
+    with _pool() as pool:
+        first, second = pool.run(
+            [
+                Job(crashing, (FLIPPED, UNCHANGED), divergence=TOLERANCES),
+                Job(wrong, (FLIPPED,), divergence=TOLERANCES),
+            ]
+        )
+
+    # the mismatch stands, not replaced by a crash finding, and the model resumed at the next step
+    assert first.status == "ok"
+    assert first.outcomes[FLIPPED.label].kind == "output-mismatch"
+    assert first.outcomes[UNCHANGED.label].kind is None
+    assert first.divergences == {}
+    assert first.restarts == 1
+    # the replacement worker serves the next request
+    assert second.divergences[FLIPPED.label].tensor == "a"
+    assert second.restarts == 0

@@ -1,0 +1,55 @@
+"""A worker the kernel's OOM killer kills is a memory finding, not a crash; one killed otherwise
+stays a crash. The kernel's counter is a file here, moved by the planted optimizer as the kernel
+would move it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine import worker
+from ditox_ci.engine.plan import Step
+from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+
+FAKE = Path(__file__).resolve().parents[2] / "fakes" / "memory_killed.py"
+STEP = Step("pass:eliminate_identity", ("eliminate_identity",))
+
+
+def _ref(folder: Path, name: str, counter: Path) -> ModelRef:
+    weight = onnx.numpy_helper.from_array(np.ones((2, 3), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "w"], ["y"])],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [weight],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    helper.set_model_props(model, {"oom_counter": str(counter)})
+    path = folder / f"{name}.onnx"
+    onnx.save(model, str(path))
+    return ModelRef(id=path.name, source="test", path=str(path))
+
+
+def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = tmp_path / "memory.oom_control"
+    counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(counter),))
+    jobs = [Job(_ref(tmp_path, name, counter), (STEP,)) for name in ("oom_model", "killed_model")]
+    with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
+        results = {result.ref.id: result for result in pool.run(jobs)}
+
+    oom = results["oom_model.onnx"].outcomes[STEP.label]
+    assert oom.kind == "optimizer-crash" and oom.evidence["memory"] is True
+    assert oom.message == "optimizer ran out of memory"
+    assert oom.evidence["detail"].startswith("SIGKILL from the OOM killer")
+    killed = results["killed_model.onnx"].outcomes[STEP.label]
+    assert killed.kind == "optimizer-crash" and "memory" not in killed.evidence
+    assert killed.message == "optimizer crashed (SIGKILL)"

@@ -1,0 +1,184 @@
+"""Publishing reports that may be hostile (issue 19, items 3, 4 and 7): a report is checked against
+the shipped schema before anything acts on it, issues are closed or reopened only on what the
+report really ran, never from an interrupted or untrusted report, the work is bounded whatever the
+report's size, and untrusted text makes no links. Real sweeps show real reports pass the schema.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.errors import InputError
+from ditox_ci.report.model import ModelEntry
+from ditox_ci.report.schema import schema_errors
+from tests.integration.action_models import write_models, write_wrong_add
+from tests.integration.github.test_publisher import run_publish, sticky_comments
+from tests.integration.github_fixtures import BUG_A, BUG_B, PR, SHA, finding, github_env, report, write
+from tests.integration.github_server import GitHubServer
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def server():
+    with GitHubServer() as srv:
+        srv.open_pull(PR, SHA)
+        yield srv
+
+
+def filed(server: GitHubServer, tmp_path: Path, *bugs) -> dict[str, dict]:
+    env = github_env(tmp_path, server.url)
+    path = write(tmp_path, "filed.json", report(*bugs))
+    assert run_publish(["--report", str(path), "--file-issues"], env)[0] == 0
+    return {b.fingerprint: next(i for i in server.bot_issues() if b.fingerprint in i["body"]) for b in bugs}
+
+
+# -- the schema ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fingerprint", ["", "0123456789abcdef.001", "ab" * 41, "../../etc/passwd"])
+def test_a_malformed_fingerprint_stops_publish_before_any_request(server, tmp_path: Path, fingerprint: str):
+    path = write(tmp_path, "r.json", report(replace(BUG_A, fingerprint=fingerprint)))
+    with pytest.raises(InputError, match=r"does not follow the report\.json schema"):
+        run_publish(["--report", str(path), "--file-issues"], github_env(tmp_path, server.url))
+    assert server.exchanges == []
+
+
+def test_an_unknown_status_stops_publish(server, tmp_path: Path):
+    data = report(BUG_A).to_json()
+    data["findings"][0]["status"] = "reopen"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match=r"findings/0/status"):
+        run_publish(["--report", str(path)], github_env(tmp_path, server.url))
+
+
+def test_reports_of_real_sweeps_and_merges_follow_the_schema(tmp_path: Path):
+    models = tmp_path / "models"
+    write_models(models)
+    write_wrong_add(models / "wrong_add.onnx")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": f"{ROOT}:{ROOT / 'tests' / 'fakes'}"}
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "ditox_ci", *argv]
+        return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+    sweep = ["sweep", "--models", "models", "--optimizer", "faulty_optimizers:optimize", "--jobs", "1"]
+    for index in range(2):
+        done = cli(*sweep, "--configs", "default,single", "--shard", f"{index}/2", "--out", f"shard{index}")
+        assert done.returncode in (0, 1), done.stderr
+    assert cli("merge", "shard0", "shard1", "--out", "merged").returncode == 1  # new findings: the gate
+    for folder in ("shard0", "shard1", "merged"):
+        data = json.loads((tmp_path / folder / "report.json").read_text())
+        assert schema_errors(data) == [], folder
+    merged = json.loads((tmp_path / "merged" / "report.json").read_text())
+    assert any(f["status"] == "new" for f in merged["findings"])  # the planted bug was found
+
+    published = cli("publish", "--report", "merged/report.json", "--dry-run", "--sarif", "out.sarif")
+    assert published.returncode == 0, published.stderr
+    assert json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"]
+
+
+# -- close and reopen only on what the report ran -----------------------------------------------
+
+
+def test_a_fixed_finding_on_a_model_the_report_never_ran_closes_nothing(server, tmp_path: Path):
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    crafted = replace(report(replace(BUG_B, status="fixed")), models=())  # claims fixed, ran nothing
+    argv = ["--report", str(write(tmp_path, "fixed.json", crafted)), "--file-issues", "--close-fixed"]
+    code, _, err = run_publish(argv, github_env(tmp_path, server.url))
+    assert code == 0 and issue["state"] == "open"
+    assert "stays open: this report did not run model 'test_pad/model.onnx' to completion" in err
+
+    other_config = replace(report(replace(BUG_B, status="fixed")), stats={"configs": ["nop"]})
+    argv = ["--report", str(write(tmp_path, "fixed2.json", other_config)), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0 and issue["state"] == "open"
+
+    really = report(replace(BUG_B, status="fixed"))  # ran the model and its config: closes
+    argv = ["--report", str(write(tmp_path, "fixed3.json", really)), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0 and issue["state"] == "closed"
+
+
+def test_an_interrupted_report_closes_nothing(server, tmp_path: Path):
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    rep = report(replace(BUG_B, status="fixed"))
+    interrupted = replace(rep, stats={**rep.stats, "interrupted": True})
+    argv = ["--report", str(write(tmp_path, "cut.json", interrupted)), "--file-issues", "--close-fixed"]
+    code, _, err = run_publish(argv, github_env(tmp_path, server.url))
+    assert code == 0 and issue["state"] == "open" and "interrupted sweep" in err
+
+
+def test_a_crafted_new_finding_on_a_model_not_run_reopens_nothing(server, tmp_path: Path):
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    issue.update(state="closed", state_reason="completed")
+    crafted = replace(report(BUG_B), models=(ModelEntry("other.onnx", "t", "0" * 64),))
+    argv = ["--report", str(write(tmp_path, "crafted.json", crafted)), "--file-issues"]
+    code, _, err = run_publish(argv, github_env(tmp_path, server.url))
+    assert code == 0 and issue["state"] == "closed" and "stays closed" in err
+    assert len(server.bot_issues()) == 1
+
+
+def test_an_untrusted_report_gives_a_neutral_check_and_touches_no_issue(server, tmp_path: Path):
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    issue.update(state="closed", state_reason="completed")
+    env = github_env(tmp_path, server.url)
+    argv = ["--report", str(write(tmp_path, "fork.json", report(BUG_A, BUG_B))), "--untrusted"]
+    code, _, err = run_publish([*argv, "--file-issues", "--close-fixed"], env)
+    assert code == 0 and "untrusted" in err
+    assert issue["state"] == "closed" and len(server.bot_issues()) == 1  # BUG_A: no issue either
+    newest = max(server.repo.check_runs.values(), key=lambda run: run["id"])
+    assert newest["conclusion"] == "neutral" and newest["output"]["title"].startswith("unverified")
+    assert "Unverified" in newest["output"]["summary"]
+    assert len(sticky_comments(server)) == 1  # the pull request still hears about it
+
+
+# -- bounded work ------------------------------------------------------------------------------
+
+
+def test_two_thousand_findings_make_a_bounded_number_of_writes(server, tmp_path: Path):
+    bugs = [
+        finding(f"{n:020x}", "output-mismatch", "test_pad/model.onnx", ("fuse_pad_into_conv",), f"diff {n}")
+        for n in range(1, 2001)
+    ]
+    env = github_env(tmp_path, server.url)
+    argv = ["--report", str(write(tmp_path, "big.json", report(*bugs))), "--file-issues"]
+    assert run_publish(argv, env)[0] == 0
+    writes = server.writes()
+    # one comment, one check run (50 annotations), two labels, ten issues
+    assert len(writes) == 1 + 1 + 2 + 10, [(x.method, x.path) for x in writes]
+    (run,) = server.repo.check_runs.values()
+    assert run["output"]["annotations_count"] == 50
+    assert "1950 more new findings are not annotated" in run["output"]["summary"]
+    assert len(run["output"]["summary"]) <= 65_535
+
+    argv += ["--max-writes", "5"]  # the next commit: the budget stops the run early
+    env = {**env, "GITHUB_EVENT_PATH": str(tmp_path / "event2.json")}
+    event = {"pull_request": {"number": PR, "head": {"sha": "c" * 40}}}
+    (tmp_path / "event2.json").write_text(json.dumps(event))
+    before = len(server.writes())
+    code, _, err = run_publish(argv, env)
+    assert code == 0 and len(server.writes()) - before == 5 and "--max-writes" in err
+
+
+# -- no links from untrusted text --------------------------------------------------------------
+
+
+def test_untrusted_text_makes_no_links_in_comments_issues_and_checks(server, tmp_path: Path):
+    hostile = "see https://evil.example/x or www.evil.example, GH-1 and #1"
+    bug = replace(BUG_A, model="links/model.onnx", evidence={**BUG_A.evidence, "message": hostile})
+    rep = replace(report(bug), models=(ModelEntry("links/model.onnx", "t", "0" * 64),))
+    argv = ["--report", str(write(tmp_path, "links.json", rep)), "--file-issues"]
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
+    texts = [c["body"] for c in server.repo.comments.values()]
+    texts += [i["body"] for i in server.bot_issues()] + [i["title"] for i in server.bot_issues()]
+    texts += [run["output"]["summary"] for run in server.repo.check_runs.values()]
+    for text in texts:
+        outside_code = text.split("```")[::2]  # GitHub makes no links inside code blocks
+        for part in outside_code:
+            assert "https://evil" not in part and "www.evil" not in part and "GH-1" not in part

@@ -1,0 +1,137 @@
+"""An issue reproduces its bug from its body alone, and the docs' sample comment and issue are
+what ditox-ci renders for a real run.
+
+The real bug: onnxoptimizer 0.4.2's eliminate_consecutive_idempotent_ops drops the first of two
+Reshapes although the second's shape has `0` (copy-from-input) entries, in the expanded
+GroupNormalization backend-test model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx.parser
+import pytest
+from onnx import TensorProto, helper
+
+from ditox_ci.github.text import Texts
+from ditox_ci.pinpoint.standalone import checked_standalone
+from ditox_ci.report.bugs import group_bugs
+from ditox_ci.report.model import Culprit, Finding, Report, read_report
+
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "baseline-and-bot.md"
+RUN_URL = "https://github.com/octo/optimizer/actions/runs/42"
+SHA = "5" * 40
+# DITOX_UPDATE_SAMPLES=1 rewrites the samples in the docs from this run instead of comparing
+UPDATE = os.environ.get("DITOX_UPDATE_SAMPLES") == "1"
+SAMPLES = {"comment": "### Sample pull-request comment", "issue": "### Sample issue"}
+# ONNX Runtime's last digits depend on the CPU's instruction set: the samples are compared with every
+# number of four or more decimals masked, so another machine gives the same text
+LONG_NUMBER = re.compile(r"-?\d+\.\d{4,}(?:e[-+]?\d+)?")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    out = tmp_path_factory.mktemp("sweep")
+    done = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "sweep", "--quiet", "--jobs", "1", "--out", str(out),
+         "--models", "onnx-node:test_group_normalization_example_expanded",
+         "--configs", "default,pass:eliminate_consecutive_idempotent_ops,pass:split_init",
+         # reduction stops at its time budget, which a loaded machine reaches: the sample must not
+         # depend on the load, so the search always runs to its minimal model
+         "--reduce-budget", "600"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    real = read_report(out / "report.json")
+    # Python's and the platform's versions differ between machines; the lock pins the rest
+    environment = {k: v for k, v in real.environment.items() if k in ("onnx", "onnxruntime")}
+    return dataclasses.replace(real, environment=environment)
+
+
+def _fenced(text: str, language: str) -> str:
+    match = re.search(rf"^(`{{3,}}){language}\n(.*?)\n\1$", text, re.MULTILINE | re.DOTALL)
+    assert match, f"no ```{language} block"
+    return match.group(2)
+
+
+def _issue(report: Report) -> str:
+    [bug] = [b for b in group_bugs(report.findings) if b.status == "new"]
+    texts = Texts(report, SHA, "ditox-report", RUN_URL)
+    return texts.issue(bug.first, others=[f.model for f in bug.findings[1:]])
+
+
+def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Report, tmp_path: Path):
+    body = _issue(report)
+    parsed = onnx.parser.parse_model(_fenced(body.split("### Reduced model")[1], ""))
+    ops = [node.op_type for node in parsed.graph.node]
+    assert ops.count("Reshape") == 2 and len(ops) <= 4  # reduced from 34 nodes
+    diagram = _fenced(body, "mermaid")
+    assert diagram.startswith("flowchart LR")
+    assert 'subgraph after["after eliminate_consecutive_idempotent_ops"]' in diagram
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "standalone.py").write_text(_fenced(body, "python"))
+    ran = subprocess.run(
+        [sys.executable, "standalone.py"], cwd=fresh, capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 1 and ran.stdout.startswith("BUG PRESENT: output "), ran.stdout + ran.stderr
+
+    # the same script says so once the optimizer no longer breaks the model (no passes: a fixed build)
+    fixed = (fresh / "standalone.py").read_text().replace(
+        'PASSES = ["eliminate_consecutive_idempotent_ops"]', "PASSES = []"
+    )
+    (fresh / "fixed.py").write_text(fixed)
+    ran = subprocess.run([sys.executable, "fixed.py"], cwd=fresh, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.startswith("OK: "), ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("sample", sorted(SAMPLES))
+def test_the_docs_samples_are_rendered_from_a_real_run(report: Report, sample: str):
+    texts = Texts(report, SHA, "ditox-report", RUN_URL)
+    rendered = texts.comment("default") if sample == "comment" else _issue(report)
+    docs = DOCS.read_text()
+    heading = SAMPLES[sample]
+    start = docs.index("`````markdown\n", docs.index(heading)) + len("`````markdown\n")
+    end = docs.index("\n`````", start)
+    if UPDATE:
+        DOCS.write_text(docs[:start] + rendered.rstrip("\n") + docs[end:])
+    else:
+        assert _masked(docs[start:end]) == _masked(rendered.rstrip("\n")), (
+            f"the {sample} sample in {DOCS.name} is not what ditox-ci renders now; "
+            "re-run with DITOX_UPDATE_SAMPLES=1 to rewrite it"
+        )
+
+
+def _masked(text: str) -> str:
+    return LONG_NUMBER.sub("<number>", text)
+
+
+def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The child's stdout is read back; bytes that are not UTF-8 (here a Latin-1 child printing a
+    non-ASCII output name) must not raise and cost the finding its pinpoint result."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "s5"], ["r"]), helper.make_node("Reshape", ["r", "s3"], ["yé"])],
+        "reshapes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2, 2]),
+         helper.make_tensor_value_info("s5", TensorProto.INT64, [5]),
+         helper.make_tensor_value_info("s3", TensorProto.INT64, [3])],
+        [helper.make_tensor_value_info("yé", TensorProto.FLOAT, [3, 2, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = [{"x": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
+              "s5": np.array([3, 2, 2, 2, 2], np.int64), "s3": np.array([0, 0, -1], np.int64)}]
+    passes = ["eliminate_consecutive_idempotent_ops"]
+    finding = Finding("0" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
+    monkeypatch.setenv("PYTHONIOENCODING", "latin-1")  # the child is a direct subprocess: it inherits
+    record = checked_standalone(
+        finding, model, feeds, passes, False, "onnxoptimizer", 1e-3, 1e-4, tmp_path, 60.0
+    )
+    assert record is not None and record["reproduces"] is True

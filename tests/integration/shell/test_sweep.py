@@ -1,0 +1,176 @@
+"""The sweep end to end: real onnxoptimizer, real ONNX Runtime, planted faulty optimizers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+FAKES = Path(__file__).resolve().parents[2] / "fakes" / "faulty_optimizers.py"
+
+
+def _model(name: str) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Add", ["i", "w"], ["a"]),
+        helper.make_node("Tanh", ["a"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, name, [x], [y], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "models"
+    (folder / "nested").mkdir(parents=True)
+    for name in ("good", "segv", "hang", "wrong"):
+        onnx.save(_model(name), folder / f"{name}.onnx")
+    onnx.save(_model("good2"), folder / "nested" / "good2.onnx")
+    (folder / "truncated.onnx").write_bytes(_model("t").SerializeToString()[:40])
+    return folder
+
+
+def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    return proc.returncode, report, proc.stderr
+
+
+def by_model_config(report: dict) -> dict[tuple[str, str], dict]:
+    return {(f["model"], f["config"]): f for f in report["findings"]}
+
+
+def test_real_optimizer_finds_nothing_and_runs_each_original_once(corpus: Path, tmp_path: Path):
+    configs = "default,pass:eliminate_identity,pass:eliminate_deadend,pass:fuse_bn_into_conv"
+    code, report, stderr = sweep(
+        "--models", str(corpus), "--configs", configs, "--samples", "2", out=tmp_path / "r"
+    )
+    assert code == 0, stderr
+    assert report["findings"] == []
+    statuses = {m["id"]: m["status"] for m in report["models"]}
+    assert statuses["truncated.onnx"] == "skipped"
+    assert statuses["nested/good2.onnx"] == "ok"
+    ok = sum(1 for s in statuses.values() if s == "ok")
+    # 2 samples per original and the wide-range one; each pass that rewrites produces the same
+    # Identity-free model, which is judged once per model: so 3 runs for the original, 3 more for
+    # its noise floor (ONNX Runtime's own optimizations on) and 3 for that one optimized model.
+    assert report["stats"]["runtime_runs"] == ok * 9
+    assert report["coverage"]["eliminate_identity"] == {"models_changed": ok, "models_checked": ok}
+    assert report["coverage"]["fuse_bn_into_conv"]["models_changed"] == 0
+    assert (tmp_path / "r" / "summary.md").read_text().count("eliminate_identity") >= 1
+
+
+def test_planted_faults_become_findings_and_the_sweep_completes(corpus: Path, tmp_path: Path):
+    code, report, stderr = sweep(
+        "--models",
+        str(corpus),
+        "--optimizer",
+        f"{FAKES}:optimize",
+        "--configs",
+        "single",
+        "--timeout",
+        "3",
+        "--localize",
+        "off",
+        out=tmp_path / "r",
+    )
+    assert code == 1, stderr
+    findings = by_model_config(report)
+    crash = findings[("segv.onnx", "pass:eliminate_identity")]
+    assert crash["kind"] == "optimizer-crash"
+    assert crash["evidence"]["signal"] == "SIGSEGV"
+    assert findings[("hang.onnx", "pass:fuse_bn_into_conv")]["kind"] == "optimizer-timeout"
+    wrong = findings[("wrong.onnx", "pass:eliminate_identity")]
+    assert wrong["kind"] == "output-mismatch"
+    assert wrong["culprit"] == {
+        "scope": "pass",
+        "passes": ["eliminate_identity"],
+        "method": "single-pass",
+        "optimizer_runs": 0,
+    }
+    assert wrong["evidence"]["max_abs"] > 0.1
+    assert ("wrong.onnx", "pass:eliminate_deadend") not in findings
+    # every step of the crashing models was still tried, and the healthy models are clean
+    assert {c for m, c in findings if m == "segv.onnx"} == {
+        "pass:eliminate_identity",
+        "pass:eliminate_deadend",
+        "pass:fuse_bn_into_conv",
+    }
+    assert not [k for k in findings if k[0] in ("good.onnx", "nested/good2.onnx")]
+    assert report["stats"]["worker_restarts"] == 6
+
+
+def test_fault_in_every_run_is_one_infrastructure_finding(corpus: Path, tmp_path: Path):
+    good = tmp_path / "good.onnx"
+    onnx.save(_model("good"), good)
+    code, report, _ = sweep(
+        "--models",
+        str(good),
+        "--optimizer",
+        f"{FAKES}:optimize_always_broken",
+        "--configs",
+        "default,pass:eliminate_identity,pass:eliminate_deadend",
+        out=tmp_path / "r",
+    )
+    assert code == 1
+    assert len(report["findings"]) == 1
+    finding = report["findings"][0]
+    assert finding["config"] == "nop"
+    assert finding["culprit"]["scope"] == "infrastructure"
+    assert "pass:eliminate_identity" in finding["evidence"]["also_in"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["--passes", "no_such_pass"], 2, "unknown pass"),
+        (["--configs", "bogus"], 2, "unknown config"),
+        (["--models", "/does/not/exist.onnx"], 4, "does not exist"),
+        (["--optimizer", "no_such_module:optimize"], 5, "cannot import"),
+        (["--shard", "4/4"], 2, "out of range"),
+    ],
+)
+def test_bad_input_is_one_line_and_a_distinct_exit_code(tmp_path: Path, corpus: Path, args, code, needle):
+    models = [] if "--models" in args else ["--models", str(corpus / "good.onnx")]
+    proc = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(tmp_path / "r"), *models, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == code
+    errors = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(errors) == 1 and needle in errors[0] and "Traceback" not in proc.stderr
+
+
+def test_a_comparator_that_raises_is_an_internal_error_naming_the_model(corpus: Path, tmp_path: Path):
+    # a detection comparator cannot decode a [2, 3] tensor: ditox-ci's problem, not the optimizer's,
+    # and never a silent skip that leaves the gate green
+    code, _, stderr = sweep(
+        "--models",
+        str(corpus / "good.onnx"),
+        "--configs",
+        "pass:eliminate_identity",
+        "--comparator",
+        "detection",
+        out=tmp_path / "r",
+    )
+    assert code == 70
+    [line] = [line for line in stderr.splitlines() if "internal error" in line]
+    assert "good.onnx: pass:eliminate_identity:" in line and "Traceback" not in stderr

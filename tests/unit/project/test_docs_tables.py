@@ -1,0 +1,49 @@
+"""The tables users read are checked against what they describe: docs/action.md's inputs and outputs
+against action.yml, and the README's exit codes against the error tree."""
+
+import re
+from pathlib import Path
+
+import yaml
+
+from ditox_ci import errors
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _table_names(markdown: str, heading: str) -> set[str]:
+    """The backquoted names in the first column of the table under `heading`."""
+    section = markdown[markdown.index(heading) + len(heading) :]
+    names: set[str] = set()
+    for line in section.splitlines():
+        if names and not line.startswith("|"):
+            break
+        if line.startswith("| `"):
+            first_cell = line.split("|")[1]
+            names.update(re.findall(r"`([a-z_]+)`", first_cell))
+    return names
+
+
+def test_every_action_input_and_output_is_documented_and_nothing_else():
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    docs = (ROOT / "docs" / "action.md").read_text(encoding="utf-8")
+    assert _table_names(docs, "### Inputs") == set(action["inputs"])
+    assert _table_names(docs, "### Outputs") == set(action["outputs"])
+
+
+def test_the_readme_names_every_exit_code_and_no_other():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = readme[readme.index("**Exit codes**") :].split("\n\n")[0]
+    documented = {int(code) for code in re.findall(r"`(\d+)`", line)}
+    fatal = {cls.exit_code for cls in _subclasses(errors.FatalError)}
+    defined = {errors.EXIT_OK, errors.EXIT_NEW_FINDINGS, errors.InternalError.exit_code} | fatal
+    defined |= set(errors.EXIT_INTERRUPTED)
+    assert documented == defined
+
+
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found.append(sub)
+        found.extend(_subclasses(sub))
+    return found
