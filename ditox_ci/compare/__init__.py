@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ditox_ci.registry import Registry
+
 Outputs = Sequence[np.ndarray]
 CompareFunc = Callable[[Sequence[Outputs], Sequence[Outputs], Sequence[str]], "Comparison"]
 ComparatorFactory = Callable[[Mapping[str, Any]], CompareFunc]
@@ -31,15 +33,11 @@ class Comparison:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
-COMPARATORS: dict[str, ComparatorFactory] = {}
+COMPARATORS: Registry[ComparatorFactory] = Registry("comparator")
 
 
 def register(name: str) -> Callable[[ComparatorFactory], ComparatorFactory]:
-    def decorate(factory: ComparatorFactory) -> ComparatorFactory:
-        COMPARATORS[name] = factory
-        return factory
-
-    return decorate
+    return COMPARATORS.register(name)
 
 
 # The registry is complete once this package is imported: a worker process that imports only the

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ditox_ci.errors import InputError, UsageError
+from ditox_ci.errors import InputError
 from ditox_ci.log import Log
+from ditox_ci.registry import Registry
 
 DEFAULT_SOURCES = ("onnx-node", "onnx-data")
 
@@ -39,15 +40,13 @@ class CorpusContext:
 
 
 SourceFunc = Callable[[str | None, CorpusContext], list[ModelRef]]
-SOURCES: dict[str, SourceFunc] = {}
+SOURCES: Registry[SourceFunc] = Registry(
+    "model source", otherwise="name:glob, or a path to a .onnx file or a folder"
+)
 
 
 def register_source(name: str) -> Callable[[SourceFunc], SourceFunc]:
-    def decorate(func: SourceFunc) -> SourceFunc:
-        SOURCES[name] = func
-        return func
-
-    return decorate
+    return SOURCES.register(name)
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -65,11 +64,7 @@ def _models_for_spec(spec: str, ctx: CorpusContext) -> list[ModelRef]:
         return models_from_path(spec)
     if os.sep in spec or "/" in spec or spec.endswith(".onnx"):
         raise InputError(f"model source {spec!r} does not exist; pass an existing file or folder")
-    known = ", ".join(sorted(SOURCES))
-    raise UsageError(
-        f"unknown model source {spec!r}: name one of {known} (optionally name:glob), "
-        "or give a path to a .onnx file or a folder"
-    )
+    raise SOURCES.unknown(spec)
 
 
 def resolve_sources(

@@ -20,10 +20,10 @@ from onnx import helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs_by_use import GraphShapes, consumers, draw_by_use
+from ditox_ci.registry import Registry
 
 Feed = dict[str, Any]
 InputGenerator = Callable[[onnx.ModelProto, ModelRef, int, int], list[Feed]]
-INPUT_GENERATORS: dict[str, InputGenerator] = {}
 
 _DATA_SET = re.compile(r"test_data_set_(\d+)$")
 _INPUT_FILE = re.compile(r"input_(\d+)\.pb$")
@@ -82,6 +82,9 @@ class InputSpecError(Exception):
     """The model declares an input this module cannot make or read; the model is skipped."""
 
 
+INPUT_GENERATORS: Registry[InputGenerator] = Registry("input generator", error=InputSpecError)
+
+
 def register_input_generator(name: str) -> Callable[[InputGenerator], InputGenerator]:
     """Register a task-specific generator, chosen by a model whose `ref.meta["inputs"]` is `name`.
 
@@ -89,11 +92,7 @@ def register_input_generator(name: str) -> Callable[[InputGenerator], InputGener
     already mixes in the model id and the attempt, so a re-draw gets a different seed.
     """
 
-    def decorate(func: InputGenerator) -> InputGenerator:
-        INPUT_GENERATORS[name] = func
-        return func
-
-    return decorate
+    return INPUT_GENERATORS.register(name)
 
 
 def derive_seed(seed: int, model_id: str, sample: int, attempt: int) -> int:
@@ -335,12 +334,10 @@ def make_feeds(
     """
     if "inputs" in ref.meta:
         name = str(ref.meta["inputs"])
-        if name not in INPUT_GENERATORS:
-            known = ", ".join(sorted(INPUT_GENERATORS)) or "none registered"
-            raise InputSpecError(f"unknown input generator {name!r} (known: {known})")
+        generator = INPUT_GENERATORS.lookup(name)
         mixed_seed = derive_seed(seed, ref.id, -1, attempt)
         try:
-            return INPUT_GENERATORS[name](model, ref, samples, mixed_seed)
+            return generator(model, ref, samples, mixed_seed)
         except InputSpecError:
             raise
         except Exception as exc:  # the generator's trouble (a missing font, a model it does not fit)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.registry import Registry
 
 NOP_PASS = "nop"
 
@@ -45,12 +46,8 @@ def _single(info: OptimizerInfo) -> list[Step]:
     return [Step(f"pass:{name}", (name,)) for name in info.passes if name != NOP_PASS]
 
 
-CONFIGS: dict[str, Callable[[OptimizerInfo], list[Step]]] = {
-    "nop": _nop,
-    "default": _default,
-    "fixed-point": _fixed_point,
-    "single": _single,
-}
+CONFIGS: Registry[Callable[[OptimizerInfo], list[Step]]] = Registry("config", otherwise="pass:<name>")
+CONFIGS.update({"nop": _nop, "default": _default, "fixed-point": _fixed_point, "single": _single})
 DEFAULT_CONFIGS = ("default", "fixed-point", "nop", "single")
 
 
@@ -82,11 +79,9 @@ def build_steps(
     configs: Sequence[str], passes: Sequence[str], info: OptimizerInfo
 ) -> tuple[Step, ...]:
     """Expand configs (and an explicit pass list) into steps; `nop` always runs first as control."""
-    unknown = [name for name in configs if name not in CONFIGS and not name.startswith("pass:")]
-    if unknown:
-        raise UsageError(
-            f"unknown config(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)} or pass:<name>"
-        )
+    for name in configs:
+        if not name.startswith("pass:"):
+            CONFIGS.lookup(name)
     steps: list[Step] = _nop(info)
     for name in configs:
         if name.startswith("pass:"):

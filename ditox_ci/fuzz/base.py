@@ -18,6 +18,7 @@ import onnx
 from ditox_ci.engine import runner
 from ditox_ci.errors import InternalError, UsageError
 from ditox_ci.fuzz.builder import GraphBuilder
+from ditox_ci.registry import Registry
 
 DEFAULT_OPSETS = (13, 21)
 FEEDS_PER_MODEL = 2
@@ -109,7 +110,7 @@ def _stamp(model: onnx.ModelProto, target_pass: str, seed: int, near_miss: bool,
     })
 
 
-GENERATORS: dict[str, Generator] = {}
+GENERATORS: Registry[Generator] = Registry("fuzz generator")
 
 
 def register(target_pass: str, *, opsets: tuple[int, int] = DEFAULT_OPSETS, fires: bool = True,

@@ -32,6 +32,7 @@ import onnx
 
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.log import quoted_output
+from ditox_ci.registry import Registry
 
 OptimizeFunc = Callable[[onnx.ModelProto, Sequence[str], bool], onnx.ModelProto]
 OptimizeBytesFunc = Callable[[bytes, Sequence[str], bool], bytes]
@@ -212,10 +213,11 @@ ADAPTERS = {
         ),
     )
 }
-OPTIMIZERS: dict[str, Callable[[], LoadedOptimizer]] = {
-    "onnxoptimizer": _onnxoptimizer,
-    **{name: adapter.load for name, adapter in ADAPTERS.items()},
-}
+OPTIMIZERS: Registry[Callable[[], LoadedOptimizer]] = Registry(
+    "optimizer", error=OptimizerLoadError, otherwise="an import path pkg.module:function"
+)
+OPTIMIZERS["onnxoptimizer"] = _onnxoptimizer
+OPTIMIZERS.update({name: adapter.load for name, adapter in ADAPTERS.items()})
 
 
 def installed_optimizers() -> list[str]:
@@ -332,10 +334,7 @@ def load_optimizer(spec: str, search_path: str | None = None) -> LoadedOptimizer
     if search_path and search_path not in sys.path:
         sys.path.insert(0, search_path)
     if spec not in OPTIMIZERS and ":" not in spec:
-        known = ", ".join(OPTIMIZERS)
-        raise OptimizerLoadError(
-            f"unknown optimizer '{spec}': use one of {known} or an import path pkg.module:function"
-        )
+        raise OPTIMIZERS.unknown(spec)
     # importing it runs the build under test's code, which may print anything: quoted, never raw
     with quoted_output(f"optimizer {spec}"):
         loaded = OPTIMIZERS[spec]() if spec in OPTIMIZERS else _import_path(spec)
