@@ -7,17 +7,18 @@ limit, the parent knows which step and phase it was in, turns that into a findin
 with the signal and the worker's last stderr lines, starts a fresh worker, and resumes the model at
 the next step. Nothing else is lost.
 
-The parent sends a Job, or None to stop. A worker answers each Job with:
-  ("phase", -1, "prepare"), then ("original", {nodes, sha256, info}) or ("skipped", reason);
-  per step i: ("phase", i, "optimize"), ("phase", i, "run") when the optimized model is run,
-    ("step", i, Outcome); when the Job asks for divergence and the step ended in an output mismatch,
-    ("phase", i, "divergence") and ("divergence", i, Divergence | None): the first node whose output
-    differs (localize_nodes), found with the optimizer run again in the worker;
-  ("done", {runtime_runs, cache_hits}), or ("internal", message) for a bug in ditox-ci, which the
+Every message over the pipe is a frozen dataclass of this module. The parent sends a Job, or Stop.
+A worker answers each Job with:
+  PhaseStarted(-1, "prepare"), then OriginalPrepared(nodes, sha256, info) or ModelSkipped(reason);
+  per step i: PhaseStarted(i, "optimize"), PhaseStarted(i, "run") when the optimized model is run,
+    StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an output
+    mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
+    whose output differs (localize_nodes), found with the optimizer run again in the worker;
+  JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
   parent raises as InternalError naming the model (exit 70), never a skip.
-A worker that cannot load the optimizer sends ("fatal", message) instead. Divergence is optional
-evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase is
-replaced and the model resumes at the next step, the mismatch found but without its divergence.
+A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
+optional evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase
+is replaced and the model resumes at the next step, the mismatch found but without its divergence.
 """
 
 from __future__ import annotations
@@ -108,6 +109,73 @@ class JobResult:
     restarts: int = 0
 
 
+# ---------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Parent to worker: no more jobs; exit."""
+
+
+@dataclass(frozen=True)
+class PhaseStarted:
+    step_index: int  # into the Job's steps; -1 while the original is prepared
+    phase: str  # "prepare", "optimize", "run" or "divergence"
+
+
+@dataclass(frozen=True)
+class OriginalPrepared:
+    nodes: int
+    sha256: str
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelSkipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    step_index: int
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class StepDivergence:
+    step_index: int
+    divergence: Divergence | None
+
+
+@dataclass(frozen=True)
+class JobDone:
+    # this Job's alone: a context kept from an earlier Job of the same model carries that one's too
+    runtime_runs: int
+    cache_hits: int
+
+
+@dataclass(frozen=True)
+class InternalFailure:
+    message: str
+
+
+@dataclass(frozen=True)
+class OptimizerLoadFailed:
+    message: str
+
+
+WorkerMessage = (
+    PhaseStarted
+    | OriginalPrepared
+    | ModelSkipped
+    | StepFinished
+    | StepDivergence
+    | JobDone
+    | InternalFailure
+    | OptimizerLoadFailed
+)
+
+
 # ---------------------------------------------------------------- child side
 
 
@@ -153,14 +221,14 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
     try:
         optimizer = load_optimizer(config.optimizer, config.optimizer_path)
     except OptimizerLoadError as exc:
-        conn.send(("fatal", str(exc)))
+        conn.send(OptimizerLoadFailed(str(exc)))
         return
     contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
     while True:
-        job: Job | None = conn.recv()
-        if job is None:
+        job: Job | Stop = conn.recv()
+        if isinstance(job, Stop):
             return
-        conn.send(("phase", -1, "prepare"))
+        conn.send(PhaseStarted(-1, "prepare"))
         key = (job.ref.id, job.ref.path)
         context = contexts.get(key)
         fresh = context is None
@@ -171,10 +239,10 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
             try:
                 context = prepare(job.ref, config.settings)
             except SkipModel as exc:
-                conn.send(("skipped", str(exc)))
+                conn.send(ModelSkipped(str(exc)))
                 continue
             except Exception as exc:  # a bug in ditox-ci: never a silent skip
-                conn.send(("internal", f"preparing the original: {type(exc).__name__}: {exc}"))
+                conn.send(InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}"))
                 continue
         contexts[key] = context
         contexts.move_to_end(key)
@@ -185,36 +253,23 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         hits_before = context.cache_hits
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        conn.send(
-            (
-                "original",
-                {
-                    "nodes": len(context.model.graph.node),
-                    "sha256": context.digest,
-                    "info": context.info,
-                },
-            )
-        )
+        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info))
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
-                conn.send(("phase", index, phase))
+                conn.send(PhaseStarted(index, phase))
 
             try:
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
             except Exception as exc:  # a bug in ditox-ci or its configuration, never the optimizer's
-                conn.send(("internal", f"{step.label}: {type(exc).__name__}: {exc}"))
+                conn.send(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
                 break
-            conn.send(("step", index, outcome))
+            conn.send(StepFinished(index, outcome))
             if job.divergence is not None and outcome.kind == "output-mismatch":
-                conn.send(("phase", index, "divergence"))
-                conn.send(("divergence", index, _divergence(context, optimizer, step, *job.divergence)))
+                conn.send(PhaseStarted(index, "divergence"))
+                conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
         else:
-            done = {
-                "runtime_runs": context.runtime_runs - runs_before,
-                "cache_hits": context.cache_hits - hits_before,
-            }
-            conn.send(("done", done))
+            conn.send(JobDone(context.runtime_runs - runs_before, context.cache_hits - hits_before))
 
 
 # ---------------------------------------------------------------- parent side
@@ -229,7 +284,7 @@ class _Running:
     remaining: tuple[Step, ...]
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     divergences: dict[str, Divergence] = field(default_factory=dict)
-    original: dict[str, Any] | None = None
+    original: OriginalPrepared | None = None
     phase: str = "prepare"
     step_index: int = -1
     phase_started: float = 0.0
@@ -345,7 +400,7 @@ class WorkerPool:
     def close(self, wait_s: float = 2) -> None:
         for slot in self._slots:
             with contextlib.suppress(OSError, BrokenPipeError):
-                slot.conn.send(None)
+                slot.conn.send(Stop())
         for slot in self._slots:
             slot.process.join(timeout=wait_s)
             if slot.process.is_alive():
@@ -397,16 +452,16 @@ class WorkerPool:
         return data.decode(errors="replace").strip()
 
     def _finish(self, running: _Running, status: str, reason: str = "") -> JobResult:
-        original = running.original or {}
+        original = running.original or OriginalPrepared(nodes=0, sha256="", info={})
         return JobResult(
             ref=running.job.ref,
             status=status,
             reason=reason,
-            nodes=int(original.get("nodes", 0)),
-            sha256=str(original.get("sha256", "")),
+            nodes=original.nodes,
+            sha256=original.sha256,
             outcomes=running.outcomes,
             divergences=running.divergences,
-            info=dict(original.get("info", {})),
+            info=dict(original.info),
             wall_s=time.monotonic() - running.started,
             optimizer_runs=running.optimizer_runs,
             runtime_runs=running.runtime_runs,
@@ -414,37 +469,36 @@ class WorkerPool:
             restarts=running.restarts,
         )
 
-    def _handle(self, slot: _Slot, message: tuple[Any, ...]) -> JobResult | None:
+    def _handle(self, slot: _Slot, message: WorkerMessage) -> JobResult | None:
         running = slot.running
-        tag = message[0]
-        if tag == "fatal":
-            raise OptimizerLoadError(message[1])
-        assert running is not None, f"message {tag} from an idle worker"
-        if tag == "phase":
-            running.step_index, running.phase = message[1], message[2]
-            running.phase_started = time.monotonic()
-            if running.phase in ("optimize", "divergence"):
-                running.optimizer_runs += 1
-        elif tag == "original":
-            running.original = message[1]
-        elif tag == "step":
-            step = running.remaining[message[1]]
-            running.outcomes[step.label] = message[2]
-        elif tag == "divergence":
-            if message[2] is not None:
-                running.divergences[running.remaining[message[1]].label] = message[2]
-        elif tag == "skipped":
-            slot.running = None
-            return self._finish(running, "skipped", message[1])
-        elif tag == "internal":
-            # a gate must not turn green because ditox-ci's own oracle code failed on a model
-            slot.running = None
-            raise InternalError(f"{running.job.ref.id}: {message[1]}")
-        elif tag == "done":
-            running.runtime_runs += message[1]["runtime_runs"]
-            running.cache_hits += message[1]["cache_hits"]
-            slot.running = None
-            return self._finish(running, "ok")
+        if isinstance(message, OptimizerLoadFailed):
+            raise OptimizerLoadError(message.message)
+        assert running is not None, f"message {type(message).__name__} from an idle worker"
+        match message:
+            case PhaseStarted(step_index=index, phase=phase):
+                running.step_index, running.phase = index, phase
+                running.phase_started = time.monotonic()
+                if phase in ("optimize", "divergence"):
+                    running.optimizer_runs += 1
+            case OriginalPrepared():
+                running.original = message
+            case StepFinished(step_index=index, outcome=outcome):
+                running.outcomes[running.remaining[index].label] = outcome
+            case StepDivergence(step_index=index, divergence=divergence):
+                if divergence is not None:
+                    running.divergences[running.remaining[index].label] = divergence
+            case ModelSkipped(reason=reason):
+                slot.running = None
+                return self._finish(running, "skipped", reason)
+            case InternalFailure(message=text):
+                # a gate must not turn green because ditox-ci's own oracle code failed on a model
+                slot.running = None
+                raise InternalError(f"{running.job.ref.id}: {text}")
+            case JobDone(runtime_runs=runs, cache_hits=hits):
+                running.runtime_runs += runs
+                running.cache_hits += hits
+                slot.running = None
+                return self._finish(running, "ok")
         return None
 
     def _failure(self, running: _Running, cause: str, detail: str, stderr: str) -> JobResult | None:
@@ -457,7 +511,7 @@ class WorkerPool:
         # in the divergence phase the step's outcome already came back: it stands, without divergence
         if running.phase != "divergence":
             step = running.remaining[running.step_index]
-            runner_name = str(running.original.get("info", {}).get("runner", "onnxruntime"))
+            runner_name = str(running.original.info.get("runner", "onnxruntime"))
             running.outcomes[step.label] = _failure_outcome(running.phase, cause, detail, stderr, runner_name)
         running.remaining = running.remaining[running.step_index + 1 :]
         running.restarts += 1
