@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, GitHubError, UsageError
-from ditox_ci.github import GitHubContext, Publisher, PublishOptions, PublishResult, Texts
+from ditox_ci.github import GitHubContext, PublishOptions, PublishResult, Texts, publish
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     with log.group("publish to GitHub"):
         try:
-            result = Publisher(context, settings, log, out=sys.stdout).publish(report)
+            result = publish(report, context, settings, log, out=sys.stdout)
         except GitHubError as exc:
             log.summary(f"\n> ditox-ci could not publish to GitHub: {exc}\n")
             raise

@@ -4,22 +4,29 @@ One layer: `Retrier.call` retries every call (5xx, dropped connections, rate lim
 itself retries nothing, so a wait is never multiplied by a second loop around it. A POST whose
 response was lost may have been applied, and blindly sending it again is how bots file
 duplicates: for creates, `Retrier.call` looks the object up again before each retry.
+
+`GitHubClient` is what every publishing surface writes through: retried reads, writes counted
+against --max-writes (or printed, with --dry-run), and the bot's own identity.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import requests
 from github import Auth, Github, GithubException, RateLimitExceededException
+from github.Issue import Issue
+from github.IssueComment import IssueComment
+from github.Repository import Repository
 
 from ditox_ci.errors import GitHubError
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.log import Log
+from ditox_ci.log import Log, inert, printable
 
 T = TypeVar("T")
 
@@ -174,3 +181,95 @@ def connect(context: GitHubContext, policy: RetryPolicy) -> Github:
         seconds_between_writes=policy.write_interval_s or None,
         user_agent="ditox-ci",
     )
+
+
+# The identity of the Actions GITHUB_TOKEN: an app installation, which GitHub does not let read
+# GET /user; any other token's own login is read from there.
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
+
+
+class WriteBudgetSpent(Exception):
+    """Raised by a write beyond --max-writes; the surface stops, the rest is in the artifact."""
+
+
+class GitHubClient:
+    """The one connection the surfaces publish through, and the count of what they wrote."""
+
+    def __init__(
+        self,
+        context: GitHubContext,
+        policy: RetryPolicy,
+        log: Log,
+        *,
+        dry_run: bool,
+        max_writes: int,
+        bot_login: str = "",
+        out: TextIO | None = None,
+    ) -> None:
+        self.context = context
+        self.log = log
+        self.out = out if out is not None else sys.stdout
+        self.dry_run = dry_run
+        self.max_writes = max_writes
+        self.retrier = Retrier(policy, log)
+        # A dry run without a token or repository plans against an empty repository.
+        self.offline = dry_run and not (context.token and context.repository)
+        self.github = None if self.offline else connect(context, policy)
+        self.done: list[str] = []
+        self.writes = 0
+        self.writes_held_back = False
+        self._bot_login_option = bot_login
+        self._login: str | None = None
+
+    @property
+    def repo(self) -> Repository:
+        assert self.github is not None
+        return self.github.get_repo(self.context.repository, lazy=True)
+
+    def read(self, what: str, action: Callable[[], T]) -> T:
+        return self.retrier.call(what, action)
+
+    def write(
+        self,
+        what: str,
+        action: Callable[[], T],
+        lookup: Callable[[], T | None] | None = None,
+        body: str | None = None,
+    ) -> T | None:
+        if self.writes >= self.max_writes:
+            self.writes_held_back = True
+            raise WriteBudgetSpent
+        self.writes += 1
+        if self.dry_run:
+            # `what` and `body` carry names and messages from the report: inert in the job's log
+            print(f"[dry-run] would {inert(printable(what))}", file=self.out)
+            if body is not None:
+                print("".join(f"    {inert(line)}\n" for line in body.splitlines()), file=self.out)
+            self.done.append(what)
+            return None
+        result = self.retrier.call(what, action, write=True, lookup=lookup)
+        self.done.append(what)
+        self.log.info(f"   GitHub: {what}")
+        return result
+
+    def bot_login(self) -> str:
+        """Whose comments and issues are the bot's own: --bot-login, else the token's identity."""
+        if self._login is None:
+            if self._bot_login_option or self.offline:
+                self._login = self._bot_login_option or ACTIONS_BOT_LOGIN
+            else:
+                try:
+                    self._login = self.read("read the token's identity", self._token_login)
+                except GithubException as exc:
+                    if exc.status not in (403, 404):
+                        raise
+                    self._login = ACTIONS_BOT_LOGIN
+        return self._login
+
+    def _token_login(self) -> str:
+        assert self.github is not None
+        return str(self.github.get_user().login)
+
+    def is_mine(self, written: Issue | IssueComment) -> bool:
+        user = written.user
+        return user is not None and str(user.login).lower() == self.bot_login().lower()

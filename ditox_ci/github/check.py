@@ -1,0 +1,178 @@
+"""The check run (or, for a token that may not create one, a commit status) of the report's commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from functools import partial
+from typing import Any, TypeVar
+
+from github.CheckRun import CheckRun
+from github.GithubObject import NotSet
+
+from ditox_ci.github.client import GitHubClient, WriteDenied
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
+from ditox_ci.report.bugs import group_bugs, headline
+from ditox_ci.report.model import Finding, Report
+
+T = TypeVar("T")
+ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
+
+
+class Check:
+    """Reports the check of `context.sha`; `url` is the check run's once known."""
+
+    def __init__(
+        self,
+        client: GitHubClient,
+        context: GitHubContext,
+        *,
+        check_name: str,
+        max_annotations: int,
+        untrusted: bool,
+    ) -> None:
+        self.client = client
+        self.context = context
+        self.check_name = check_name
+        self.max_annotations = max_annotations
+        self.untrusted = untrusted
+        self.url = ""
+
+    def publish(self, report: Report, texts: Texts) -> None:
+        new = [f for f in report.findings if f.status == "new"]
+        failing = report.new_failures()
+        title = headline(group_bugs(failing), "new") if failing else "no new bugs"
+        conclusion = "failure" if failing else "success"
+        annotations = [_annotation(f) for f in new][: max(0, self.max_annotations)]
+        # the summary leaves room for the notes below it
+        summary = replace(texts, limit=CHECK_SUMMARY_LIMIT - 2000).check_summary()
+        if len(new) > len(annotations):
+            summary += (
+                f"\n\n{len(new) - len(annotations)} more new findings are not annotated here (at most "
+                f"{self.max_annotations} per check): {texts.pointer}\n"
+            )
+        if self.untrusted:
+            conclusion, title = "neutral", f"unverified: {title}"
+            summary = (
+                "> **Unverified.** This report comes from a run whose code ditox-ci cannot vouch for "
+                "(a fork's artifact): it informs, it does not gate, and no issue is filed from it.\n\n"
+                + summary
+            )
+        try:
+            self._check_run(conclusion, title, summary, annotations)
+        except WriteDenied as exc:
+            # Tokens without `checks: write` (and GitHub Apps without the permission) can still
+            # set a commit status, which branch protection treats the same way.
+            self.client.log.warning(f"cannot create a check run ({exc}); setting a commit status instead")
+            self._status(conclusion, title)
+
+    def _status(self, conclusion: str, title: str) -> None:
+        client, context = self.client, self.context
+        state = "failure" if conclusion == "failure" else "success"
+        client.write(
+            f"set commit status {self.check_name}={state} on {context.sha[:12]}",
+            lambda: client.repo.get_commit(context.sha).create_status(
+                state=state,
+                description=title[:140],
+                context=self.check_name,
+                **({"target_url": context.run_url} if context.run_url else {}),
+            ),
+        )
+
+    def _check_run(
+        self, conclusion: str, title: str, summary: str, annotations: list[dict[str, Any]]
+    ) -> None:
+        """One check run whose annotations are exactly this report's. GitHub only ever adds
+        annotations to a run, so a report whose annotations differ gets a new run (GitHub shows,
+        and branch protection reads, the newest run of a name)."""
+        client = self.client
+        sha = self.context.sha
+        name = self.check_name
+
+        def find() -> CheckRun | None:
+            if client.offline:
+                return None
+            runs = client.repo.get_commit(sha).get_check_runs(check_name=name)
+            return next(iter(runs), None)
+
+        def annotated(run: CheckRun) -> list[tuple[Any, ...]]:
+            return [_annotation_key(_listed_annotation(a)) for a in run.get_annotations()]
+
+        existing = client.read(f"find check run {name} on {sha[:12]}", find)
+        wanted = [_annotation_key(a) for a in annotations]
+        same = existing is not None and client.read(
+            f"read the annotations of {name}", partial(annotated, existing)
+        ) == wanted
+        if not same:
+            existing = None
+        output = {"title": title, "summary": summary}
+        if existing is not None:
+            self.url = existing.html_url
+            current = (existing.conclusion, existing.output.title, existing.output.summary)
+            if current == (conclusion, title, summary):
+                client.log.info(f"   GitHub: check run {name} is up to date")
+                return
+            client.write(
+                f"update check run {name} ({conclusion})",
+                lambda: existing.edit(status="completed", conclusion=conclusion, output=output),
+            )
+            return
+        batches = list(_batches(annotations, ANNOTATIONS_PER_REQUEST)) or [[]]
+        run = client.write(
+            f"create check run {name} ({conclusion}) with {len(batches[0])} annotations",
+            lambda: client.repo.create_check_run(
+                name=name,
+                head_sha=sha,
+                status="completed",
+                conclusion=conclusion,
+                output={**output, "annotations": batches[0]},
+                details_url=self.context.run_url or NotSet,
+            ),
+            lookup=find,
+        )
+        self.url = run.html_url if run is not None else ""
+        for batch in batches[1:]:
+            if run is None:  # a dry run created nothing to add to
+                print(f"[dry-run] would add {len(batch)} annotations", file=client.out)
+                continue
+            client.write(
+                f"add {len(batch)} annotations to check run {name}",
+                partial(run.edit, output={**output, "annotations": batch}),
+            )
+
+
+def _batches(items: list[T], size: int) -> Iterator[list[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _annotation(finding: Finding) -> dict[str, Any]:
+    """Annotation text is plain text (GitHub does not render Markdown there)."""
+    passes = " + ".join(finding.culprit.passes) or finding.config
+    message = str(finding.evidence.get("message", ""))[:2000]
+    path = finding.model if finding.model and ":" not in finding.model else "report.json"
+    return {
+        "path": path.lstrip("/")[:1000],
+        "start_line": 1,
+        "end_line": 1,
+        "annotation_level": "warning" if finding.kind == "warning" else "failure",
+        "title": f"{finding.kind} in {passes}"[:255],
+        "message": f"{finding.model} ({finding.config}): {message}\nfingerprint {finding.fingerprint}",
+    }
+
+
+def _listed_annotation(annotation: Any) -> dict[str, Any]:
+    """A listed annotation (PyGithub object) as the dict it was created from."""
+    names = ("path", "start_line", "end_line", "annotation_level", "title", "message")
+    return {name: getattr(annotation, name) for name in names}
+
+
+def _annotation_key(annotation: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        annotation["path"],
+        annotation["start_line"],
+        annotation["annotation_level"],
+        annotation["title"],
+        annotation["message"],
+    )

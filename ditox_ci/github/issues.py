@@ -1,0 +1,261 @@
+"""One issue per fingerprint: filed, noted when seen again, reopened on a regression, closed when fixed."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+from functools import partial
+
+from github import GithubException
+from github.Issue import Issue
+from github.IssueComment import IssueComment
+
+from ditox_ci.github.client import GitHubClient
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.text import (
+    Texts,
+    event_marker,
+    families_in,
+    fingerprint_in,
+    issue_title,
+    last_seen_block,
+    model_family,
+    with_last_seen,
+)
+from ditox_ci.report.model import Finding, Report
+from ditox_ci.triage.classify import issue_worthy
+
+_LABEL_COLOUR = "b60205"
+
+
+class Issues:
+    """Files the report's issues; what it opened, reopened, closed and held back is kept here."""
+
+    def __init__(
+        self,
+        client: GitHubClient,
+        context: GitHubContext,
+        *,
+        bot_label: str,
+        max_new_issues: int,
+        close_fixed: bool,
+    ) -> None:
+        self.client = client
+        self.context = context
+        self.bot_label = bot_label
+        self.max_new_issues = max_new_issues
+        self.close_fixed = close_fixed
+        self.opened: list[int] = []
+        self.reopened: list[int] = []
+        self.closed: list[int] = []
+        self.held_back: list[str] = []  # titles not filed this run: over --max-new-issues
+
+    def _bot_issues(self) -> dict[str, Issue]:
+        """The bot's issues by fingerprint: written by the bot's identity and carrying its hidden
+        marker, the oldest one per fingerprint. Listed by author (a maintainer may drop or rename
+        the label) and by label (in case `creator=` does not match an app's bot login)."""
+        client = self.client
+        if client.offline:
+            return {}
+        login = client.bot_login()
+
+        def scan() -> dict[str, Issue]:
+            # PyGithub takes a login for `creator` (it asserts str | NamedUser) but types NamedUser
+            by_author = client.repo.get_issues(state="all", creator=login)  # type: ignore[arg-type]
+            by_label = client.repo.get_issues(state="all", labels=[self.bot_label])
+            mine = {
+                issue.number: issue
+                for issue in (*by_author, *by_label)
+                if issue.pull_request is None and client.is_mine(issue)
+            }
+            found: dict[str, Issue] = {}
+            for number in sorted(mine):
+                fingerprint = fingerprint_in(mine[number].body)
+                if fingerprint:
+                    found.setdefault(fingerprint, mine[number])
+            return found
+
+        return client.read("list the ditox-ci issues", scan)
+
+    def _label_names(self) -> set[str]:
+        client = self.client
+        if client.offline:
+            return set()
+        return client.read("list labels", lambda: {label.name for label in client.repo.get_labels()})
+
+    def _create_label(self, name: str) -> str:
+        try:
+            return self.client.repo.create_label(name, _LABEL_COLOUR, "filed by ditox-ci").name
+        except GithubException as exc:
+            if exc.status == 422 and "already_exists" in str(exc.data):
+                return name  # a concurrent run (another shard's publish) created it first
+            raise
+
+    def _label_if_exists(self, name: str) -> str | None:
+        return name if name in self._label_names() else None
+
+    def _ensure_labels(self, names: list[str]) -> None:
+        """Create missing labels ourselves: GitHub would auto-create them, but colourless."""
+        existing = self._label_names()
+        for name in dict.fromkeys(names):
+            if name not in existing:
+                self.client.write(
+                    f"create label {name}",
+                    partial(self._create_label, name),
+                    lookup=partial(self._label_if_exists, name),
+                )
+
+    def publish(self, report: Report, texts: Texts) -> None:
+        open_by_fp = _group(f for f in report.findings if issue_worthy(f))
+        fixed_by_fp = _group(f for f in report.findings if f.status == "fixed")
+        if not open_by_fp and not (self.close_fixed and fixed_by_fp):
+            return
+        existing = self._bot_issues()
+        to_file = [fp for fp in open_by_fp if fp not in existing]
+        labels = [self.bot_label] + [
+            f"{self.bot_label}:{open_by_fp[fp][0].kind}" for fp in to_file[: self.max_new_issues]
+        ]
+        if to_file:
+            self._ensure_labels(labels)
+        opened = 0
+        for fingerprint, group in open_by_fp.items():
+            issue = existing.get(fingerprint)
+            if issue is None:
+                if opened >= self.max_new_issues:
+                    self.held_back.append(issue_title(group[0]))
+                    continue
+                self._file_issue(group, texts)
+                opened += 1
+            elif issue.state == "closed":
+                self._reopen(issue, report, group, texts)
+            else:
+                self._seen_again(issue, group, texts)
+        if self.held_back:
+            self.client.log.warning(
+                f"{len(self.held_back)} more issues were not opened this run "
+                f"(--max-new-issues {self.max_new_issues}); they are listed in the step summary"
+            )
+        if not self.close_fixed:
+            return
+        for fingerprint, group in fixed_by_fp.items():
+            issue = existing.get(fingerprint)
+            if issue is None or issue.state == "closed":
+                continue
+            unproven = _not_run_to_completion(report, group)
+            if unproven:
+                self.client.log.info(f"   GitHub: #{issue.number} stays open: this report {unproven}")
+                continue
+            self._comment_once(issue, group[0], "fixed", texts, closing=True)
+            self.client.write(
+                f"close issue #{issue.number} as fixed",
+                partial(issue.edit, state="closed", state_reason="completed"),
+            )
+            self.closed.append(issue.number)
+
+    def _last_seen(self, group: list[Finding], families: set[str]) -> str:
+        models = {f.model for f in group}
+        return last_seen_block(self.context.sha, _today(), len(models), families)
+
+    def _file_issue(self, group: list[Finding], texts: Texts) -> None:
+        finding = group[0]
+        families = {model_family(f.model) for f in group}
+        body = with_last_seen(
+            texts.issue(finding, others=[f.model for f in group[1:]]), self._last_seen(group, families)
+        )
+        title = issue_title(finding)
+        labels = [self.bot_label, f"{self.bot_label}:{finding.kind}"]
+
+        def lookup() -> Issue | None:
+            return self._bot_issues().get(finding.fingerprint)
+
+        issue = self.client.write(
+            f"open issue {title!r}",
+            lambda: self.client.repo.create_issue(title=title, body=body, labels=labels),
+            lookup=lookup,
+            body=body,
+        )
+        if issue is not None:
+            self.opened.append(issue.number)
+
+    def _reopen(self, issue: Issue, report: Report, group: list[Finding], texts: Texts) -> None:
+        log = self.client.log
+        if issue.state_reason == "not_planned":
+            log.info(f"   GitHub: #{issue.number} was closed as not planned; left closed")
+            return
+        unproven = _not_run_to_completion(report, group)
+        if unproven:
+            log.info(f"   GitHub: #{issue.number} stays closed: this report {unproven}")
+            return
+        self._comment_once(issue, group[0], "regressed", texts)
+        self.client.write(f"reopen issue #{issue.number}", partial(issue.edit, state="open"))
+        self.reopened.append(issue.number)
+        self._note_last_seen(issue, group, families_in(issue.body) or set())
+
+    def _seen_again(self, issue: Issue, group: list[Finding], texts: Texts) -> None:
+        """Quiet on repeat: the body's last-seen line is edited; a comment only when the bug
+        shows on a model family the issue has not seen before."""
+        families = {model_family(f.model) for f in group}
+        seen = families_in(issue.body)
+        fresh = sorted(families - seen) if seen is not None else []
+        if fresh:
+            finding = next(f for f in group if model_family(f.model) in fresh)
+            self._comment_once(issue, finding, "new-family", texts)
+        self._note_last_seen(issue, group, (seen or set()) | families)
+
+    def _note_last_seen(self, issue: Issue, group: list[Finding], families: set[str]) -> None:
+        body = with_last_seen(issue.body or "", self._last_seen(group, families))
+        if body != issue.body:
+            self.client.write(
+                f"note the last sighting in issue #{issue.number}", partial(issue.edit, body=body)
+            )
+
+    def _comment_once(
+        self, issue: Issue, finding: Finding, event: str, texts: Texts, closing: bool = False
+    ) -> None:
+        """One comment per (issue, event, commit): a re-run of the same commit adds nothing."""
+        client = self.client
+        marker = event_marker(event, finding.fingerprint, self.context.sha)
+
+        def find() -> IssueComment | None:
+            return next(
+                (c for c in issue.get_comments() if marker in (c.body or "") and client.is_mine(c)), None
+            )
+
+        if client.read(f"read the comments of #{issue.number}", find) is not None:
+            return
+        body = texts.issue_comment(finding, event, closing=closing)
+        client.write(
+            f"comment '{event}' on issue #{issue.number}",
+            lambda: issue.create_comment(body),
+            lookup=find,
+            body=body,
+        )
+
+
+def _today() -> str:
+    return dt.datetime.now(dt.timezone.utc).date().isoformat()
+
+
+def _not_run_to_completion(report: Report, group: list[Finding]) -> str | None:
+    """Why `report` proves nothing about these findings' model and config, or None if it does.
+
+    Only a run that finished a model and config can say a bug is gone or back: an interrupted
+    report, or one that never ran the finding's model or config, says nothing either way."""
+    if report.stats.get("interrupted"):
+        return "is from an interrupted sweep"
+    models = {entry.id: entry for entry in report.models}
+    swept = tuple(report.stats.get("configs") or ())
+    for finding in group:
+        entry = models.get(finding.model)
+        if entry is None or entry.status != "ok":
+            return f"did not run model {finding.model!r} to completion"
+        if finding.config not in (entry.configs or swept):
+            return f"did not run config {finding.config!r} on model {finding.model!r}"
+    return None
+
+
+def _group(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.fingerprint, []).append(finding)
+    return groups
