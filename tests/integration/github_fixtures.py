@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+from ditox_ci.cli import publish
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 
 HOSTILE_MODEL = "evil/<img src=x onerror=alert(1)> @octocat ```` ](http://x) #1.onnx"
@@ -90,3 +94,18 @@ def write(tmp: Path, name: str, rep: Report) -> Path:
     path = tmp / name
     write_report(rep, path)
     return path
+
+
+def run_publish(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    publish.add_arguments(parser)
+    args = parser.parse_args(argv)
+    args.config = None
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = publish.run(args, env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def sticky_comments(server) -> list[dict]:
+    return [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]

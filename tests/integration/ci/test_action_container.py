@@ -22,12 +22,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import ROOT
 from tests.integration.action_models import write_models
-from tests.integration.ci.test_hostile_workspace import venv_over_this_env
+from tests.integration.ci.action_runs import EVENTS, venv_over_this_env
 from tests.integration.github_server import GitHubServer
 
-ROOT = Path(__file__).resolve().parents[3]
-EVENTS = Path(__file__).resolve().parents[1] / "events"
 RUNNER_USER = "ditox-runner"
 
 TOKEN = "ghs_containertesttoken0123456789abcdef"

@@ -7,78 +7,17 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ditox_ci.errors import ConfigError, MergeError
 from ditox_ci.report.model import write_report
+from tests.helpers import FAKES
 from tests.integration.action_models import write_models, write_wrong_add
+from tests.integration.ci.action_runs import TOKEN, run_action
 from tests.integration.github_fixtures import BUG_A, report
 from tests.integration.github_server import GitHubServer
-
-ROOT = Path(__file__).resolve().parents[3]
-EVENTS = Path(__file__).resolve().parents[1] / "events"
-FAKES = ROOT / "tests" / "fakes"
-TOKEN = "ghs_integrationtesttoken0123456789"
-
-
-def _parse_outputs(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    lines = iter(text.split("\n"))
-    for line in lines:
-        if line:
-            name, delimiter = line.split("<<", 1)
-            values[name] = "\n".join(iter(lambda: next(lines), delimiter))
-    return values
-
-
-def run_action(
-    workspace: Path,
-    event: str,
-    python: str = sys.executable,
-    runner_env: dict[str, str] | None = None,
-    **inputs: str,
-) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
-    """Run the entrypoint in `workspace`; returns the process, its outputs and its step summary.
-    `runner_env` adds variables the runner sets (credentials among them)."""
-    run_dir = workspace / f"runner-{len(list(workspace.glob('runner-*')))}"
-    run_dir.mkdir()
-    output, summary = run_dir / "github_output", run_dir / "step_summary"
-    output.touch()
-    summary.touch()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(workspace),
-        "CI": "true",
-        "GITHUB_ACTIONS": "true",
-        "GITHUB_WORKSPACE": str(workspace),
-        "GITHUB_REPOSITORY": "onnx/optimizer",
-        "GITHUB_API_URL": "http://127.0.0.1:9",
-        "GITHUB_SERVER_URL": "http://127.0.0.1:9",
-        "GITHUB_EVENT_NAME": event,
-        "GITHUB_EVENT_PATH": str(EVENTS / f"{event}.json"),
-        "GITHUB_SHA": "1111111111111111111111111111111111111111",
-        "GITHUB_RUN_ID": "42",
-        "GITHUB_OUTPUT": str(output),
-        "GITHUB_STEP_SUMMARY": str(summary),
-        "DITOX_CACHE": str(workspace / "cache"),
-        "INPUT_GITHUB_TOKEN": TOKEN,
-        "INPUT_JOBS": "1",
-        **(runner_env or {}),
-        **{f"INPUT_{name.upper()}": value for name, value in inputs.items()},
-    }
-    process = subprocess.run(
-        [python, str(ROOT / "entrypoint.py")],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return process, _parse_outputs(output.read_text()), summary.read_text()
-
 
 Result = tuple[subprocess.CompletedProcess[str], dict[str, str], str]
 

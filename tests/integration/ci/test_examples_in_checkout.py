@@ -12,19 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from wheels import repack_installed
 
+from tests.helpers import ROOT
 from tests.integration.action_models import write_models
-from tests.integration.ci.test_action_entrypoint import run_action
-from tests.integration.ci.test_hostile_workspace import (
-    _onnx_optimizer_checkout,
-    fresh_python,
-    repack_installed,
-)
+from tests.integration.ci.action_runs import onnx_optimizer_checkout, run_action
 from tests.integration.github_fixtures import BUG_A, BUG_B, report, write
 from tests.integration.github_server import GitHubServer
-
-ROOT = Path(__file__).resolve().parents[3]
-__all__ = ["fresh_python"]  # the fixture, used by name below
 
 
 def _action_steps(workflow: str, job: str) -> list[dict[str, str]]:
@@ -51,7 +45,7 @@ def _fill(inputs: dict[str, str], values: dict[str, str]) -> dict[str, str]:
 
 def _checkout(tmp_path: Path) -> Path:
     workspace = tmp_path / "optimizer"
-    _onnx_optimizer_checkout(workspace)
+    onnx_optimizer_checkout(workspace)
     write_models(workspace / "models")
     (workspace / ".github").mkdir()
     (workspace / ".github" / "ditox-baseline.yml").write_text("entries: []\n")

@@ -5,18 +5,12 @@ planted there may run, nor may the optimizer under test see a credential (threat
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
-import pytest
 from wheels import repack_installed
 
 from tests.integration.action_models import write_models
-from tests.integration.ci.test_action_entrypoint import run_action
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.integration.ci.action_runs import onnx_optimizer_checkout, run_action
 
 # Each planted module leaves a mark before it raises, so even an import whose error something
 # swallowed is seen.
@@ -96,48 +90,11 @@ def test_no_stage_but_publish_sees_a_credential(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "optimizer-saw.json").read_text()) == []
 
 
-def _onnx_optimizer_checkout(folder: Path) -> None:
-    """The root of an onnx/optimizer clone: its source package, without the compiled extension
-    a build puts there, beside the build files."""
-    installed = Path(sysconfig.get_paths()["purelib"]) / "onnxoptimizer" / "__init__.py"
-    package = folder / "onnxoptimizer"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text(installed.read_text())  # imports onnx_opt_cpp2py_export
-    (package / "version.py").write_text("version = '0.0.0+checkout'\n")
-    (package / "optimize.cc").write_text("// the C++ sources live here too\n")
-    (folder / "third_party" / "onnx").mkdir(parents=True)
-    (folder / "CMakeLists.txt").write_text("project(onnx_optimizer)\n")
-    (folder / "setup.py").write_text("raise SystemExit('building the checkout is not this test')\n")
-    (folder / "pyproject.toml").write_text("[build-system]\nrequires = ['setuptools']\n")
-
-
-def venv_over_this_env(interpreter: str, venv: Path) -> str:
-    """The Python of a new venv of `interpreter` at `venv` that sees the test environment's
-    packages (ditox-ci's dependencies, pip) behind its own, through a .pth file."""
-    subprocess.run([interpreter, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    python = venv / "bin" / "python"
-    own_site = subprocess.run(
-        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    shared_site = sysconfig.get_paths()["purelib"]
-    Path(own_site, "shared-test-env.pth").write_text(f"import site; site.addsitedir({shared_site!r})\n")
-    return str(python)
-
-
-@pytest.fixture()
-def fresh_python(tmp_path: Path) -> str:
-    """A venv of its own, so the wheel the Action installs lands there and not in the shared one."""
-    return venv_over_this_env(sys.executable, tmp_path / "venv")
-
-
 def test_the_action_sweeps_the_installed_wheel_inside_an_onnx_optimizer_checkout(
     tmp_path: Path, fresh_python: str
 ) -> None:
     workspace = tmp_path / "optimizer"
-    _onnx_optimizer_checkout(workspace)
+    onnx_optimizer_checkout(workspace)
     write_models(workspace / "models")
     wheel = repack_installed(workspace / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+under.test")
     process, outputs, _ = run_action(

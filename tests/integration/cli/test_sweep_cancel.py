@@ -17,8 +17,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
+from tests.helpers import FAKES
 
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "stuck_optimizer.py"
+FAKE = FAKES / "stuck_optimizer.py"
 
 
 def _chain(name: str, length: int) -> onnx.ModelProto:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -13,21 +10,15 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus.inputs import write_recorded_inputs
+from tests import helpers
+from tests.helpers import FAKES
 
-FAKES = Path(__file__).resolve().parents[2] / "fakes"
 PLANTED = "faulty_optimizers:optimize"  # importable from FAKES
 
 
 def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", "--jobs", "1", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])},
-    )
-    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
-    return proc.returncode, report, proc.stderr
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
+    return helpers.sweep("--jobs", "1", *args, out=out, env=env)
 
 
 def sequence_output_model(name: str) -> onnx.ModelProto:

@@ -16,8 +16,9 @@ from onnx import TensorProto, helper
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
+from tests.helpers import FAKES
 
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "bounded_relu.py"
+FAKE = FAKES / "bounded_relu.py"
 
 
 def _relu_model(name: str) -> onnx.ModelProto:

@@ -12,7 +12,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-FAKES = Path(__file__).resolve().parents[2] / "fakes" / "faulty_optimizers.py"
+from tests.helpers import FAKES
+
+FAULTY = FAKES / "faulty_optimizers.py"
 
 
 def _model(name: str, op: str, domain: str = "") -> onnx.ModelProto:
@@ -44,7 +46,7 @@ def corpus(tmp_path: Path) -> Path:
 
 def _sweep(corpus: Path, out: Path, *args: str) -> dict:
     command = [sys.executable, "-m", "ditox_ci", "sweep", "--models", str(corpus), "--out", str(out)]
-    command += ["--optimizer", f"{FAKES}:optimize", "--configs", "pass:eliminate_identity", "--quiet", *args]
+    command += ["--optimizer", f"{FAULTY}:optimize", "--configs", "pass:eliminate_identity", "--quiet", *args]
     subprocess.run(command, capture_output=True, text=True, timeout=300)
     return json.loads((out / "report.json").read_text())
 
@@ -93,6 +95,6 @@ def test_a_bug_the_reference_runner_judged_is_pinpointed_and_its_bundle_reproduc
     repro = out / finding["repro"] / "repro.py"
     assert 'RUNNER = "reference"' in repro.read_text()
     proc = subprocess.run(
-        [sys.executable, str(repro), "--optimizer", f"{FAKES}:optimize"], capture_output=True, text=True
+        [sys.executable, str(repro), "--optimizer", f"{FAULTY}:optimize"], capture_output=True, text=True
     )
     assert proc.returncode == 1 and "BUG PRESENT" in proc.stdout, proc.stdout + proc.stderr

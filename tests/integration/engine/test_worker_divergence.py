@@ -13,8 +13,9 @@ from onnx import TensorProto, helper
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from tests.helpers import FAKES
 
-FAKES = Path(__file__).resolve().parents[2] / "fakes" / "faulty_optimizers.py"
+FAULTY = FAKES / "faulty_optimizers.py"
 FLIPPED = Step("pass:eliminate_identity", ("eliminate_identity",))
 UNCHANGED = Step("pass:eliminate_deadend", ("eliminate_deadend",))
 TOLERANCES = (1e-3, 1e-4)
@@ -40,7 +41,7 @@ def _ref(folder: Path, name: str) -> ModelRef:
 
 
 def _pool() -> WorkerPool:
-    return WorkerPool(WorkerConfig(optimizer=f"{FAKES}:optimize", timeout_s=30), jobs=1)
+    return WorkerPool(WorkerConfig(optimizer=f"{FAULTY}:optimize", timeout_s=30), jobs=1)
 
 
 def test_a_mismatch_gets_its_divergence_only_when_the_job_asks(tmp_path: Path) -> None:

@@ -15,8 +15,9 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine import worker
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from tests.helpers import FAKES
 
-FAKE = Path(__file__).resolve().parents[2] / "fakes" / "memory_killed.py"
+FAKE = FAKES / "memory_killed.py"
 STEP = Step("pass:eliminate_identity", ("eliminate_identity",))
 
 

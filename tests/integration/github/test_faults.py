@@ -8,16 +8,15 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.errors import GitHubError
-from tests.integration.github.test_publisher import run_publish, sticky_comments
-from tests.integration.github_fixtures import BUG_A, BUG_B, PR, SHA, github_env, report, write
-from tests.integration.github_server import GitHubServer
-
-
-@pytest.fixture
-def server():
-    with GitHubServer() as srv:
-        srv.open_pull(PR, SHA)
-        yield srv
+from tests.integration.github_fixtures import (
+    BUG_A,
+    BUG_B,
+    github_env,
+    report,
+    run_publish,
+    sticky_comments,
+    write,
+)
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.integration.github.test_publisher import run_publish
-from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, write
+from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, run_publish, write
 from tests.integration.github_server import GitHubServer
 
 FORK = "contributor/optimizer"

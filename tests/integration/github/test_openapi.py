@@ -9,8 +9,7 @@ from typing import Any
 
 import jsonschema
 
-from tests.integration.github.test_publisher import run_publish
-from tests.integration.github_fixtures import BUG_A, BUG_B, PR, SHA, github_env, report, write
+from tests.integration.github_fixtures import BUG_A, BUG_B, PR, SHA, github_env, report, run_publish, write
 from tests.integration.github_server import ROUTES, GitHubServer
 
 SUBSET = json.loads((Path(__file__).parents[1] / "openapi" / "github-rest-subset.json").read_text())

@@ -17,19 +17,20 @@ import pytest
 from ditox_ci.errors import InputError
 from ditox_ci.report.model import ModelEntry
 from ditox_ci.report.schema import schema_errors
+from tests.helpers import ROOT
 from tests.integration.action_models import write_models, write_wrong_add
-from tests.integration.github.test_publisher import run_publish, sticky_comments
-from tests.integration.github_fixtures import BUG_A, BUG_B, PR, SHA, finding, github_env, report, write
+from tests.integration.github_fixtures import (
+    BUG_A,
+    BUG_B,
+    PR,
+    finding,
+    github_env,
+    report,
+    run_publish,
+    sticky_comments,
+    write,
+)
 from tests.integration.github_server import GitHubServer
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-@pytest.fixture
-def server():
-    with GitHubServer() as srv:
-        srv.open_pull(PR, SHA)
-        yield srv
 
 
 def filed(server: GitHubServer, tmp_path: Path, *bugs) -> dict[str, dict]:

@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import re
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
-import pytest
-
-from ditox_ci.cli import publish
 from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
@@ -21,31 +15,11 @@ from tests.integration.github_fixtures import (
     SHA,
     github_env,
     report,
+    run_publish,
+    sticky_comments,
     write,
 )
 from tests.integration.github_server import GitHubServer
-
-
-def run_publish(argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    publish.add_arguments(parser)
-    args = parser.parse_args(argv)
-    args.config = None
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = publish.run(args, env)
-    return code, out.getvalue(), err.getvalue()
-
-
-@pytest.fixture
-def server():
-    with GitHubServer() as srv:
-        srv.open_pull(PR, SHA)
-        yield srv
-
-
-def sticky_comments(server: GitHubServer) -> list[dict]:
-    return [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
 
 
 def test_publish_twice_one_issue_per_fingerprint_and_one_comment(server, tmp_path: Path):

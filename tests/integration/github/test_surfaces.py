@@ -22,16 +22,16 @@ from ditox_ci.github.client import SECONDARY_LIMIT_WAIT_S, Retrier, RetryPolicy,
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
 from ditox_ci.report.model import Culprit, ModelEntry
-from tests.integration.github.test_publisher import run_publish, sticky_comments
 from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
     BUG_B_OTHER_MODEL,
     PR,
-    SHA,
     finding,
     github_env,
     report,
+    run_publish,
+    sticky_comments,
     write,
 )
 from tests.integration.github_server import GitHubServer
@@ -41,13 +41,6 @@ INFRA = replace(
     config="nop",
     culprit=Culprit("infrastructure", (), "control", 1),
 )
-
-
-@pytest.fixture
-def server():
-    with GitHubServer() as srv:
-        srv.open_pull(PR, SHA)
-        yield srv
 
 
 def publish(tmp_path: Path, env: dict[str, str], rep, *flags: str) -> tuple[int, str, str]:

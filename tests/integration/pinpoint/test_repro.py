@@ -22,6 +22,7 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
+from tests.helpers import run_cli
 
 RTOL, ATOL = 1e-4, 1e-5
 PLANTED_DIR = str(Path(planted.__file__).parent)
@@ -168,22 +169,12 @@ def test_reduce_command_writes_a_bundle_whose_repro_fails(tmp_path: Path) -> Non
     model_path = tmp_path / "chain.onnx"
     onnx.save(planted.chain_model(nodes=100, fault_at=50), str(model_path))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([PLANTED_DIR, *sys.path])}
-    command = [
-        sys.executable,
-        "-m",
-        "ditox_ci",
-        "reduce",
-        str(model_path),
-        "--passes",
-        planted.SINGLE_CULPRIT,
-        "--optimizer",
-        "localize_planted:single_pass_fault",
-        "--out",
-        str(tmp_path / "out"),
-        "--budget",
-        "60",
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    done = run_cli(
+        *("reduce", str(model_path), "--passes", planted.SINGLE_CULPRIT),
+        *("--optimizer", "localize_planted:single_pass_fault"),
+        *("--out", str(tmp_path / "out"), "--budget", "60"),
+        env=env,
+    )
 
     assert done.returncode == 1, done.stderr
     bundle = Path(done.stdout.strip())
@@ -199,22 +190,7 @@ def test_reduce_command_writes_a_bundle_whose_repro_fails(tmp_path: Path) -> Non
 def test_reduce_command_says_when_nothing_fails(tmp_path: Path) -> None:
     model_path = tmp_path / "chain.onnx"
     onnx.save(planted.chain_model(nodes=20, fault_at=10), str(model_path))
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "ditox_ci",
-            "reduce",
-            str(model_path),
-            "--passes",
-            "nop",
-            "--out",
-            str(tmp_path / "out"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = run_cli("reduce", str(model_path), "--passes", "nop", "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     assert "nothing to reduce" in done.stderr
     assert not (tmp_path / "out").exists()

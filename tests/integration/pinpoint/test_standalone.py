@@ -24,8 +24,9 @@ from ditox_ci.github.text import Texts
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.bugs import group_bugs
 from ditox_ci.report.model import Culprit, Finding, Report, read_report
+from tests.helpers import ROOT
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "baseline-and-bot.md"
+DOCS = ROOT / "docs" / "baseline-and-bot.md"
 RUN_URL = "https://github.com/octo/optimizer/actions/runs/42"
 SHA = "5" * 40
 # DITOX_UPDATE_SAMPLES=1 rewrites the samples in the docs from this run instead of comparing

@@ -10,7 +10,7 @@ import sys
 import venv
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import ROOT
 
 
 def _normalize(name: str) -> str:

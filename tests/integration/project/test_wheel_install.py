@@ -13,10 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import FAKES, ROOT
 from tests.integration.action_models import write_wrong_add
-
-ROOT = Path(__file__).resolve().parents[3]
-FAKES = ROOT / "tests" / "fakes"
 
 
 def _build_wheel(tmp: Path) -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +11,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-FAKES = Path(__file__).resolve().parents[2] / "fakes" / "faulty_optimizers.py"
+from tests.helpers import FAKES, sweep
+
+FAULTY = FAKES / "faulty_optimizers.py"
 
 
 def _model(name: str) -> onnx.ModelProto:
@@ -39,17 +40,6 @@ def corpus(tmp_path: Path) -> Path:
     onnx.save(_model("good2"), folder / "nested" / "good2.onnx")
     (folder / "truncated.onnx").write_bytes(_model("t").SerializeToString()[:40])
     return folder
-
-
-def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
-    proc = subprocess.run(
-        [sys.executable, "-m", "ditox_ci", "sweep", "--out", str(out), "--quiet", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
-    return proc.returncode, report, proc.stderr
 
 
 def by_model_config(report: dict) -> dict[tuple[str, str], dict]:
@@ -81,7 +71,7 @@ def test_planted_faults_become_findings_and_the_sweep_completes(corpus: Path, tm
         "--models",
         str(corpus),
         "--optimizer",
-        f"{FAKES}:optimize",
+        f"{FAULTY}:optimize",
         "--configs",
         "single",
         "--timeout",
@@ -123,7 +113,7 @@ def test_fault_in_every_run_is_one_infrastructure_finding(corpus: Path, tmp_path
         "--models",
         str(good),
         "--optimizer",
-        f"{FAKES}:optimize_always_broken",
+        f"{FAULTY}:optimize_always_broken",
         "--configs",
         "default,pass:eliminate_identity,pass:eliminate_deadend",
         out=tmp_path / "r",

@@ -4,11 +4,11 @@ its digest: a tag could be moved under users who pinned the release's commit."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import ROOT
+
 PINNED_IMAGE = re.compile(r"^docker://ghcr\.io/[\w.-]+/[\w.-]+@sha256:[0-9a-f]{64}$")
 
 

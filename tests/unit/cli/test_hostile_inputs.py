@@ -14,9 +14,10 @@ import pytest
 from ditox_ci.__main__ import main
 from ditox_ci.ci.action import read_inputs
 from ditox_ci.errors import ConfigError, InputError, UsageError
-from ditox_ci.report.model import Report, write_report
+from ditox_ci.report.model import write_report
 from ditox_ci.safeload import MAX_JSON_DEPTH, parse_json, parse_yaml
 from ditox_ci.sweep import SweepOptions, plan_sweep
+from tests.helpers import minimal_report
 from tests.integration.action_models import write_models
 
 # Nine levels of aliases, each doubling: 2**9 × 9 strings from a few hundred bytes; real billion
@@ -38,19 +39,7 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 
 def _good_report(path: Path) -> Path:
-    write_report(
-        Report(
-            tool={"name": "ditox-ci", "version": "0"},
-            optimizer={"name": "onnxoptimizer", "version": "0", "passes": [], "default_passes": []},
-            environment={},
-            shard={"index": 0, "count": 1},
-            models=(),
-            findings=(),
-            coverage={},
-            stats={},
-        ),
-        path,
-    )
+    write_report(minimal_report(), path)
     return path
 
 

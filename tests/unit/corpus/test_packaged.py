@@ -11,6 +11,7 @@ import yaml
 from ditox_ci.corpus import SOURCES, CorpusContext
 from ditox_ci.corpus.packaged import MANIFEST, load_manifest, packaged_models, requirements
 from ditox_ci.errors import ConfigError, UsageError
+from tests.helpers import ROOT
 
 MODEL_BYTES = b"not parsed by the source, only hashed"
 
@@ -119,6 +120,6 @@ def test_shipped_manifest_is_valid_pinned_and_registered() -> None:
 def test_models_extra_pins_exactly_the_manifest_packages() -> None:
     """`pip install .[models]` and `make models` (the manifest's requirements) install the same."""
     tomllib = pytest.importorskip("tomllib")
-    pyproject = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     extra = pyproject["project"]["optional-dependencies"]["models"]
     assert sorted(extra) == requirements(load_manifest(MANIFEST))

@@ -17,6 +17,7 @@ from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optim
 from ditox_ci.optimizers.adapters import onnx_ir_adapter, onnxscript_adapter, onnxsim_adapter
 from ditox_ci.pinpoint.repro import requirements
 from ditox_ci.triage.baseline import load_baseline
+from tests.helpers import ROOT
 
 BUILT_IN = {"onnxsim": "onnxsim", "onnxscript": "onnxscript", "onnx-ir": "onnx-ir"}
 
@@ -163,7 +164,7 @@ def test_repro_requirements_pin_every_distribution_the_optimizer_imports() -> No
 
 
 def test_each_builtin_is_an_extra_with_the_pin_the_action_installs() -> None:
-    pyproject = (Path(__file__).resolve().parents[3] / "pyproject.toml").read_text()
+    pyproject = (ROOT / "pyproject.toml").read_text()
     for adapter in ADAPTERS.values():
         assert f'\n{adapter.extra} = ["{adapter.requirement}"]\n' in pyproject
         # in the dev extra too: their tests run in `make test`, never skipped

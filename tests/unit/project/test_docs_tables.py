@@ -2,13 +2,11 @@
 against action.yml, and the README's exit codes against the error tree."""
 
 import re
-from pathlib import Path
 
 import yaml
 
 from ditox_ci import errors
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import ROOT
 
 
 def _table_names(markdown: str, heading: str) -> set[str]:

@@ -1,8 +1,6 @@
 """The docs copy-paste workflow is examples/pr.yml itself, so the two cannot drift apart."""
 
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.helpers import ROOT
 
 
 def test_the_readme_shows_examples_pr_yml_verbatim():

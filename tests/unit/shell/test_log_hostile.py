@@ -12,7 +12,8 @@ import pytest
 
 from ditox_ci.__main__ import main
 from ditox_ci.log import Log, inert, printable
-from ditox_ci.report.model import Culprit, Finding, Report, write_report
+from ditox_ci.report.model import Culprit, Finding, write_report
+from tests.helpers import minimal_report
 
 PLANTED = [
     "::add-mask::ghs_secret",
@@ -66,19 +67,7 @@ def _crafted_report(path: Path) -> Path:
         culprit=Culprit(scope="pass", passes=("eliminate_identity",)),
         evidence={"message": f"mismatch\n{hostile}\r::add-mask::again", "output": "y"},
     )
-    write_report(
-        Report(
-            tool={"name": "ditox-ci", "version": "0"},
-            optimizer={"name": "onnxoptimizer", "version": "0", "passes": [], "default_passes": []},
-            environment={},
-            shard={"index": 0, "count": 1},
-            models=(),
-            findings=(finding,),
-            coverage={},
-            stats={},
-        ),
-        path,
-    )
+    write_report(minimal_report(finding), path)
     return path
 
 

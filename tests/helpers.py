@@ -1,0 +1,45 @@
+"""Paths, the CLI runner and a minimal report the tests share. Fixtures live in conftest.py files;
+helpers that take arguments live in modules like this one, so no test module imports another."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.report.model import Finding, Report
+
+ROOT = Path(__file__).resolve().parents[1]
+# planted faulty optimizers: load one by path (`f"{FAKES / 'faulty_optimizers.py'}:optimize"`) or,
+# as pytest puts this folder on sys.path, by module name (`localize_planted:pair_fault`)
+FAKES = ROOT / "tests" / "fakes"
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`ditox-ci ARGS` in a subprocess of this Python, output captured."""
+    command = [sys.executable, "-m", "ditox_ci", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def sweep(*args: str, out: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+    """`ditox-ci sweep --out OUT --quiet ARGS`: its exit code, its report (empty when it wrote
+    none) and its stderr."""
+    proc = run_cli("sweep", "--out", str(out), "--quiet", *args, env=env)
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    return proc.returncode, report, proc.stderr
+
+
+def minimal_report(*findings: Finding) -> Report:
+    """The report of an unsharded sweep that records nothing but `findings`."""
+    return Report(
+        tool={"name": "ditox-ci", "version": "0"},
+        optimizer={"name": "onnxoptimizer", "version": "0", "passes": [], "default_passes": []},
+        environment={},
+        shard={"index": 0, "count": 1},
+        models=(),
+        findings=findings,
+        coverage={},
+        stats={},
+    )
