@@ -14,7 +14,7 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, Job, JobResult, Work
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
-from ditox_ci.optimizers.install import base_installation
+from ditox_ci.optimizers.install import Installation, base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
@@ -250,25 +250,11 @@ def plan_sweep(
     return info, steps, plan[index]
 
 
-def configs_run(labels: set[str], steps: Sequence[Step]) -> tuple[str, ...]:
+def configs_run(labels: Collection[str], steps: Sequence[Step]) -> tuple[str, ...]:
     """The configs a model ran here, in step order, when that is only a part of them; else ()."""
     if all(step.label in labels for step in steps):
         return ()
     return tuple(step.label for step in steps if step.label in labels)
-
-
-class _Caught:
-    exception: Any = None
-
-
-@contextlib.contextmanager
-def _catch(kind: type[BaseException]) -> Iterator[_Caught]:
-    """Swallow `kind` raised in the block and keep it on the yielded object."""
-    caught = _Caught()
-    try:
-        yield caught
-    except kind as exc:
-        caught.exception = exc
 
 
 @dataclass(frozen=True)
@@ -284,53 +270,57 @@ class ModelStream:
     pinpoint_deadline: float | None = None
 
 
-def _machine_memory_mb() -> float:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
+@dataclass(frozen=True)
+class SweepPlan:
+    """What this shard sweeps: the optimizer, its steps, and the jobs the pool draws (once).
+
+    A corpus is planned up front, a costly model split by config into several jobs (`parts`). A
+    stream plans nothing: one job per model, made on demand, so `parts` stays empty and each
+    result is a whole model."""
+
+    info: OptimizerInfo
+    steps: tuple[Step, ...]
+    jobs: Iterable[Job]
+    parts: Mapping[str, int] = field(default_factory=dict)
+    # the configs each planned model runs in this shard
+    labels_run: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    streamed: bool = False
+
+    @property
+    def models_planned(self) -> int | None:
+        """None for a stream, which plans nothing up front."""
+        return None if self.streamed else len(self.parts)
+
+    def configs_of(self, model: str) -> tuple[str, ...]:
+        return configs_run(self.labels_run.get(model, frozenset()), self.steps)
 
 
-def run_sweep(
-    options: SweepOptions,
-    log: Log,
-    on_result: Callable[[JobResult], None] | None = None,
-    stream: ModelStream | None = None,
-    settled: Callable[[], None] = lambda: None,
-) -> Report:
-    """The sweep's Report. `settled` is called once every model and finding is done, before the
-    workers are stopped: an Interrupted raised after it would lose the report being assembled, so
-    the caller's signal handler stops raising there (`SignalStop.disarm`)."""
-    started = time.monotonic()
+def _plan_corpus(options: SweepOptions, log: Log) -> SweepPlan:
+    info, steps, jobs = plan_sweep(options, log)
+    parts = Counter(job.ref.id for job in jobs)
     labels_run: dict[str, set[str]] = defaultdict(set)
-    with log.group("plan"):
-        planned: Iterable[Job]
-        if stream is None:
-            info, steps, jobs_planned = plan_sweep(options, log)
-            planned = jobs_planned
-            parts = Counter(job.ref.id for job in jobs_planned)
-            for job in jobs_planned:
-                labels_run[job.ref.id].update(step.label for step in job.steps)
-            split = [model for model in parts if parts[model] > 1 or configs_run(labels_run[model], steps)]
-            what = f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version})"
-            what += f", shard {options.shard}"
-            if split:
-                what += f"; {len(split)} costly models split by config ({len(jobs_planned)} jobs)"
-            log.info(what)
-        else:
-            info = load_optimizer(options.optimizer).info
-            steps = build_steps(options.configs, options.passes, info)
-            # one job per model, made on demand: `parts` stays empty, each result is a whole model
-            planned = (Job(ref, steps) for ref in stream.refs)
-            parts = Counter()
-            log.info(f"models made as workers free up × {len(steps)} configs ({info.name} {info.version})")
-        if info.opaque:
-            log.notice(f"{info.name}: {OPAQUE_NOTE}")
+    for job in jobs:
+        labels_run[job.ref.id].update(step.label for step in job.steps)
+    plan = SweepPlan(info, steps, jobs, parts, {model: frozenset(run) for model, run in labels_run.items()})
+    split = [model for model in parts if parts[model] > 1 or plan.configs_of(model)]
+    what = f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version})"
+    what += f", shard {options.shard}"
+    if split:
+        what += f"; {len(split)} costly models split by config ({len(jobs)} jobs)"
+    log.info(what)
+    return plan
+
+
+def _plan_stream(options: SweepOptions, stream: ModelStream, log: Log) -> SweepPlan:
+    info = load_optimizer(options.optimizer).info
+    steps = build_steps(options.configs, options.passes, info)
+    log.info(f"models made as workers free up × {len(steps)} configs ({info.name} {info.version})")
+    return SweepPlan(info, steps, (Job(ref, steps) for ref in stream.refs), streamed=True)
+
+
+def _worker_config(options: SweepOptions) -> WorkerConfig:
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
-    config = WorkerConfig(
+    return WorkerConfig(
         optimizer=options.optimizer,
         settings=EvalSettings(
             samples=options.samples,
@@ -345,120 +335,262 @@ def run_sweep(
         timeout_s=options.timeout,
         memory_limit_mb=options.memory_limit,
     )
-    jobs = options.jobs or os.cpu_count() or 1
+
+
+def _machine_memory_mb() -> float:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def _worker_count(options: SweepOptions, log: Log) -> int:
+    """--jobs, else one worker per core; a warning when their memory limits exceed the machine's."""
+    workers = options.jobs or os.cpu_count() or 1
     memory_mb = _machine_memory_mb()
-    if memory_mb and jobs * options.memory_limit > memory_mb:
+    if memory_mb and workers * options.memory_limit > memory_mb:
         log.warning(
-            f"{jobs} workers × --memory-limit {options.memory_limit} MiB exceed this machine's "
+            f"{workers} workers × --memory-limit {options.memory_limit} MiB exceed this machine's "
             f"{memory_mb:.0f} MiB: the kernel may kill a worker first (reported as out of memory); "
             "lower --jobs or --memory-limit"
         )
-    results: list[JobResult] = []
-    findings: list[Finding] = []
-    pinpoint_stats: dict[str, int] | None = None
+    return workers
+
+
+@dataclass
+class _Finished:
+    """What the sweep has finished so far, filled in by each stage: an interruption keeps it, and
+    the report holds only it (whole models, their findings as far as they were judged)."""
+
+    results: list[JobResult] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     base_stats: dict[str, Any] | None = None
-    interrupted: Interrupted | None = None
-    # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
-    # finished: whole models only, with their findings as far as they were pinpointed.
-    with _catch(Interrupted) as caught, contextlib.ExitStack() as stack:
-        base = None
-        if options.base_optimizer:
-            with log.group("base optimizer"):
-                base = stack.enter_context(
-                    base_installation(options.base_optimizer, options.optimizer, Path(options.cache_dir), log)
-                )
-        pool = stack.enter_context(WorkerPool(config, jobs))
-        with log.group("sweep"), Progress(log, len(parts), "models") as progress:
-            finished_parts: dict[str, list[JobResult]] = defaultdict(list)
-            for part in pool.run(planned):
-                finished_parts[part.ref.id].append(part)
-                if len(finished_parts[part.ref.id]) < parts[part.ref.id]:
-                    continue
-                # findings, coverage and the report see one result per model, however it was split
-                result = combine_results(finished_parts.pop(part.ref.id), steps)
-                new = findings_for(result, steps)
-                results.append(result)
-                findings.extend(new)
-                progress.advance(findings=len(findings))
-                if stream is not None:
-                    stream.judged(result, new)
-                if on_result:
-                    on_result(result)
-        if base is not None:
-            with log.group("base optimizer"):
-                checked = check_on_base(findings, results, steps, config, base, jobs, log)
-            findings, base_stats = list(checked.findings), checked.stats
-        # localization and reduction probe through the same workers, so the pool stays open
-        if options.localize != "off" and findings:
-            baseline = load_baseline(Path(options.baseline) if options.baseline else None, info.name)
-            pinpoint_options = PinpointOptions(
-                Path(options.out),
-                options.reduce_budget,
-                # node-level divergence and repro.py take one tolerance: float32's unless given
-                DEFAULT_RTOL if options.rtol is None else options.rtol,
-                DEFAULT_ATOL if options.atol is None else options.atol,
-                # localized but not reduced: a limitation by design, or older than this build
-                by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
-                or baseline.match(finding, datetime.date.today()) is not None,
-                opaque=info.opaque,
-                passes_ordered=info.order_matters,
-                deadline=stream.pinpoint_deadline if stream is not None else None,
-            )
-            with log.group("pinpoint"):
-                pinpointed = pinpoint(findings, results, steps, pool, pinpoint_options, log)
-            findings, pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
-        settled()
-    interrupted = caught.exception
-    results.sort(key=lambda r: r.ref.id)
-    coverage, by_family = coverage_of(results, steps)
-    models = tuple(
-        ModelEntry(
-            id=r.ref.id,
-            source=r.ref.source,
-            sha256=_file_sha256(r.ref),
-            status=r.status,
-            reason=r.reason,
-            nodes=r.nodes,
-            cost_s=round(r.wall_s, 4),
-            configs=configs_run(labels_run[r.ref.id], steps),
-            runner=str(r.info.get("runner", "")),
-        )
-        for r in results
+    pinpoint_stats: dict[str, int] | None = None
+
+
+def _sweep_models(
+    pool: WorkerPool,
+    plan: SweepPlan,
+    finished: _Finished,
+    log: Log,
+    stream: ModelStream | None,
+    on_result: Callable[[JobResult], None] | None,
+) -> None:
+    """Every job through the pool; each model's findings once all of its parts are back."""
+    with log.group("sweep"), Progress(log, len(plan.parts), "models") as progress:
+        finished_parts: dict[str, list[JobResult]] = defaultdict(list)
+        for part in pool.run(plan.jobs):
+            finished_parts[part.ref.id].append(part)
+            if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
+                continue
+            # findings, coverage and the report see one result per model, however it was split
+            result = combine_results(finished_parts.pop(part.ref.id), plan.steps)
+            new = findings_for(result, plan.steps)
+            finished.results.append(result)
+            finished.findings.extend(new)
+            progress.advance(findings=len(finished.findings))
+            if stream is not None:
+                stream.judged(result, new)
+            if on_result:
+                on_result(result)
+
+
+def _judge_on_base(
+    finished: _Finished, plan: SweepPlan, config: WorkerConfig, base: Installation, workers: int, log: Log
+) -> None:
+    """Findings the base build shows too are older than the change under test (`check_on_base`)."""
+    with log.group("base optimizer"):
+        checked = check_on_base(finished.findings, finished.results, plan.steps, config, base, workers, log)
+    finished.findings, finished.base_stats = list(checked.findings), checked.stats
+
+
+def _pinpoint_options(
+    options: SweepOptions, info: OptimizerInfo, stream: ModelStream | None
+) -> PinpointOptions:
+    baseline = load_baseline(Path(options.baseline) if options.baseline else None, info.name)
+    return PinpointOptions(
+        Path(options.out),
+        options.reduce_budget,
+        # node-level divergence and repro.py take one tolerance: float32's unless given
+        DEFAULT_RTOL if options.rtol is None else options.rtol,
+        DEFAULT_ATOL if options.atol is None else options.atol,
+        # localized but not reduced: a limitation by design, or older than this build
+        by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
+        or baseline.match(finding, datetime.date.today()) is not None,
+        opaque=info.opaque,
+        passes_ordered=info.order_matters,
+        deadline=stream.pinpoint_deadline if stream is not None else None,
     )
-    stats: dict[str, Any] = {
-        "wall_s": round(time.monotonic() - started, 2),
-        "optimizer_runs": sum(r.optimizer_runs for r in results),
-        "runtime_runs": sum(r.runtime_runs for r in results),
-        "cache_hits": sum(r.cache_hits for r in results),
-        "worker_restarts": sum(r.restarts for r in results),
-        "models_total": len(results),
-        "models_skipped": sum(1 for r in results if r.status != "ok"),
-        "runners": dict(Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)),
-        "configs": [s.label for s in steps],
-        "jobs": jobs,
-        "coverage_by_family": by_family,
-    }
+
+
+def _pinpoint_findings(
+    finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
+) -> None:
+    with log.group("pinpoint"):
+        pinpointed = pinpoint(finished.findings, finished.results, plan.steps, pool, options, log)
+    finished.findings, finished.pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
+
+
+@dataclass(frozen=True)
+class SweepStats:
+    """What one sweep (one shard) did and cost: report.json's `stats` as the sweep writes them.
+
+    Later stages add keys of their own (`baseline`, `max_skipped`, `fuzz`); merge adds the
+    shards' counters up key by key, so it reads the JSON, keys it does not know included."""
+
+    wall_s: float
+    optimizer_runs: int
+    runtime_runs: int
+    cache_hits: int
+    worker_restarts: int
+    models_total: int
+    models_skipped: int
+    # models each runner judged, in the order the runners first appear among the sorted models
+    runners: Mapping[str, int]
+    configs: tuple[str, ...]
+    jobs: int
+    coverage_by_family: Mapping[str, Mapping[str, int]]
+    # the signal that stopped the sweep before its work was done
+    interrupted_by: str | None = None
+    # what an interrupted sweep had planned (a stream plans nothing)
+    models_planned: int | None = None
+    pinpoint: Mapping[str, int] | None = None
+    base_optimizer: Mapping[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "wall_s": self.wall_s,
+            "optimizer_runs": self.optimizer_runs,
+            "runtime_runs": self.runtime_runs,
+            "cache_hits": self.cache_hits,
+            "worker_restarts": self.worker_restarts,
+            "models_total": self.models_total,
+            "models_skipped": self.models_skipped,
+            "runners": dict(self.runners),
+            "configs": list(self.configs),
+            "jobs": self.jobs,
+            "coverage_by_family": {
+                name: dict(families) for name, families in self.coverage_by_family.items()
+            },
+        }
+        if self.interrupted_by is not None:
+            stats.update(interrupted=True, interrupted_by=self.interrupted_by)
+            if self.models_planned is not None:
+                stats["models_planned"] = self.models_planned
+        if self.pinpoint is not None:
+            stats["pinpoint"] = dict(self.pinpoint)
+        if self.base_optimizer is not None:
+            stats["base_optimizer"] = dict(self.base_optimizer)
+        return stats
+
+
+def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
+    return ModelEntry(
+        id=result.ref.id,
+        source=result.ref.source,
+        sha256=_file_sha256(result.ref),
+        status=result.status,
+        reason=result.reason,
+        nodes=result.nodes,
+        cost_s=round(result.wall_s, 4),
+        configs=plan.configs_of(result.ref.id),
+        runner=str(result.info.get("runner", "")),
+    )
+
+
+def _report(
+    options: SweepOptions,
+    plan: SweepPlan,
+    finished: _Finished,
+    workers: int,
+    started: float,
+    interrupted: Interrupted | None,
+    log: Log,
+) -> Report:
+    """The report of what finished; an interrupted sweep's says so."""
+    results = sorted(finished.results, key=lambda r: r.ref.id)
+    coverage, by_family = coverage_of(results, plan.steps)
+    models = tuple(_model_entry(result, plan) for result in results)
+    stats = SweepStats(
+        wall_s=round(time.monotonic() - started, 2),
+        optimizer_runs=sum(r.optimizer_runs for r in results),
+        runtime_runs=sum(r.runtime_runs for r in results),
+        cache_hits=sum(r.cache_hits for r in results),
+        worker_restarts=sum(r.restarts for r in results),
+        models_total=len(results),
+        models_skipped=sum(1 for r in results if r.status != "ok"),
+        runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
+        configs=tuple(step.label for step in plan.steps),
+        jobs=workers,
+        coverage_by_family=by_family,
+        interrupted_by=interrupted.signal_name if interrupted is not None else None,
+        models_planned=plan.models_planned if interrupted is not None else None,
+        pinpoint=finished.pinpoint_stats,
+        base_optimizer=finished.base_stats,
+    )
     if interrupted is not None:
-        out_of = f" of {len(parts)}" if stream is None else ""  # a stream plans nothing up front
+        out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"
         log.warning(
             f"interrupted by {interrupted.signal_name}: {len(results)}{out_of} models finished; "
             "the report holds only those"
         )
-        stats.update(interrupted=True, interrupted_by=interrupted.signal_name)
-        if stream is None:
-            stats["models_planned"] = len(parts)
-    if pinpoint_stats is not None:
-        stats["pinpoint"] = pinpoint_stats
-    if base_stats is not None:
-        stats["base_optimizer"] = base_stats
     index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},
-        optimizer=info.to_json(),
+        optimizer=plan.info.to_json(),
         environment=environment_info(),
         shard={"index": index, "count": count},
         models=models,
-        findings=tuple(sorted(findings, key=lambda f: (f.model, f.config))),
+        findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
         coverage=coverage,
-        stats=stats,
+        stats=stats.to_json(),
     )
+
+
+def run_sweep(
+    options: SweepOptions,
+    log: Log,
+    on_result: Callable[[JobResult], None] | None = None,
+    stream: ModelStream | None = None,
+    settled: Callable[[], None] = lambda: None,
+) -> Report:
+    """The sweep's Report: plan, run every job in the worker pool, judge the findings on the base
+    build, pinpoint them, assemble the report.
+
+    `settled` is called once every model and finding is done, before the workers are stopped: an
+    Interrupted raised after it would lose the report being assembled, so the caller's signal
+    handler stops raising there (`SignalStop.disarm`)."""
+    started = time.monotonic()
+    with log.group("plan"):
+        plan = _plan_corpus(options, log) if stream is None else _plan_stream(options, stream, log)
+        if plan.info.opaque:
+            log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
+    config = _worker_config(options)
+    workers = _worker_count(options, log)
+    finished = _Finished()
+    interrupted: Interrupted | None = None
+    # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
+    # finished: whole models only, with their findings as far as they were pinpointed.
+    try:
+        with contextlib.ExitStack() as stack:
+            base = None
+            if options.base_optimizer:
+                with log.group("base optimizer"):
+                    installing = base_installation(
+                        options.base_optimizer, options.optimizer, Path(options.cache_dir), log
+                    )
+                    base = stack.enter_context(installing)
+            pool = stack.enter_context(WorkerPool(config, workers))
+            _sweep_models(pool, plan, finished, log, stream, on_result)
+            if base is not None:
+                _judge_on_base(finished, plan, config, base, workers, log)
+            # localization and reduction probe through the same workers, so the pool stays open
+            if options.localize != "off" and finished.findings:
+                _pinpoint_findings(finished, plan, pool, _pinpoint_options(options, plan.info, stream), log)
+            settled()
+    except Interrupted as stop:
+        interrupted = stop
+    return _report(options, plan, finished, workers, started, interrupted, log)
