@@ -1,5 +1,6 @@
-"""Paths, the CLI runner and a minimal report the tests share. Fixtures live in conftest.py files;
-helpers that take arguments live in modules like this one, so no test module imports another."""
+"""What test files in several folders share: paths, the CLI runner, a minimal report, the runner's
+GITHUB_OUTPUT parser. Fixtures live in conftest.py files; helpers that take arguments live in
+modules like this one, so no test module imports another."""
 
 import json
 import subprocess
@@ -43,3 +44,22 @@ def minimal_report(*findings: Finding) -> Report:
         coverage={},
         stats={},
     )
+
+
+def parse_github_output(text: str) -> dict[str, str]:
+    """What the runner reads from GITHUB_OUTPUT: `name<<DELIMITER` blocks."""
+    values: dict[str, str] = {}
+    lines = iter(text.split("\n"))
+    for line in lines:
+        if not line:
+            continue
+        name, delimiter = line.split("<<", 1)
+        body = []
+        for body_line in lines:
+            if body_line == delimiter:
+                break
+            body.append(body_line)
+        else:
+            raise AssertionError(f"output {name} not terminated")
+        values[name] = "\n".join(body)
+    return values

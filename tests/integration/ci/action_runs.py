@@ -7,20 +7,10 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, parse_github_output
 
 EVENTS = Path(__file__).resolve().parents[1] / "events"
 TOKEN = "ghs_integrationtesttoken0123456789"
-
-
-def _parse_outputs(text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    lines = iter(text.split("\n"))
-    for line in lines:
-        if line:
-            name, delimiter = line.split("<<", 1)
-            values[name] = "\n".join(iter(lambda: next(lines), delimiter))
-    return values
 
 
 def run_action(
@@ -66,7 +56,7 @@ def run_action(
         text=True,
         timeout=300,
     )
-    return process, _parse_outputs(output.read_text()), summary.read_text()
+    return process, parse_github_output(output.read_text()), summary.read_text()
 
 
 def onnx_optimizer_checkout(folder: Path) -> None:

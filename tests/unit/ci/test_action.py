@@ -27,6 +27,7 @@ from ditox_ci.ci.action import (
 )
 from ditox_ci.errors import ConfigError
 from ditox_ci.report.model import Culprit, Finding, Report
+from tests.helpers import minimal_report, parse_github_output
 
 
 def _report(*statuses: str) -> Report:
@@ -41,35 +42,7 @@ def _report(*statuses: str) -> Report:
         )
         for i, status in enumerate(statuses)
     )
-    return Report(
-        tool={},
-        optimizer={},
-        environment={},
-        shard={"index": 0, "count": 1},
-        models=(),
-        findings=findings,
-        coverage={},
-        stats={},
-    )
-
-
-def _parse_outputs(text: str) -> dict[str, str]:
-    """The runner's parser for `name<<DELIM` blocks."""
-    values: dict[str, str] = {}
-    lines = iter(text.split("\n"))
-    for line in lines:
-        if not line:
-            continue
-        name, delimiter = line.split("<<", 1)
-        body = []
-        for body_line in lines:
-            if body_line == delimiter:
-                break
-            body.append(body_line)
-        else:
-            raise AssertionError(f"output {name} not terminated")
-        values[name] = "\n".join(body)
-    return values
+    return minimal_report(*findings)
 
 
 def test_defaults_run_sweep_then_publish() -> None:
@@ -363,7 +336,7 @@ def test_outputs_file_round_trips_multiline_and_delimiter_like_values(tmp_path: 
     target.write_text("earlier<<EOF\nkept\nEOF\n")
     values = {"report": "a\nb\n\nc", "tricky": "ghadelimiter_x\nEOF", "new": "3"}
     write_outputs(values, {"GITHUB_OUTPUT": str(target)})
-    assert _parse_outputs(target.read_text()) == {"earlier": "kept", **values}
+    assert parse_github_output(target.read_text()) == {"earlier": "kept", **values}
     assert format_outputs({"a": "1"}) != format_outputs({"a": "1"})  # fresh delimiter each time
 
 
