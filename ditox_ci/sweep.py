@@ -98,10 +98,8 @@ class SweepOptions:
             raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
         if self.reduce_budget < 0:
             raise UsageError(f"--reduce-budget must be >= 0 seconds, got {self.reduce_budget}")
-        if self.comparator is not None and self.comparator not in COMPARATORS:
-            raise UsageError(
-                f"unknown comparator '{self.comparator}'; known: {', '.join(sorted(COMPARATORS))}"
-            )
+        if self.comparator is not None:
+            COMPARATORS.lookup(self.comparator)
 
 
 def _file_sha256(ref: ModelRef) -> str:

@@ -54,3 +54,8 @@ def test_tolerances_that_would_pass_everything_and_bad_fractions_are_usage_error
     with pytest.raises(UsageError, match=needle):
         resolve(SweepOptions, flags=flags)
     assert resolve(SweepOptions, env={"DITOX_MAX_SKIPPED": "0.25"}).max_skipped == 0.25
+
+
+def test_an_unknown_comparator_is_a_usage_error_listing_the_registered_ones():
+    with pytest.raises(UsageError, match=r"unknown comparator 'nosuch'; known: .*classification.*tensor"):
+        resolve(SweepOptions, flags={"comparator": "nosuch"}, env={}, config={})
