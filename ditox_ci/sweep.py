@@ -427,8 +427,11 @@ def _pinpoint_options(
 def _pinpoint_findings(
     finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
 ) -> None:
+    # in the report's order, not the order workers finished in: the first finding of a bug is the
+    # one reduced and given the standalone script, the same one on every run
+    in_order = sorted(finished.findings, key=lambda f: (f.model, f.config))
     with log.group("pinpoint"):
-        pinpointed = pinpoint(finished.findings, finished.results, plan.steps, pool, options, log)
+        pinpointed = pinpoint(in_order, finished.results, plan.steps, pool, options, log)
     finished.findings, finished.pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
 
 
