@@ -92,6 +92,14 @@ def select_output(outputs: Outputs, names: Sequence[str], which: int | str) -> t
     return np.asarray(outputs[position]), label
 
 
+def select_pair(
+    want: Outputs, got: Outputs, names: Sequence[str], which: int | str
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """One output of a sample, original and optimized, with its label."""
+    position, label = output_position(names, which)
+    return np.asarray(want[position]), np.asarray(got[position]), label
+
+
 def score_rows(array: np.ndarray) -> np.ndarray:
     """Scores as (rows, classes) float64; a 0-d or 1-d array is one row."""
     values = np.asarray(array, dtype=np.float64)
@@ -110,8 +118,7 @@ def stack_rows(
     """One output of every sample, as rows pooled across samples (original, optimized)."""
     want_rows, got_rows, label = [], [], ""
     for want, got in zip(expected, actual, strict=True):
-        a, label = select_output(want, names, which)
-        b, _ = select_output(got, names, which)
+        a, b, label = select_pair(want, got, names, which)
         if a.shape != b.shape:
             return a, b, label
         want_rows.append(rows(a))

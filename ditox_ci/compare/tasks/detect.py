@@ -17,6 +17,7 @@ from ditox_ci.compare.tasks.common import (
     comparator,
     output_failure,
     select_output,
+    select_pair,
     threshold_verdict,
 )
 
@@ -263,8 +264,7 @@ def detection(opts: Options) -> CompareFunc:
         candidate: list[Detections] = []
         label = ""
         for want, got in zip(expected, actual, strict=True):
-            a, label = select_output(want, names, opts["output"])
-            b, _ = select_output(got, names, opts["output"])
+            a, b, label = select_pair(want, got, names, opts["output"])
             failure = output_failure("detection", label, a, b)
             if failure:
                 return failure

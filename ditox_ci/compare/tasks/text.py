@@ -20,7 +20,7 @@ from ditox_ci.compare.tasks.common import (
     comparator,
     output_failure,
     output_position,
-    select_output,
+    select_pair,
     threshold_verdict,
 )
 from ditox_ci.errors import ConfigError
@@ -91,8 +91,7 @@ def ctc_text(opts: Options) -> CompareFunc:
         pairs: list[tuple[list[int], list[int]]] = []
         label = ""
         for want, got in zip(expected, actual, strict=True):
-            a, label = select_output(want, names, opts["output"])
-            b, _ = select_output(got, names, opts["output"])
+            a, b, label = select_pair(want, got, names, opts["output"])
             failure = output_failure("ctc-text", label, a, b)
             if failure:
                 return failure

@@ -13,7 +13,7 @@ from ditox_ci.compare.tasks.common import (
     comparator,
     output_failure,
     score_rows,
-    select_output,
+    select_pair,
     stack_rows,
     threshold_verdict,
 )
@@ -51,8 +51,7 @@ def embedding(opts: Options) -> CompareFunc:
         similarities: list[np.ndarray] = []
         label = ""
         for want, got in zip(expected, actual, strict=True):
-            a, label = select_output(want, names, opts["output"])
-            b, _ = select_output(got, names, opts["output"])
+            a, b, label = select_pair(want, got, names, opts["output"])
             a, b = a.astype(np.float64), b.astype(np.float64)
             failure = output_failure("embedding", label, a, b)
             if failure:
