@@ -29,6 +29,7 @@ import multiprocessing
 import multiprocessing.connection
 import multiprocessing.forkserver
 import os
+import re
 import signal
 import tempfile
 import time
@@ -293,6 +294,9 @@ class _Running:
     cache_hits: int = 0
     restarts: int = 0
     memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
+    # where this model's part of the worker's stderr file begins: the tail kept as evidence is
+    # this model's alone, not what earlier models on the same worker printed
+    stderr_from: int = 0
 
 
 @dataclass
@@ -302,6 +306,19 @@ class _Slot:
     stderr_path: Path
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
+
+
+# ONNX Runtime's colours and per-line timestamps: stripped from the stderr kept as evidence, which
+# is then the same on every run
+_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
+_TIMESTAMPS = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? ", re.MULTILINE)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _failure_outcome(
@@ -441,15 +458,17 @@ class WorkerPool:
             self._restart(slot)
         running.phase, running.step_index = "prepare", -1
         running.phase_started = time.monotonic()
+        running.stderr_from = _file_size(slot.stderr_path)
         slot.running = running
         slot.conn.send(replace(running.job, steps=running.remaining))
 
     def _stderr_tail(self, slot: _Slot) -> str:
+        start = slot.running.stderr_from if slot.running else 0
         try:
-            data = slot.stderr_path.read_bytes()[-STDERR_TAIL:]
+            data = slot.stderr_path.read_bytes()[start:][-STDERR_TAIL:]
         except OSError:
             return ""
-        return data.decode(errors="replace").strip()
+        return _TIMESTAMPS.sub("", _COLOURS.sub("", data.decode(errors="replace"))).strip()
 
     def _finish(self, running: _Running, status: str, reason: str = "") -> JobResult:
         original = running.original or OriginalPrepared(nodes=0, sha256="", info={})

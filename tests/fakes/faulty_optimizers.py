@@ -7,6 +7,7 @@ sweep mixes healthy and broken models and must keep going past the broken ones.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -34,14 +35,18 @@ def optimize(
 ) -> onnx.ModelProto:
     """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add;
     wrong_then_segv*: also segfaults when one process optimizes the same model with the same passes
-    a second time, as a worker does when a Job asks where the mismatch it just found starts."""
+    a second time, as a worker does when a Job asks where the mismatch it just found starts.
+    noisy*: writes a line to stderr the way ONNX Runtime logs (colour, timestamp), then optimizes."""
     name = model.graph.name
+    if name.startswith("noisy"):
+        os.write(2, f"\x1b[1;31m2026-01-02 03:04:05.678901234 [E:fake] noise from {name}\x1b[m\n".encode())
     rewriting = [p for p in passes if p != "nop"]
     if name.startswith("wrong_then_segv"):
         _calls[model.SerializeToString(), tuple(passes)] += 1
         if _calls[model.SerializeToString(), tuple(passes)] > 1:
             ctypes.string_at(0)
     if name.startswith("segv") and rewriting:
+        os.write(2, f"\x1b[1;31m2026-01-02 03:04:05.678901234 [E:fake] {name} is about to crash\x1b[m\n".encode())
         ctypes.string_at(0)
     if name.startswith("hang") and rewriting:
         time.sleep(3600)

@@ -1,6 +1,6 @@
-"""Node-level divergence is a request the worker pool serves: real ONNX Runtime, planted faulty
-optimizers (tests/fakes) that flip an Add, and one that also segfaults while its mismatch is
-being localized."""
+"""The worker pool with real ONNX Runtime and planted faulty optimizers (tests/fakes): node-level
+divergence is a request it serves (one optimizer flips an Add, one also segfaults while its
+mismatch is being localized), and a crash keeps the crashing model's own stderr as evidence."""
 
 from __future__ import annotations
 
@@ -82,3 +82,16 @@ def test_a_worker_crash_while_localizing_keeps_the_finding_and_the_pool_going(tm
     # the replacement worker serves the next request
     assert second.divergences[FLIPPED.label].tensor == "a"
     assert second.restarts == 0
+
+
+def test_a_crash_keeps_only_its_own_models_stderr_without_timestamps(tmp_path: Path) -> None:
+    noisy, crashing = _ref(tmp_path, "noisy"), _ref(tmp_path, "segv")
+    # one worker: the noisy model's lines are in the same stderr file before the crash
+    with _pool() as pool:
+        quiet, crashed = pool.run([Job(noisy, (FLIPPED,)), Job(crashing, (FLIPPED,))])
+
+    assert quiet.outcomes[FLIPPED.label].kind is None
+    outcome = crashed.outcomes[FLIPPED.label]
+    assert outcome.kind == "optimizer-crash"
+    assert outcome.evidence["stderr"].splitlines()[0] == "[E:fake] segv is about to crash"
+    assert "noise from noisy" not in outcome.evidence["stderr"]
