@@ -243,11 +243,12 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     else:
         raise SkipModel("; ".join(failures))
     noise: list[list[float | None]] = []
-    if settings.calibrate and info["runner"] == "onnxruntime":
-        noise = measure_noise(data, feeds, outputs, settings.threads)
+    plain = PlainRun(data, feeds, outputs, settings.threads, info["runner"])
+    if settings.calibrate and plain.runner_name == "onnxruntime":
+        noise = measure_noise(plain)
         info["noise_floor"] = "measured" if noise else "not measurable"
     elif settings.calibrate:
-        noise = random_outputs(data, feeds, outputs, settings.threads, info["runner"])
+        noise = random_outputs(plain)
     original_runs = len(feeds) * (2 if noise else 1)
     drawn = random_output_positions(model)
     if drawn:  # whatever a run shows, these outputs are drawn anew every time
@@ -271,12 +272,19 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     )
 
 
-def measure_noise(
-    data: bytes,
-    feeds: Sequence[Mapping[str, Any]],
-    outputs: Sequence[Sequence[Any]],
-    threads: int,
-) -> list[list[float | None]]:
+@dataclass(frozen=True)
+class PlainRun:
+    """The original model's serialized bytes, the feeds it ran on and what it gave, run plainly
+    (the runtime's own optimizations off) by `runner_name` with `threads` threads."""
+
+    data: bytes
+    feeds: Sequence[Mapping[str, Any]]
+    outputs: Sequence[Sequence[Any]]
+    threads: int
+    runner_name: str
+
+
+def measure_noise(plain: PlainRun) -> list[list[float | None]]:
     """How far each float output of the original moves when ONNX Runtime runs it with all of its
     own graph optimizations on (fusions, layout changes, reordered arithmetic: the same meaning):
     the largest absolute difference per sample and output, the model's own numerical noise floor.
@@ -287,18 +295,18 @@ def measure_noise(
     tensor oracle checks only its shape and dtype (random_output_positions finds the outputs a
     seedless random op reaches without running anything)."""
     try:
-        rerun = runner.run_all(runner.load_noise_session(data, threads), feeds)
+        rerun = runner.run_all(runner.load_noise_session(plain.data, plain.threads), plain.feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return []
     noise: list[list[float | None]] = []
     suspects: list[tuple[int, int]] = []
-    for sample, (plain_sample, rerun_sample) in enumerate(zip(outputs, rerun)):
+    for sample, (plain_sample, rerun_sample) in enumerate(zip(plain.outputs, rerun)):
         row: list[float | None] = []
-        for position, (plain, again) in enumerate(zip(plain_sample, rerun_sample)):
-            a, b = float64_array(plain), float64_array(again)
+        for position, (before, again) in enumerate(zip(plain_sample, rerun_sample)):
+            a, b = float64_array(before), float64_array(again)
             if a is None or b is None or a.shape != b.shape:
                 row.append(None)
-                if not _identical(plain, again):
+                if not _identical(before, again):
                     suspects.append((sample, position))
                 continue
             both = np.isfinite(a) & np.isfinite(b)
@@ -308,7 +316,7 @@ def measure_noise(
                 suspects.append((sample, position))
         noise.append(row)
     if suspects:
-        changing = _changing(data, feeds, outputs, threads, "onnxruntime", suspects)
+        changing = _changing(plain, suspects)
         for sample, position in changing or ():
             noise[sample][position] = math.inf
     return noise
@@ -318,23 +326,19 @@ def measure_noise(
 NONDETERMINISM_SUSPECT = 1e-3
 
 
-def random_outputs(
-    data: bytes,
-    feeds: Sequence[Mapping[str, Any]],
-    outputs: Sequence[Sequence[Any]],
-    threads: int,
-    runner_name: str,
-) -> list[list[float | None]]:
+def random_outputs(plain: PlainRun) -> list[list[float | None]]:
     """For a runner without a noise measurement (the reference implementation): the original run
     once more the same way; an output that changes is nondeterministic (infinite noise), the others
     are not calibrated (None). [] when the rerun fails."""
-    suspects = [(sample, position) for sample, row in enumerate(outputs) for position in range(len(row))]
-    changing = _changing(data, feeds, outputs, threads, runner_name, suspects)
+    suspects = [
+        (sample, position) for sample, row in enumerate(plain.outputs) for position in range(len(row))
+    ]
+    changing = _changing(plain, suspects)
     if changing is None:
         return []
     return [
         [math.inf if (sample, position) in changing else None for position in range(len(row))]
-        for sample, row in enumerate(outputs)
+        for sample, row in enumerate(plain.outputs)
     ]
 
 
@@ -368,31 +372,27 @@ def random_output_positions(model: onnx.ModelProto) -> set[int]:
     return {position for position, value in enumerate(model.graph.output) if value.name in drawn}
 
 
-def _changing(
-    data: bytes,
-    feeds: Sequence[Mapping[str, Any]],
-    outputs: Sequence[Sequence[Any]],
-    threads: int,
-    runner_name: str,
-    suspects: Sequence[tuple[int, int]],
-) -> set[tuple[int, int]] | None:
+def _changing(plain: PlainRun, suspects: Sequence[tuple[int, int]]) -> set[tuple[int, int]] | None:
     """Which of the `suspects` (sample, output position) change when the original runs again
     plainly; None when that run fails."""
     try:
-        again = runner.run_all(runner.load_session(data, threads, runner_name), feeds)
+        again = runner.run_all(runner.load_session(plain.data, plain.threads, plain.runner_name), plain.feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return None
     return {
         (sample, position)
         for sample, position in suspects
-        if not _identical(outputs[sample][position], again[sample][position])
+        if not _identical(plain.outputs[sample][position], again[sample][position])
     }
 
 
 def _identical(a: Any, b: Any) -> bool:
     if isinstance(a, list) or isinstance(b, list):
-        return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and all(
-            _identical(x, y) for x, y in zip(a, b)
+        return (
+            isinstance(a, list)
+            and isinstance(b, list)
+            and len(a) == len(b)
+            and all(_identical(x, y) for x, y in zip(a, b))
         )
     if a is None or b is None:
         return a is b
@@ -472,11 +472,9 @@ def _notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[str]:
         notes.append(f"ir_version {original.ir_version} -> {optimized.ir_version}")
     if len(original.metadata_props) != len(optimized.metadata_props):
         notes.append("metadata_props changed")
-    renamed = [
-        f"{a.name} -> {b.name}"
-        for a, b in zip(original.graph.output, optimized.graph.output)
-        if a.name != b.name
-    ]
+    # the old names only: a pass that makes up new ones (split_init) numbers them with a counter
+    # that lives as long as the process, so they differ with the models a worker ran before
+    renamed = [a.name for a, b in zip(original.graph.output, optimized.graph.output) if a.name != b.name]
     if renamed:
         notes.append("outputs renamed: " + ", ".join(renamed))
     return notes

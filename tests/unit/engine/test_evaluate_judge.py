@@ -1,0 +1,36 @@
+"""judge: what it records about an optimized model besides the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
+
+
+def test_renamed_outputs_are_named_by_their_old_names_alone(tmp_path: Path) -> None:
+    """split_init makes up its new names with a counter that lives as long as the worker, so they
+    would differ from run to run; the old names do not."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    graph = helper.make_graph(
+        [helper.make_node("Neg", ["x"], ["y"]), helper.make_node("Relu", ["x"], ["z"])],
+        "g",
+        [x],
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("y", "z")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    context = prepare(ModelRef("m", "t", str(path)), EvalSettings())
+
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    renamed.graph.node[0].output[0] = renamed.graph.output[0].name = "r905"
+    outcome = judge(context, renamed)
+
+    assert outcome.kind is None
+    assert outcome.evidence["info"] == ["outputs renamed: y"]
