@@ -106,6 +106,8 @@ def classify(
         if not complete or not entry.in_scope(report):
             unchecked.append(entry.id)
             continue
+        if entry.shipped:
+            continue
         stale.append(entry.id)
         if entry.fingerprint and entry.fingerprint not in present:
             findings.append(_fixed_from_entry(entry))

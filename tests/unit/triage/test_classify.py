@@ -94,6 +94,17 @@ def test_stale_expired_and_unchecked_entries_are_flagged():
     assert out.findings[0].status == "new"  # the expired entry no longer covers it
 
 
+def test_a_shipped_entry_that_matches_nothing_is_not_stale(tmp_path):
+    """Users cannot remove the shipped default's entries, so the summary never tells them to."""
+    user = tmp_path / "b.yml"
+    user.write_text("entries:\n- {id: mine, reason: r, passes: [split_init], kind: runtime-error}\n")
+    out = classify(report(finding("n1")), load_baseline(user), today=TODAY)
+    stats = out.stats["baseline"]
+    assert stats["stale"] == ["mine"]
+    assert "split-init-by-design" not in stats["stale"] + stats["unchecked"]
+    assert len(stats["sources"]) == 2
+
+
 def test_issue_worthy_excludes_by_design_warnings_and_fixed():
     on_base = replace(finding("on-base"), status="known", evidence={"known_by": "base-optimizer"})
     out = classify(
