@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ditox_ci.errors import ConfigError, FatalError, InputError, UsageError
-from ditox_ci.safeload import parse_yaml
+from ditox_ci.errors import ConfigError, FatalError, UsageError
+from ditox_ci.safeload import parse_yaml, read_text
 
 T = TypeVar("T")
 
@@ -69,12 +69,7 @@ def load_config_file(path: Path | None, section: str) -> dict[str, Any]:
     """Read the command's section of a YAML config file (`sweep:`, `publish:` …)."""
     if path is None:
         return {}
-    if not path.is_file():
-        raise InputError(f"config file {path} does not exist; pass an existing file to --config")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"config file {path} is unreadable: {exc}") from None
+    text = read_text(path, "config file", "pass an existing file to --config")
     data = parse_yaml(text, f"config file {path}", ConfigError) or {}
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path} must be a mapping of command sections")

@@ -14,16 +14,28 @@ from __future__ import annotations
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ditox_ci.errors import FatalError
+from ditox_ci.errors import FatalError, InputError
 
 # report.json nests about 6 deep; no file this tool reads needs more than a few levels beyond it
 MAX_JSON_DEPTH = 64
 # a 64-bit counter has 20 digits; Python itself stops at 4,300 with a ValueError nobody expects
 MAX_INT_DIGITS = 40
+
+
+def read_text(path: Path, what: str, missing: str) -> str:
+    """The UTF-8 text of `path`, or an InputError: "<what> <path> does not exist; <missing>", or
+    "<what> <path> is unreadable (<why>)"."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{what} {path} does not exist; {missing}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what} {path} is unreadable ({exc})") from None
 
 
 def _bounded_int(text: str) -> int:

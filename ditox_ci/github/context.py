@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import ConfigError, InputError
-from ditox_ci.safeload import parse_json
+from ditox_ci.safeload import parse_json, read_text
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -89,11 +89,6 @@ class GitHubContext:
 def _read_event(path: str | None) -> dict[str, Any]:
     if not path:
         return {}
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"GITHUB_EVENT_PATH {path} does not exist; unset it or fix the path") from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"GITHUB_EVENT_PATH {path} is not a readable JSON event ({exc})") from None
+    text = read_text(Path(path), "GITHUB_EVENT_PATH", "unset it or fix the path")
     data = parse_json(text, f"GITHUB_EVENT_PATH {path}", InputError)
     return data if isinstance(data, dict) else {}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
-from ditox_ci.safeload import parse_json
+from ditox_ci.safeload import parse_json, read_text
 
 SCHEMA_VERSION = 1
 
@@ -217,14 +217,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def parse_report_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`, or an InputError saying why there is none."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(
-            f"report {path} does not exist; run `ditox-ci sweep --out DIR` first"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"report {path} is unreadable ({exc})") from None
+    text = read_text(path, "report", "run `ditox-ci sweep --out DIR` first")
     data = parse_json(text, f"report {path}", InputError)
     if not isinstance(data, dict):
         raise InputError(f"report {path} is not a JSON object")
