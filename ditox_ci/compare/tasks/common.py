@@ -161,6 +161,63 @@ def output_failure(name: str, label: str, a: np.ndarray, b: np.ndarray) -> Compa
     )
 
 
+@dataclass(frozen=True)
+class Paired:
+    """Each sample's outputs (`want`, `got`) with its chosen output, original and optimized (`a`,
+    `b`), and that output's label; or the first failure before any metric."""
+
+    samples: list[tuple[Outputs, Outputs, np.ndarray, np.ndarray]]
+    label: str
+    names: Sequence[str]
+    failure: Comparison | None = None
+
+
+def pair_samples(
+    name: str, expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str], which: int | str
+) -> Paired:
+    """The output `which` of every sample, original and optimized, each checked by `output_failure`."""
+    samples: list[tuple[Outputs, Outputs, np.ndarray, np.ndarray]] = []
+    label = ""
+    for want, got in zip(expected, actual, strict=True):
+        a, b, label = select_pair(want, got, names, which)
+        failure = output_failure(name, label, a, b)
+        if failure:
+            return Paired([], label, names, failure)
+        samples.append((want, got, a, b))
+    return Paired(samples, label, names)
+
+
+Judge = Callable[[Paired], Comparison]
+
+
+def paired_comparator(
+    name: str,
+    defaults: Mapping[str, Any],
+    *,
+    choices: Mapping[str, Mapping[str, object]] | None = None,
+) -> Callable[[Callable[[Options], Judge]], ComparatorFactory]:
+    """A `comparator` that judges one output of every sample, the one its `output` option names:
+    the factory returns a judge of the `Paired` samples, called only when no output changed shape
+    or turned NaN/Inf (those fail first, the same way for every such comparator)."""
+
+    def decorate(build: Callable[[Options], Judge]) -> ComparatorFactory:
+        @functools.wraps(build)
+        def build_compare(opts: Options) -> CompareFunc:
+            judge = build(opts)
+
+            def compare(
+                expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
+            ) -> Comparison:
+                paired = pair_samples(name, expected, actual, names, opts["output"])
+                return paired.failure or judge(paired)
+
+            return compare
+
+        return comparator(name, defaults, choices=choices)(build_compare)
+
+    return decorate
+
+
 def threshold_verdict(
     name: str, label: str, metrics: dict[str, Any], checks: Sequence[tuple[str, float, float, str]]
 ) -> Comparison:

@@ -11,13 +11,13 @@ from typing import Any
 import numpy as np
 from scipy import ndimage
 
-from ditox_ci.compare import CompareFunc, Comparison, Outputs
+from ditox_ci.compare import Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
+    Judge,
     Options,
-    comparator,
-    output_failure,
+    Paired,
+    paired_comparator,
     select_output,
-    select_pair,
     threshold_verdict,
 )
 
@@ -238,7 +238,7 @@ def detection_metrics(
     return metrics
 
 
-@comparator(
+@paired_comparator(
     "detection",
     {
         "layout": "yolov8",
@@ -253,29 +253,20 @@ def detection_metrics(
     },
     choices={"layout": DETECTION_LAYOUTS},
 )
-def detection(opts: Options) -> CompareFunc:
+def detection(opts: Options) -> Judge:
     decode = DETECTION_LAYOUTS[opts["layout"]]
     thresholds = sorted({float(t) for t in opts["iou_thresholds"]} | {float(opts["pass_iou"])})
 
-    def compare(
-        expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
-    ) -> Comparison:
-        reference: list[Detections] = []
-        candidate: list[Detections] = []
-        label = ""
-        for want, got in zip(expected, actual, strict=True):
-            a, b, label = select_pair(want, got, names, opts["output"])
-            failure = output_failure("detection", label, a, b)
-            if failure:
-                return failure
-            reference.extend(decode(want, names, opts))
-            candidate.extend(decode(got, names, opts))
+    def judge(paired: Paired) -> Comparison:
+        names = paired.names
+        reference = [found for want, _, _, _ in paired.samples for found in decode(want, names, opts)]
+        candidate = [found for _, got, _, _ in paired.samples for found in decode(got, names, opts)]
         metrics = detection_metrics(reference, candidate, thresholds)
         metrics["layout"] = opts["layout"]
         pass_key = f"f1@{float(opts['pass_iou']):g}"
         return threshold_verdict(
             "detection",
-            label,
+            paired.label,
             metrics,
             [
                 (pass_key, metrics[pass_key], opts["min_f1"], "min"),
@@ -283,4 +274,4 @@ def detection(opts: Options) -> CompareFunc:
             ],
         )
 
-    return compare
+    return judge

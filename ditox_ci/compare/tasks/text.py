@@ -15,12 +15,13 @@ from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
     CompareContext,
     Feed,
+    Judge,
     Options,
+    Paired,
     RunFunc,
     comparator,
-    output_failure,
     output_position,
-    select_pair,
+    paired_comparator,
     threshold_verdict,
 )
 from ditox_ci.errors import ConfigError
@@ -83,24 +84,17 @@ def _text_verdict(
     )
 
 
-@comparator("ctc-text", {"output": 0, "blank": 0, "min_exact_match": 1.0, "min_bleu": 1.0})
-def ctc_text(opts: Options) -> CompareFunc:
-    def compare(
-        expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
-    ) -> Comparison:
-        pairs: list[tuple[list[int], list[int]]] = []
-        label = ""
-        for want, got in zip(expected, actual, strict=True):
-            a, b, label = select_pair(want, got, names, opts["output"])
-            failure = output_failure("ctc-text", label, a, b)
-            if failure:
-                return failure
-            pairs.extend(
-                zip(ctc_greedy(a, opts["blank"]), ctc_greedy(b, opts["blank"]), strict=True)
-            )
-        return _text_verdict("ctc-text", label, pairs, opts)
+@paired_comparator("ctc-text", {"output": 0, "blank": 0, "min_exact_match": 1.0, "min_bleu": 1.0})
+def ctc_text(opts: Options) -> Judge:
+    def judge(paired: Paired) -> Comparison:
+        pairs = [
+            pair
+            for _, _, a, b in paired.samples
+            for pair in zip(ctc_greedy(a, opts["blank"]), ctc_greedy(b, opts["blank"]), strict=True)
+        ]
+        return _text_verdict("ctc-text", paired.label, pairs, opts)
 
-    return compare
+    return judge
 
 
 def greedy_generate(

@@ -9,11 +9,13 @@ import numpy as np
 
 from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
+    Judge,
     Options,
+    Paired,
     comparator,
     output_failure,
+    paired_comparator,
     score_rows,
-    select_pair,
     stack_rows,
     threshold_verdict,
 )
@@ -37,26 +39,19 @@ def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(both_zero, 1.0, np.nan_to_num(values, nan=0.0))
 
 
-@comparator(
+@paired_comparator(
     "embedding",
     {"output": 0, "pooling": "mean", "min_cosine": 0.999},
     choices={"pooling": POOLINGS},
 )
-def embedding(opts: Options) -> CompareFunc:
+def embedding(opts: Options) -> Judge:
     pool = POOLINGS[opts["pooling"]]
 
-    def compare(
-        expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
-    ) -> Comparison:
-        similarities: list[np.ndarray] = []
-        label = ""
-        for want, got in zip(expected, actual, strict=True):
-            a, b, label = select_pair(want, got, names, opts["output"])
-            a, b = a.astype(np.float64), b.astype(np.float64)
-            failure = output_failure("embedding", label, a, b)
-            if failure:
-                return failure
-            similarities.append(np.atleast_1d(cosine(pool(a), pool(b))))
+    def judge(paired: Paired) -> Comparison:
+        similarities = [
+            np.atleast_1d(cosine(pool(a.astype(np.float64)), pool(b.astype(np.float64))))
+            for _, _, a, b in paired.samples
+        ]
         values = np.concatenate(similarities) if similarities else np.ones(1)
         metrics = {
             "rows": int(values.size),
@@ -66,12 +61,12 @@ def embedding(opts: Options) -> CompareFunc:
         }
         return threshold_verdict(
             "embedding",
-            label,
+            paired.label,
             metrics,
             [("cosine_min", metrics["cosine_min"], opts["min_cosine"], "min")],
         )
 
-    return compare
+    return judge
 
 
 # --- binary / sentiment -----------------------------------------------------------------------
