@@ -56,6 +56,17 @@ def declared_family(path: Path) -> str:
     return next((p.value for p in model.metadata_props if p.key == FAMILY_KEY), "")
 
 
+def _case_ref(source: str, name: str, folder: Path, family: str) -> ModelRef:
+    """A backend-test case of a built-in source: `folder/model.onnx`, its recorded inputs beside it."""
+    return ModelRef(
+        id=f"{source}:{name}",
+        source=source,
+        path=str(folder / "model.onnx"),
+        inputs_dir=recorded_inputs_dir(folder),
+        family=family,
+    )
+
+
 def _path_ref(path: Path, model_id: str, spec: str) -> ModelRef:
     return ModelRef(
         id=model_id,
@@ -175,16 +186,7 @@ def onnx_node_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
         name = entry["name"]
         if pattern and not fnmatch.fnmatchcase(name, pattern):
             continue
-        case_dir = root / name
-        refs.append(
-            ModelRef(
-                id=f"onnx-node:{name}",
-                source="onnx-node",
-                path=str(case_dir / "model.onnx"),
-                inputs_dir=recorded_inputs_dir(case_dir),
-                family=entry["family"],
-            )
-        )
+        refs.append(_case_ref("onnx-node", name, root / name, entry["family"]))
     return refs
 
 
@@ -295,13 +297,5 @@ def onnx_data_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
             continue
         if builder is not None:
             materialize_once(folder, builder)
-        refs.append(
-            ModelRef(
-                id=f"onnx-data:{name}",
-                source="onnx-data",
-                path=str(folder / "model.onnx"),
-                inputs_dir=recorded_inputs_dir(folder),
-                family=name.split("/", 1)[0],
-            )
-        )
+        refs.append(_case_ref("onnx-data", name, folder, name.split("/", 1)[0]))
     return refs

@@ -72,17 +72,24 @@ def add_bias_into_conv(b: GraphBuilder, near: bool) -> None:
         b.output(b.wrap(conv))
 
 
+def _spatial_pads(b: GraphBuilder, spatial: int, most: int) -> np.ndarray:
+    """Pad's `pads` for an image with `spatial` axes: 0 to `most` on each side of each spatial axis,
+    none on the batch and channel axes, and at least 1 before the first spatial axis."""
+    pads = np.zeros(2 * (spatial + 2), np.int64)
+    for axis in range(2, spatial + 2):
+        pads[axis] = int(b.rng.integers(0, most + 1))
+        pads[axis + spatial + 2] = int(b.rng.integers(0, most + 1))
+    pads[2] = max(pads[2], 1)
+    return pads
+
+
 @register("fuse_pad_into_conv", opsets=(11, 21))
 def pad_into_conv(b: GraphBuilder, near: bool) -> None:
     """Pad (constant mode, value 0, spatial axes only) → Conv; near-miss: reflect mode, a non-zero
     pad value, or padding on the channel axis."""
     spatial = int(b.rng.integers(1, 3))
     x, channels = _image(b, spatial)
-    pads = np.zeros(2 * (spatial + 2), np.int64)
-    for axis in range(2, spatial + 2):
-        pads[axis] = int(b.rng.integers(0, 3))
-        pads[axis + spatial + 2] = int(b.rng.integers(0, 3))
-    pads[2] = max(pads[2], 1)
+    pads = _spatial_pads(b, spatial, most=2)
     inputs = [x, b.const(pads, "pads")]
     mode = "constant"
     if near:
@@ -104,11 +111,7 @@ def pad_into_pool(b: GraphBuilder, near: bool) -> None:
     the batch axis or reflect mode."""
     spatial = int(b.rng.integers(1, 3))
     x, _ = _image(b, spatial)
-    pads = np.zeros(2 * (spatial + 2), np.int64)
-    for axis in range(2, spatial + 2):
-        pads[axis] = int(b.rng.integers(0, 2))
-        pads[axis + spatial + 2] = int(b.rng.integers(0, 2))
-    pads[2] = 1
+    pads = _spatial_pads(b, spatial, most=1)
     mode = "constant"
     if near:
         if b.chance():
