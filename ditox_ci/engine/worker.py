@@ -348,12 +348,14 @@ def _failure_outcome(
 
 
 # where the kernel counts OOM kills: cgroup v2's memory.events, v1's memory.oom_control (the
-# container's own cgroup is mounted at the root of the hierarchy)
-_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control")
+# container's own cgroup is mounted at the root of the hierarchy), else the whole kernel's count
+# (/proc/vmstat, Linux 4.13+), which a kill elsewhere on the host can raise at the same moment
+_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control", "/proc/vmstat")
 
 
 def _oom_kills() -> int | None:
-    """How many processes the kernel's OOM killer has killed in this cgroup; None where unknown."""
+    """How many processes the kernel's OOM killer has killed (in this cgroup where it says; else
+    on this kernel); None where unknown."""
     for counter in _OOM_COUNTERS:
         try:
             lines = Path(counter).read_text().splitlines()

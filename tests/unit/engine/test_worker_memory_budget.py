@@ -87,3 +87,22 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
             running = _Running(job=_job(tmp_path, name, 1), started=0.0, remaining=())
             pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == ["ran out of memory", "ran out of memory"]
+
+
+def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine with no memory cgroup mounted still counts OOM kills in /proc/vmstat: a SIGKILL
+    is then called out of memory only when that count went up."""
+    assert worker._OOM_COUNTERS[-1] == "/proc/vmstat"
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text("nr_free_pages 1000\noom_kill 7\nnr_dirty 3\n")
+    monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
+    assert worker._oom_kills() == 7
+    with WorkerPool(WorkerConfig(), jobs=1) as pool:
+        causes: list[str] = []
+        monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
+        killed = SimpleNamespace(exitcode=-signal.SIGKILL)
+        running = _Running(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
+        pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+    assert causes == ["crashed"]
