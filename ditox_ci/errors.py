@@ -56,6 +56,11 @@ class GitHubError(FatalError):
     exit_code = 7
 
 
+class GitHubUnavailable(GitHubError):
+    """GitHub kept failing (5xx, the network, a rate limit past --max-wait): an outage, not a
+    refusal. What only reads from GitHub for extra context may go on without it."""
+
+
 class InternalError(Exception):
     """A bug in ditox-ci itself; reported with a request to file an issue."""
 

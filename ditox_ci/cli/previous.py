@@ -6,10 +6,12 @@ import argparse
 from collections.abc import Mapping
 from pathlib import Path
 
-from ditox_ci.errors import EXIT_OK, ConfigError
+from ditox_ci.errors import EXIT_OK, ConfigError, GitHubUnavailable
+from ditox_ci.github.client import RetryPolicy
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.previous import fetch_previous
 from ditox_ci.log import Log
+from ditox_ci.options import resolve
 
 NAME = "previous"
 HELP = "download the report.json of a workflow's last successful run (GITHUB_* env, actions: read)"
@@ -18,7 +20,10 @@ Find the newest successful run of WORKFLOW in this repository (GITHUB_REPOSITORY
 the ARTIFACT a report job uploaded, and write its report.json to OUT. Pass that file as
 --previous to sweep (its timings balance the shards) and publish (findings gone since are fixed;
 with --close-fixed their issues are closed). No such run yet (the first night) is not an error:
-nothing is written and the exit code is 0. The token needs `actions: read`.
+nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the network, a rate
+limit past the wait) once the retries are spent: a warning says so, nothing is written, and the
+stages run as on the first night (nothing is marked fixed, no issue closed). GitHub refusing (a
+token without `actions: read`, an unknown workflow) stays an error. The token needs `actions: read`.
 
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous
@@ -39,15 +44,23 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log.mask(context.token)
     if not context.repository or not context.token:
         raise ConfigError("previous needs GITHUB_REPOSITORY and a token (GITHUB_TOKEN) with actions: read")
-    found = fetch_previous(
-        context,
-        args.workflow,
-        args.artifact,
-        Path(args.out),
-        log,
-        branch=args.branch,
-        own_run_id=env.get("GITHUB_RUN_ID"),
-    )
+    try:
+        found = fetch_previous(
+            context,
+            args.workflow,
+            args.artifact,
+            Path(args.out),
+            log,
+            branch=args.branch,
+            own_run_id=env.get("GITHUB_RUN_ID"),
+            # publish's retry settings (DITOX_ATTEMPTS, DITOX_BACKOFF_S, DITOX_MAX_WAIT_S ...)
+            policy=resolve(RetryPolicy, env=env),
+        )
+    except GitHubUnavailable as exc:
+        log.warning(
+            f"{exc}; going on without a previous report: this run marks nothing fixed and closes no issue"
+        )
+        return EXIT_OK
     if found is None:
         what = f"no successful run of {args.workflow} has an artifact '{args.artifact}' yet"
         log.notice(f"{what}: no previous report")

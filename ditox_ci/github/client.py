@@ -24,7 +24,7 @@ from github.Issue import Issue
 from github.IssueComment import IssueComment
 from github.Repository import Repository
 
-from ditox_ci.errors import GitHubError
+from ditox_ci.errors import GitHubError, GitHubUnavailable
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log, inert, printable
 
@@ -135,7 +135,7 @@ class Retrier:
                 wait = self._backoff(attempt)
                 reason = type(exc).__name__
             if attempt == self.policy.attempts:
-                raise GitHubError(
+                raise GitHubUnavailable(
                     f"GitHub kept failing while trying to {what} ({reason}) after "
                     f"{attempt} attempts; re-run the job, publishing is idempotent"
                 )
@@ -157,7 +157,7 @@ class Retrier:
             if reset and reset.isdigit()
             else f"GitHub asks to wait {wait:.0f}s"
         )
-        return GitHubError(
+        return GitHubUnavailable(
             f"GitHub rate limit exhausted while trying to {what}; {when}, more than --max-wait "
             f"{self.policy.max_wait_s:.0f}s: re-run later, or raise --max-wait"
         )

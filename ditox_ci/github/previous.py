@@ -21,7 +21,7 @@ from github.Artifact import Artifact
 from github.GithubObject import NotSet
 from github.WorkflowRun import WorkflowRun
 
-from ditox_ci.errors import ConfigError, GitHubError, InputError
+from ditox_ci.errors import ConfigError, GitHubError, GitHubUnavailable, InputError
 from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
@@ -69,8 +69,13 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
                     if size > MAX_REPORT_BYTES:
                         raise InputError("the previous run's artifact is over the size limit")
                     sink.write(chunk)
+    except requests.HTTPError as exc:
+        status = exc.response.status_code if exc.response is not None else 0
+        failed = GitHubUnavailable if status >= 500 else GitHubError
+        raise failed(f"could not download the previous run's artifact ({status})") from None
     except requests.RequestException as exc:
-        raise GitHubError(f"could not download the previous run's artifact ({type(exc).__name__})") from None
+        what = type(exc).__name__
+        raise GitHubUnavailable(f"could not download the previous run's artifact ({what})") from None
 
 
 def _refused(what: str, exc: GithubException) -> GitHubError:
@@ -124,10 +129,12 @@ def fetch_previous(
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
         archive = out_dir / f"{artifact}.zip"
-        _download(match.archive_download_url, context.token, archive, policy.timeout_s)
-        report = out_dir / "report.json"
-        _extract_report(archive, report)
-        archive.unlink()
+        try:
+            _download(match.archive_download_url, context.token, archive, policy.timeout_s)
+            report = out_dir / "report.json"
+            _extract_report(archive, report)
+        finally:
+            archive.unlink(missing_ok=True)
         read_report(report)  # the same checks as any report from outside
         return PreviousRun(run.id, run.html_url, report)
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -108,3 +109,24 @@ def test_a_refused_artifact_listing_is_a_github_error(tmp_path: Path) -> None:
         argv = ["previous", "--workflow", "nightly.yml", "--out", str(tmp_path / "previous")]
         with pytest.raises(GitHubError, match=r"artifacts of run .*actions: read"):
             main_inner(argv, github_env(tmp_path, server.url))
+
+
+@pytest.mark.parametrize(
+    "route",
+    [r"/actions/workflows/", r"/actions/runs/\d+/artifacts", r"/actions/artifacts/\d+/zip"],
+    ids=["runs", "artifacts", "download"],
+)
+def test_github_down_leaves_no_previous_report_and_the_run_goes_on(
+    tmp_path: Path, route: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An outage once the retries are spent is the first night again, said in a warning: the
+    stages run without --previous, so nothing is marked fixed and no issue is closed."""
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": _zip(**{"report.json": b"{}"})})
+        server.inject("GET", route, "500", times=10)
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert not (out / "report.json").exists() and not (out / "ditox-report.zip").exists()
+        assert "going on without a previous report" in capsys.readouterr().err
+        assert any(x.status == 500 and re.search(route, x.path) for x in server.exchanges)
