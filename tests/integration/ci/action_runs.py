@@ -59,6 +59,23 @@ def run_action(
     return process, parse_github_output(output.read_text()), summary.read_text()
 
 
+# a sweep of the workspace's models/ folder in the default configuration, its gate never failing
+SWEEP = {"mode": "sweep", "models": "models", "configs": "default", "fail_on": "never"}
+# publish plans what it would do and sends nothing: no token, a dry run
+OFFLINE_PUBLISH = {"dry_run": "true", "github_token": ""}
+
+
+def run_sweep(
+    workspace: Path,
+    event: str = "pull_request",
+    python: str = sys.executable,
+    runner_env: dict[str, str] | None = None,
+    **inputs: str,
+) -> tuple[subprocess.CompletedProcess[str], dict[str, str], str]:
+    """`run_action` with the inputs of `SWEEP`; `inputs` add to them or replace them."""
+    return run_action(workspace, event, python, runner_env, **{**SWEEP, **inputs})
+
+
 def onnx_optimizer_checkout(folder: Path) -> None:
     """The root of an onnx/optimizer clone: its source package, without the compiled extension
     a build puts there, beside the build files."""

@@ -15,7 +15,7 @@ from ditox_ci.errors import ConfigError, MergeError
 from ditox_ci.report.model import write_report
 from tests.helpers import FAKES
 from tests.integration.action_models import write_models, write_wrong_add
-from tests.integration.ci.action_runs import TOKEN, run_action
+from tests.integration.ci.action_runs import OFFLINE_PUBLISH, TOKEN, run_action, run_sweep
 from tests.integration.github_fixtures import BUG_A, report
 from tests.integration.github_server import GitHubServer
 
@@ -34,6 +34,11 @@ def _model_ids(report_path: Path) -> list[str]:
     return sorted(m["id"] for m in json.loads(report_path.read_text())["models"])
 
 
+def _merge(workspace: Path, event: str, reports: str, out: str, fail_on: str = "never") -> Result:
+    """The Action's merge mode: the shard reports under `reports` into one report at `out`."""
+    return run_action(workspace, event, mode="merge", reports=reports, out=out, fail_on=fail_on)
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("workspace")
@@ -43,28 +48,16 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def unsharded(workspace: Path) -> Result:
-    return run_action(
-        workspace,
-        "pull_request",
-        mode="sweep",
-        models="models",
-        configs="default,single",
-        out="whole",
-        fail_on="never",
-    )
+    return run_sweep(workspace, configs="default,single", out="whole")
 
 
 @pytest.fixture(scope="module")
 def shards(workspace: Path) -> list[Result]:
     return [
-        run_action(
+        run_sweep(
             workspace,
-            "pull_request",
-            mode="sweep",
-            models="models",
             configs="default,single",
             out=f"shards/shard-{index}",
-            fail_on="never",
             shard_index=str(index),
             shard_count="3",
         )
@@ -98,14 +91,7 @@ def test_three_shards_plus_merge_equal_one_unsharded_run(
         assert process.returncode == 0, process.stderr
     shard_models = [_model_ids(workspace / outputs["report"]) for _, outputs, _ in shards]
     assert sum(len(ids) for ids in shard_models) == 4 and all(shard_models)
-    process, outputs, summary = run_action(
-        workspace,
-        "workflow_dispatch",
-        mode="merge",
-        reports="shards",
-        out="merged",
-        fail_on="never",
-    )
+    process, outputs, summary = _merge(workspace, "workflow_dispatch", "shards", "merged")
     assert process.returncode == 0, process.stderr
     merged, whole = workspace / outputs["report"], workspace / unsharded[1]["report"]
     assert _findings(merged) == _findings(whole)
@@ -118,14 +104,7 @@ def test_three_shards_plus_merge_equal_one_unsharded_run(
 def test_missing_shard_fails_loudly_with_the_merge_error_code(
     workspace: Path, shards: list[Result]
 ) -> None:
-    process, outputs, _ = run_action(
-        workspace,
-        "schedule",
-        mode="merge",
-        out="merged-missing",
-        fail_on="never",
-        reports="shards/shard-0\nshards/shard-2",
-    )
+    process, outputs, _ = _merge(workspace, "schedule", "shards/shard-0\nshards/shard-2", "merged-missing")
     assert process.returncode == MergeError.exit_code
     assert "shard 1/3 missing" in process.stderr
     assert "::error::" in process.stdout + process.stderr
@@ -139,22 +118,13 @@ def test_gate_follows_fail_on(
 ) -> None:
     counts = unsharded[1]
     failing = {"new": int(counts["new"]), "any": int(counts["new"]) + int(counts["known"])}
-    process, outputs, _ = run_action(
-        workspace, "release", mode="merge", reports="whole", out=f"gate-{fail_on}", fail_on=fail_on
-    )
+    process, outputs, _ = _merge(workspace, "release", "whole", f"gate-{fail_on}", fail_on)
     assert process.returncode == (1 if expected and failing[expected] else 0), process.stderr
     assert outputs["report"] == f"gate-{fail_on}/report.json"
 
 
 def test_bad_input_is_a_config_error_before_anything_runs(workspace: Path) -> None:
-    process, outputs, _ = run_action(
-        workspace,
-        "pull_request",
-        mode="sweep",
-        shard_index="3",
-        shard_count="3",
-        out="never-written",
-    )
+    process, outputs, _ = run_sweep(workspace, shard_index="3", shard_count="3", out="never-written")
     assert process.returncode == ConfigError.exit_code
     assert "shard_index" in process.stderr and outputs == {}
     assert not (workspace / "never-written").exists()
@@ -177,8 +147,7 @@ def test_mode_all_publishes_what_the_users_baseline_accepted_as_known(workspace:
         optimizer="faulty_optimizers.py:optimize",  # the workspace is not on the import path
         baseline="accepted.yml",
         out="accepted",
-        dry_run="true",
-        github_token="",  # no token: the dry run plans offline
+        **OFFLINE_PUBLISH,
     )
     assert process.returncode == 0, process.stderr
     assert (outputs["new"], outputs["known"]) == ("0", "1")

@@ -10,7 +10,7 @@ from pathlib import Path
 from wheels import repack_installed
 
 from tests.integration.action_models import write_models
-from tests.integration.ci.action_runs import onnx_optimizer_checkout, run_action
+from tests.integration.ci.action_runs import OFFLINE_PUBLISH, onnx_optimizer_checkout, run_sweep
 
 # Each planted module leaves a mark before it raises, so even an import whose error something
 # swallowed is seen.
@@ -56,17 +56,8 @@ def _plant(folder: Path) -> None:
 def test_modules_planted_in_the_workspace_never_run_in_any_stage(tmp_path: Path) -> None:
     write_models(tmp_path / "models")
     _plant(tmp_path)
-    process, outputs, _ = run_action(
-        tmp_path,
-        "release",
-        mode="all",  # sweep (with its worker processes) and publish, which reads YAML
-        models="models",
-        configs="default",
-        baseline="",
-        dry_run="true",
-        github_token="",
-        fail_on="never",
-    )
+    # mode all: the sweep (with its worker processes), then publish, which reads YAML
+    process, outputs, _ = run_sweep(tmp_path, "release", mode="all", baseline="", **OFFLINE_PUBLISH)
     assert process.returncode == 0, process.stderr
     assert sorted(path.name for path in tmp_path.rglob("planted-*-ran")) == []
     assert outputs["report"] == "ditox-report/report.json"
@@ -76,16 +67,7 @@ def test_modules_planted_in_the_workspace_never_run_in_any_stage(tmp_path: Path)
 def test_no_stage_but_publish_sees_a_credential(tmp_path: Path) -> None:
     write_models(tmp_path / "models")
     (tmp_path / "spy.py").write_text(SPY)
-    process, _, _ = run_action(
-        tmp_path,
-        "pull_request",
-        runner_env=RUNNER_CREDENTIALS,
-        mode="sweep",
-        models="models",
-        configs="default",
-        optimizer="spy.py:optimize",
-        fail_on="never",
-    )
+    process, _, _ = run_sweep(tmp_path, runner_env=RUNNER_CREDENTIALS, optimizer="spy.py:optimize")
     assert process.returncode == 0, process.stderr
     assert json.loads((tmp_path / "optimizer-saw.json").read_text()) == []
 
@@ -97,16 +79,8 @@ def test_the_action_sweeps_the_installed_wheel_inside_an_onnx_optimizer_checkout
     onnx_optimizer_checkout(workspace)
     write_models(workspace / "models")
     wheel = repack_installed(workspace / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+under.test")
-    process, outputs, _ = run_action(
-        workspace,
-        "pull_request",
-        python=fresh_python,
-        mode="sweep",
-        optimizer=str(wheel.relative_to(workspace)),  # as the examples pass it: dist/<wheel>
-        models="models",
-        configs="default",
-        fail_on="never",
-    )
+    optimizer = str(wheel.relative_to(workspace))  # as the examples pass it: dist/<wheel>
+    process, outputs, _ = run_sweep(workspace, python=fresh_python, optimizer=optimizer)
     assert process.returncode == 0, process.stderr
     report = json.loads((workspace / outputs["report"]).read_text())
     assert report["optimizer"]["version"] == "0.4.2+under.test"
@@ -138,15 +112,7 @@ def optimize(model, passes, fixed_point):
 def test_what_the_optimizer_prints_never_reaches_the_log_as_a_command(tmp_path: Path) -> None:
     write_models(tmp_path / "models")
     (tmp_path / "noisy.py").write_text(NOISY)
-    process, _, _ = run_action(
-        tmp_path,
-        "pull_request",
-        mode="sweep",
-        models="models",
-        configs="default",
-        optimizer="noisy.py:optimize",
-        fail_on="never",
-    )
+    process, _, _ = run_sweep(tmp_path, optimizer="noisy.py:optimize")
     assert process.returncode == 0, process.stderr
     log = (process.stdout + process.stderr).splitlines()
     commands = [line for line in log if line.lstrip().startswith("::")]
