@@ -21,6 +21,13 @@ def sweep(*args: str, out: Path) -> tuple[int, dict, str]:
     return helpers.sweep("--jobs", "1", *args, out=out, env=env)
 
 
+def sweep_planted(tmp_path: Path, model: onnx.ModelProto, *args: str) -> tuple[int, dict, str]:
+    """Sweep `model` with the planted optimizer, which picks the models it breaks by graph name."""
+    path = tmp_path / f"{model.graph.name}.onnx"
+    onnx.save(model, path)
+    return sweep("--models", str(path), "--optimizer", PLANTED, *args, out=tmp_path / "r")
+
+
 def sequence_output_model(name: str) -> onnx.ModelProto:
     """x + w through Tanh, and the sum in a sequence output: onnxoptimizer 0.4.2's round trip
     drops the sequence output's type, so even its nop control fails the checker."""
@@ -50,19 +57,8 @@ def plain_model(name: str) -> onnx.ModelProto:
 
 
 def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and_blamed(tmp_path: Path):
-    model = tmp_path / "wrong_seq.onnx"
-    onnx.save(sequence_output_model("wrong_seq"), model)
-    code, report, stderr = sweep(
-        "--models",
-        str(model),
-        "--optimizer",
-        PLANTED,
-        "--configs",
-        "default,single",
-        "--reduce-budget",
-        "0",
-        out=tmp_path / "r",
-    )
+    args = ("--configs", "default,single", "--reduce-budget", "0")
+    code, report, stderr = sweep_planted(tmp_path, sequence_output_model("wrong_seq"), *args)
     assert code == 1, stderr
     findings = {f["config"]: f for f in report["findings"]}
     nop = findings["nop"]
@@ -125,21 +121,8 @@ def test_max_skipped_gates_when_more_of_the_corpus_was_skipped(tmp_path: Path):
 
 
 def test_every_comparator_runs_records_its_numbers_and_the_first_failing_one_gates(tmp_path: Path):
-    model = tmp_path / "wrong.onnx"
-    onnx.save(plain_model("wrong"), model)
-    code, report, stderr = sweep(
-        "--models",
-        str(model),
-        "--optimizer",
-        PLANTED,
-        "--configs",
-        "pass:eliminate_identity",
-        "--comparator",
-        "embedding",
-        "--localize",
-        "off",
-        out=tmp_path / "r",
-    )
+    args = ("--configs", "pass:eliminate_identity", "--comparator", "embedding", "--localize", "off")
+    code, report, stderr = sweep_planted(tmp_path, plain_model("wrong"), *args)
     assert code == 1, stderr
     [finding] = report["findings"]
     evidence = finding["evidence"]
