@@ -15,6 +15,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from tests.helpers import run_cli
+
 # clean for every optimizer here: a finding on one of them is a false alarm
 CLEAN = ("onnx-node:test_relu", "onnx-node:test_add", "onnx-data:pytorch-converted/test_Conv2d")
 
@@ -65,6 +67,13 @@ def if_branches_output_identities() -> onnx.ModelProto:
     )
 
 
+def run_sweep(optimizer: str, out: Path, *args: str, code: int, timeout: float) -> dict:
+    """`ditox-ci sweep --optimizer OPTIMIZER --out OUT ARGS`, asserted to exit with `code`: its report."""
+    done = run_cli("sweep", "--optimizer", optimizer, "--out", str(out), *args, timeout=timeout)
+    assert done.returncode == code, done.stderr[-3000:]
+    return json.loads((out / "report.json").read_text())
+
+
 def sweep(
     tmp_path: Path, optimizer: str, models: dict[str, onnx.ModelProto], sources: tuple[str, ...]
 ) -> dict:
@@ -73,18 +82,8 @@ def sweep(
     for name, model in models.items():
         onnx.save(model, str(folder / f"{name}.onnx"))
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "ditox_ci", "sweep", "--optimizer", optimizer, "--out", str(out)),
-            *("--models", str(folder), *sources, *CLEAN),
-            *("--configs", "default", "--jobs", "2", "--reduce-budget", "5"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 1, done.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
+    args = ("--models", str(folder), *sources, *CLEAN, "--configs", "default", "--jobs", "2")
+    report = run_sweep(optimizer, out, *args, "--reduce-budget", "5", code=1, timeout=900)
     report["summary"] = (out / "summary.md").read_text()
     report["out"] = out
     return report
@@ -147,18 +146,8 @@ def test_onnxsim_stamped_metadata_is_not_a_change(tmp_path: Path) -> None:
     """onnxsim writes its options (which passes it skipped) into metadata_props on every run.
     Normalized away, a pass that rewrites nothing gives the control's bytes: it neither counts as a
     change in coverage nor costs a runtime run of its own."""
-    out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "ditox_ci", "sweep", "--optimizer", "onnxsim", "--out", str(out)),
-            *("--models", "onnx-node:test_relu", "onnx-node:test_add", "--configs", "single", "--jobs", "1"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((out / "report.json").read_text())
+    args = ("--models", "onnx-node:test_relu", "onnx-node:test_add", "--configs", "single", "--jobs", "1")
+    report = run_sweep("onnxsim", tmp_path / "out", *args, code=0, timeout=600)
     assert len(report["coverage"]) == len(report["optimizer"]["passes"]) > 60
     assert {name for name, c in report["coverage"].items() if c["models_changed"]} == set()
     # all 2 x 66 single-pass results are the control's bytes: judged once per model, not per pass
@@ -219,17 +208,8 @@ def test_a_custom_optimizer_without_pass_lists_is_opaque(tmp_path: Path) -> None
         "    return onnxoptimizer.optimize(model, ['fuse_bn_into_conv'] if passes else [], fixed_point)\n"
     )
     out = tmp_path / "out"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "ditox_ci", "sweep", "--optimizer", f"{adapter}:optimize"),
-            *("--models", "onnx-node:test_relu", "--out", str(out), "--jobs", "1"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    report = json.loads((out / "report.json").read_text())
+    args = ("--models", "onnx-node:test_relu", "--jobs", "1")
+    report = run_sweep(f"{adapter}:optimize", out, *args, code=0, timeout=300)
     assert report["optimizer"]["opaque"] is True
     assert report["optimizer"]["passes"] == []
     assert report["stats"]["configs"] == ["nop", "default"], "default and control only"
