@@ -15,13 +15,21 @@ BROKEN_PASS = "eliminate_identity"
 def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = False) -> onnx.ModelProto:
     result = onnxoptimizer.optimize(model, list(passes), fixed_point)
     if model.graph.name.startswith("range") and BROKEN_PASS in passes:
-        for node in result.graph.node:
-            if node.op_type == "Relu":
-                node.op_type, node.input[:] = "Clip", [node.input[0], "relu6_low", "relu6_high"]
-        result.graph.initializer.extend(
-            [onnx.numpy_helper.from_array(np.float32(v), n) for v, n in ((0, "relu6_low"), (6, "relu6_high"))]
-        )
+        return relu6(result)
     return result
+
+
+def relu6(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The planted miscompilation: a copy of `model` whose every Relu is Clip(0, 6)."""
+    bounded = onnx.ModelProto()
+    bounded.CopyFrom(model)
+    for node in bounded.graph.node:
+        if node.op_type == "Relu":
+            node.op_type, node.input[:] = "Clip", [node.input[0], "relu6_low", "relu6_high"]
+    bounded.graph.initializer.extend(
+        [onnx.numpy_helper.from_array(np.float32(v), n) for v, n in ((0, "relu6_low"), (6, "relu6_high"))]
+    )
+    return bounded
 
 
 def get_available_passes() -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from bounded_relu import relu6
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
@@ -37,19 +38,6 @@ def _relu_model(name: str) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def _relu6(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The planted miscompilation: Relu becomes Clip(0, 6), equal on every input below 5.5."""
-    bounded = onnx.ModelProto()
-    bounded.CopyFrom(model)
-    for node in bounded.graph.node:
-        if node.op_type == "Relu":
-            node.op_type, node.input[:] = "Clip", [node.input[0], "zero", "six"]
-    bounded.graph.initializer.extend(
-        [onnx.numpy_helper.from_array(np.float32(v), n) for v, n in ((0.0, "zero"), (6.0, "six"))]
-    )
-    return bounded
-
-
 def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: Path) -> None:
     model = _relu_model("range_relu")
     onnx.save(model, tmp_path / "m.onnx")
@@ -58,13 +46,13 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
     small, wide = (np.abs(feed["x"]).max() for feed in context.feeds)
     assert small < 2 < 100 < wide
 
-    outcome = judge(context, _relu6(model))
+    outcome = judge(context, relu6(model))  # Relu6 equals Relu on every x below 5.5
     assert outcome.kind == "output-mismatch" and outcome.evidence["sample"] == 1
 
     small_only = dataclasses.replace(
         context, feeds=context.feeds[:1], outputs=context.outputs[:1], judged={}
     )
-    assert judge(small_only, _relu6(model)).kind is None
+    assert judge(small_only, relu6(model)).kind is None
 
 
 def test_only_the_input_that_overflows_the_original_is_scaled_back(tmp_path: Path) -> None:
