@@ -53,7 +53,18 @@ BY_DESIGN = finding(
     ("split_init",),
     "outputs differ: 1 vs 2",
 )
+
+
 MODELS = (HOSTILE_MODEL, "test_pad/model.onnx", "test_pad2/model.onnx", "test_conv/model.onnx")
+
+
+def distinct_bugs(count: int, kind: str, message: str) -> list[Finding]:
+    """`count` findings of `kind` by one pass on one model, each with a fingerprint and a message
+    (`message` and its number) of its own."""
+    return [
+        finding(f"{n:020x}", kind, "test_pad/model.onnx", ("fuse_pad_into_conv",), f"{message} {n}")
+        for n in range(1, count + 1)
+    ]
 
 
 def report(*findings: Finding) -> Report:

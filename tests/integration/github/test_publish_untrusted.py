@@ -23,7 +23,7 @@ from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
     PR,
-    finding,
+    distinct_bugs,
     github_env,
     report,
     run_publish,
@@ -143,10 +143,7 @@ def test_an_untrusted_report_gives_a_neutral_check_and_touches_no_issue(server, 
 
 
 def test_two_thousand_findings_make_a_bounded_number_of_writes(server, tmp_path: Path):
-    bugs = [
-        finding(f"{n:020x}", "output-mismatch", "test_pad/model.onnx", ("fuse_pad_into_conv",), f"diff {n}")
-        for n in range(1, 2001)
-    ]
+    bugs = distinct_bugs(2000, "output-mismatch", "diff")
     env = github_env(tmp_path, server.url)
     argv = ["--report", str(write(tmp_path, "big.json", report(*bugs))), "--file-issues"]
     assert run_publish(argv, env)[0] == 0

@@ -27,6 +27,7 @@ from tests.integration.github_fixtures import (
     BUG_B,
     BUG_B_OTHER_MODEL,
     PR,
+    distinct_bugs,
     finding,
     github_env,
     report,
@@ -205,10 +206,7 @@ def test_a_secondary_limit_beyond_max_wait_stops_clearly(server, tmp_path: Path)
 
 
 def test_max_new_issues_caps_the_issues_and_lists_the_rest(server, tmp_path: Path):
-    bugs = [
-        finding(f"{n:020x}", "optimizer-crash", "test_pad/model.onnx", ("fuse_pad_into_conv",), f"crash {n}")
-        for n in range(1, 6)
-    ]
+    bugs = distinct_bugs(5, "optimizer-crash", "crash")
     env = github_env(tmp_path, server.url)
     argv = ["--report", str(write(tmp_path, "r.json", report(*bugs))), "--file-issues"]
     argv += ["--max-new-issues", "3"]
