@@ -72,6 +72,9 @@ CONTEXT_KEPT_MAX_BYTES = 64 * 2**20
 STDERR_TAIL = 1500
 # the causes of a worker's death that are the model's appetite for memory, not a crash
 MEMORY_CAUSES = ("exceeded the memory limit", "ran out of memory")
+# a worker whose own Python code (preparing, running, comparing) raised MemoryError exits with
+# this code: the parent treats it like the OOM killer's SIGKILL, a memory finding, not exit 70
+MEMORY_ERROR_EXIT = 86
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
             except SkipModel as exc:
                 conn.send(ModelSkipped(str(exc)))
                 continue
+            except MemoryError:
+                os._exit(MEMORY_ERROR_EXIT)
             except Exception as exc:  # a bug in ditox-ci: never a silent skip
                 conn.send(InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}"))
                 continue
@@ -262,6 +267,8 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
 
             try:
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+            except MemoryError:
+                os._exit(MEMORY_ERROR_EXIT)
             except Exception as exc:  # a bug in ditox-ci or its configuration, never the optimizer's
                 conn.send(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
                 break
@@ -575,6 +582,9 @@ class WorkerPool:
                     killer = "the OOM killer" if oom_kills is not None else "most likely the OOM killer"
                     detail = f"SIGKILL from {killer}; last seen at {slot.rss_mb:.0f} MiB"
                     return self._replace(slot, "ran out of memory", detail)
+            if slot.process.exitcode == MEMORY_ERROR_EXIT:
+                detail = f"MemoryError; last seen at {slot.rss_mb:.0f} MiB"
+                return self._replace(slot, "ran out of memory", detail)
             return self._replace(slot, "crashed", _signal_name(slot.process.exitcode))
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:

@@ -1,7 +1,9 @@
 """A planted optimizer that dies the way the kernel's OOM killer kills a process: on models named
 `oom*` it adds one to the OOM-kill counter whose path the model's `oom_counter` metadata names (what
 the kernel does in the cgroup's memory.events) and sends itself SIGKILL; on `killed*` it is SIGKILLed
-without the counter moving (someone else killed it). The path travels in the model, not in the
+without the counter moving (someone else killed it); on `starved*` it optimizes, but the worker's
+comparison of the outputs then raises MemoryError (a planted fault in this worker process alone,
+which exits after it). The path travels in the model, not in the
 environment: workers fork from a forkserver that an earlier test may have started."""
 
 from __future__ import annotations
@@ -24,4 +26,11 @@ def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool = 
         os.kill(os.getpid(), signal.SIGKILL)
     if name.startswith("killed") and "nop" not in passes:
         os.kill(os.getpid(), signal.SIGKILL)
+    if name.startswith("starved") and "nop" not in passes:
+        from ditox_ci.engine import evaluate
+
+        def starved(*args: object, **kwargs: object) -> None:
+            raise MemoryError
+
+        evaluate._compare = starved  # type: ignore[assignment]
     return onnxoptimizer.optimize(model, list(passes), fixed_point)

@@ -1,5 +1,5 @@
 """A worker the kernel's OOM killer kills is a memory finding, not a crash; one killed otherwise
-stays a crash. The kernel's counter is a file here, moved by the planted optimizer as the kernel
+stays a crash; a MemoryError in the worker's own comparison is a memory finding too, not exit 70. The kernel's counter is a file here, moved by the planted optimizer as the kernel
 would move it."""
 
 from __future__ import annotations
@@ -54,3 +54,18 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
     killed = results["killed_model.onnx"].outcomes[STEP.label]
     assert killed.kind == "optimizer-crash" and "memory" not in killed.evidence
     assert killed.message == "optimizer crashed (SIGKILL)"
+
+
+def test_a_memory_error_while_comparing_is_a_memory_finding_and_the_sweep_goes_on(tmp_path: Path) -> None:
+    counter = tmp_path / "memory.oom_control"
+    counter.write_text("oom_kill 0\n")
+    jobs = [Job(_ref(tmp_path, name, counter), (STEP,)) for name in ("starved_model", "plain_model")]
+    with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
+        results = {result.ref.id: result for result in pool.run(jobs)}
+
+    starved = results["starved_model.onnx"].outcomes[STEP.label]
+    assert starved.kind == "runtime-error" and starved.evidence["memory"] is True
+    assert starved.message == "ONNX Runtime on the optimized model ran out of memory"
+    assert starved.evidence["detail"].startswith("MemoryError")
+    # the next model runs on a fresh worker, without the planted fault
+    assert results["plain_model.onnx"].outcomes[STEP.label].kind is None
