@@ -17,6 +17,8 @@ import onnx.numpy_helper
 import onnxoptimizer
 
 BROKEN_PASS = "eliminate_identity"
+# how ONNX Runtime starts a log line: a colour, then a timestamp
+LOG_STAMP = "\x1b[1;31m2026-01-02 03:04:05.678901234 "
 
 # per worker process: how often it optimized each (model, passes)
 _calls: Counter[tuple[bytes, tuple[str, ...]]] = Counter()
@@ -39,14 +41,14 @@ def optimize(
     noisy*: writes a line to stderr the way ONNX Runtime logs (colour, timestamp), then optimizes."""
     name = model.graph.name
     if name.startswith("noisy"):
-        os.write(2, f"\x1b[1;31m2026-01-02 03:04:05.678901234 [E:fake] noise from {name}\x1b[m\n".encode())
+        os.write(2, f"{LOG_STAMP}[E:fake] noise from {name}\x1b[m\n".encode())
     rewriting = [p for p in passes if p != "nop"]
     if name.startswith("wrong_then_segv"):
         _calls[model.SerializeToString(), tuple(passes)] += 1
         if _calls[model.SerializeToString(), tuple(passes)] > 1:
             ctypes.string_at(0)
     if name.startswith("segv") and rewriting:
-        os.write(2, f"\x1b[1;31m2026-01-02 03:04:05.678901234 [E:fake] {name} is about to crash\x1b[m\n".encode())
+        os.write(2, f"{LOG_STAMP}[E:fake] {name} is about to crash\x1b[m\n".encode())
         ctypes.string_at(0)
     if name.startswith("hang") and rewriting:
         time.sleep(3600)

@@ -1,6 +1,6 @@
 """A worker the kernel's OOM killer kills is a memory finding, not a crash; one killed otherwise
-stays a crash; a MemoryError in the worker's own comparison is a memory finding too, not exit 70. The kernel's counter is a file here, moved by the planted optimizer as the kernel
-would move it."""
+stays a crash; a MemoryError in the worker's own comparison is a memory finding too, not exit 70.
+The kernel's counter is a file here, moved by the planted optimizer as the kernel would move it."""
 
 from __future__ import annotations
 
