@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine import worker
+from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
 from tests.helpers import FAKES
@@ -37,21 +38,26 @@ def _ref(folder: Path, name: str, counter: Path) -> ModelRef:
     return ModelRef(id=path.name, source="test", path=str(path))
 
 
+def _outcomes(folder: Path, counter: Path, *names: str) -> dict[str, Outcome]:
+    """Each model's outcome of STEP, run one after the other on one worker."""
+    jobs = [Job(_ref(folder, name, counter), (STEP,)) for name in names]
+    with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
+        return {result.ref.id: result.outcomes[STEP.label] for result in pool.run(jobs)}
+
+
 def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     counter = tmp_path / "memory.oom_control"
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
     monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(counter),))
-    jobs = [Job(_ref(tmp_path, name, counter), (STEP,)) for name in ("oom_model", "killed_model")]
-    with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
-        results = {result.ref.id: result for result in pool.run(jobs)}
+    results = _outcomes(tmp_path, counter, "oom_model", "killed_model")
 
-    oom = results["oom_model.onnx"].outcomes[STEP.label]
+    oom = results["oom_model.onnx"]
     assert oom.kind == "optimizer-crash" and oom.evidence["memory"] is True
     assert oom.message == "optimizer ran out of memory"
     assert oom.evidence["detail"].startswith("SIGKILL from the OOM killer")
-    killed = results["killed_model.onnx"].outcomes[STEP.label]
+    killed = results["killed_model.onnx"]
     assert killed.kind == "optimizer-crash" and "memory" not in killed.evidence
     assert killed.message == "optimizer crashed (SIGKILL)"
 
@@ -59,13 +65,11 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
 def test_a_memory_error_while_comparing_is_a_memory_finding_and_the_sweep_goes_on(tmp_path: Path) -> None:
     counter = tmp_path / "memory.oom_control"
     counter.write_text("oom_kill 0\n")
-    jobs = [Job(_ref(tmp_path, name, counter), (STEP,)) for name in ("starved_model", "plain_model")]
-    with WorkerPool(WorkerConfig(optimizer=f"{FAKE}:optimize", timeout_s=60), jobs=1) as pool:
-        results = {result.ref.id: result for result in pool.run(jobs)}
+    results = _outcomes(tmp_path, counter, "starved_model", "plain_model")
 
-    starved = results["starved_model.onnx"].outcomes[STEP.label]
+    starved = results["starved_model.onnx"]
     assert starved.kind == "runtime-error" and starved.evidence["memory"] is True
     assert starved.message == "ONNX Runtime on the optimized model ran out of memory"
     assert starved.evidence["detail"].startswith("MemoryError")
     # the next model runs on a fresh worker, without the planted fault
-    assert results["plain_model.onnx"].outcomes[STEP.label].kind is None
+    assert results["plain_model.onnx"].kind is None
