@@ -34,7 +34,7 @@ def read_text(path: Path, what: str, missing: str) -> str:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{what} {path} does not exist; {missing}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a NUL in the path
         raise InputError(f"{what} {path} is unreadable ({exc})") from None
 
 
