@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
 from ditox_ci.options import resolve
@@ -43,6 +44,7 @@ class ActionInputs:
     atol: float | None = None
     max_skipped: float | None = None
     jobs: int | None = None
+    runner: str = "auto"
     timeout: float | None = None
     out: str = "ditox-report"
     reports: tuple[str, ...] = ()
@@ -123,7 +125,11 @@ def optimizer_kind(spec: str) -> str:
 def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
     inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
-    choices: dict[str, tuple[str, ...]] = {"mode": tuple(MODES), "fail_on": tuple(GATES)}
+    choices: dict[str, tuple[str, ...]] = {
+        "mode": tuple(MODES),
+        "fail_on": tuple(GATES),
+        "runner": RUNNER_CHOICES,
+    }
     for name, allowed in choices.items():
         value = getattr(inputs, name)
         if value not in allowed:
@@ -227,6 +233,7 @@ def _sweep_argv(inputs: ActionInputs) -> list[str]:
     argv += _optional("--atol", inputs.atol)
     argv += _optional("--max-skipped", inputs.max_skipped)
     argv += _optional("--jobs", inputs.jobs)
+    argv += _optional("--runner", "" if inputs.runner == "auto" else inputs.runner)
     argv += _optional("--timeout", inputs.timeout)
     return argv
 

@@ -126,6 +126,7 @@ def test_sweep_inputs_map_to_flags() -> None:
         "INPUT_ATOL": "",
         "INPUT_MAX_SKIPPED": "0.2",
         "INPUT_JOBS": "2",
+        "INPUT_RUNNER": "reference",
         "INPUT_TIMEOUT": "60",
         "INPUT_OUT": "shard-2",
         "INPUT_GITHUB_TOKEN": "ghs_secret",
@@ -152,10 +153,16 @@ def test_sweep_inputs_map_to_flags() -> None:
         "0.2",
         "--jobs",
         "2",
+        "--runner",
+        "reference",
         "--timeout",
         "60.0",
     ]
     assert "ghs_secret" not in " ".join(argv)
+    # the default leaves the CLI's own default; a runner it does not know is the input's error
+    assert "--runner" not in build_argv({**env, "INPUT_RUNNER": "auto"})[0]
+    with pytest.raises(ConfigError, match="input runner: 'tvm' is not one of auto, onnxruntime, reference"):
+        read_inputs({**env, "INPUT_RUNNER": "tvm"})
 
 
 def test_merge_and_publish_modes() -> None:
