@@ -8,6 +8,7 @@ while the bug is present, a hang included, 0 once fixed) and a `README.md` writt
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ import numpy as np
 import onnx
 
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.runner import is_ml_dtype
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.model import Finding
@@ -28,12 +30,17 @@ EVIDENCE_NUMBERS = ("output", "sample", "max_abs", "max_rel", "signal")
 
 
 def _samples_npz(path: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
-    """One '<sample>/<name>' entry per tensor, so names with any characters survive."""
+    """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
+    bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
+    into a `__dtypes__` entry, by key, and repro.py views the bytes as them again."""
     arrays = {
         f"{index}/{name}": np.asarray(value)
         for index, sample in enumerate(samples)
         for name, value in sample.items()
     }
+    exotic = {key: array.dtype.name for key, array in arrays.items() if is_ml_dtype(array.dtype)}
+    if exotic:
+        arrays["__dtypes__"] = np.array(json.dumps(exotic))
     np.savez(path, **arrays)  # type: ignore[arg-type]
 
 

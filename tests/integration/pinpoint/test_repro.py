@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import localize_planted as planted
+import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime
@@ -22,7 +23,7 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
-from tests.helpers import run_cli
+from tests.helpers import FAKES, run_cli
 
 RTOL, ATOL = 1e-4, 1e-5
 PLANTED_DIR = str(Path(planted.__file__).parent)
@@ -230,3 +231,42 @@ def test_an_invalid_model_bundle_reproduces_what_only_the_full_check_rejects(tmp
     assert done.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in done.stdout, (
         done.stdout + done.stderr
     )
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float8_e4m3fn"])
+def test_a_bundle_keeps_element_types_numpy_lacks_and_still_reproduces(tmp_path: Path, dtype: str) -> None:
+    """bfloat16 and float8 inputs and outputs: npz keeps their bytes, the bundle their names."""
+    element_type = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(getattr(ml_dtypes, dtype)))
+    nodes = [
+        onnx.helper.make_node("Cast", ["x"], ["wide"], to=onnx.TensorProto.FLOAT),
+        onnx.helper.make_node("Identity", ["wide"], ["i"]),
+        onnx.helper.make_node("Add", ["i", "w"], ["sum"]),
+        onnx.helper.make_node("Cast", ["sum"], ["y"], to=element_type),
+    ]
+    graph = onnx.helper.make_graph(
+        nodes,
+        "wrong_narrow",  # the planted optimizer flips its Add when eliminate_identity runs
+        [onnx.helper.make_tensor_value_info("x", element_type, [2, 3])],
+        [onnx.helper.make_tensor_value_info("y", element_type, [2, 3])],
+        [onnx.numpy_helper.from_array(np.full((2, 3), 2.0, np.float32), "w")],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)])
+    feeds = [{"x": np.linspace(-1, 1, 6).reshape(2, 3).astype(getattr(ml_dtypes, dtype))}]
+    [outputs] = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
+    finding = Finding(
+        fingerprint="2" * 20, kind="output-mismatch", model="m.onnx", config="default",
+        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), evidence={"message": "y"},
+    )
+    bundle = write_bundle(
+        tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,
+        expected=[{"y": outputs[0]}], optimizer_spec=f"{FAKES / 'faulty_optimizers.py'}:optimize",
+        passes=("eliminate_identity",), fixed_point=False, rtol=RTOL, atol=ATOL,
+    )
+
+    broken = run_repro(bundle)
+    fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
+
+    assert broken.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference" in broken.stdout, (
+        broken.stdout + broken.stderr
+    )
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
