@@ -266,7 +266,6 @@ def test_a_bundle_keeps_element_types_numpy_lacks_and_still_reproduces(tmp_path:
     broken = run_repro(bundle)
     fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
 
-    assert broken.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference" in broken.stdout, (
-        broken.stdout + broken.stderr
-    )
+    said = broken.stdout + broken.stderr
+    assert broken.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference" in said, said
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
