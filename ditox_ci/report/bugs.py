@@ -73,10 +73,25 @@ class Bug:
     @property
     def reduced(self) -> tuple[int, int] | None:
         """(nodes before, nodes after) of the reduction that made the repro, if one ran."""
+        reduction = self._reduction
+        if reduction is None or reduction.get("reason") == "not-reproducible":
+            return None
+        return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+
+    @property
+    def not_reproducible(self) -> bool:
+        """The failure did not come back when reduction ran the culprit again on the same model:
+        an optimizer (or runtime) whose result changes from run to run, e.g. one that reads memory
+        it does not own."""
+        reduction = self._reduction
+        return reduction is not None and reduction.get("reason") == "not-reproducible"
+
+    @property
+    def _reduction(self) -> dict[str, Any] | None:
         for finding in self.findings:
             reduction = finding.evidence.get("reduction")
             if isinstance(reduction, dict) and "nodes_after" in reduction:
-                return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+                return reduction
         return None
 
 

@@ -66,6 +66,16 @@ def test_headline_counts_bugs_with_their_findings_and_models():
     assert bugs[0].reduced == (40, 2) and len(bugs[0].models) == 3
 
 
+def test_a_bug_that_did_not_fail_again_is_called_nondeterministic_not_reduced():
+    """Reduction first runs the culprit again on the model as found; when the failure does not
+    come back (an optimizer reading memory it does not own), the texts say so."""
+    flaky = {"nodes_before": 1, "nodes_after": 1, "checks": 1, "reason": "not-reproducible"}
+    [bug] = group_bugs([_finding("f" * 20, "m0", "default", reduction=flaky)])
+    assert bug.reduced is None and bug.not_reproducible
+    row = next(line for line in render_summary(_report([*bug.findings], 1)).splitlines() if "f" * 20 in line)
+    assert "did not fail again when re-run: nondeterministic" in row and "1 of 1 nodes" not in row
+
+
 def test_known_findings_are_counted_per_baseline_entry():
     groups = known_groups(_known(30, "split_init") + _known(5, "rewrite_input_dtype"))
     assert [(g.baseline_entry, g.findings, g.bugs, g.models) for g in groups] == [
