@@ -71,7 +71,6 @@ class ModelContext:
     checker_error: str | None
     info: dict[str, Any] = field(default_factory=dict)
     judged: dict[str, Outcome] = field(default_factory=dict)
-    runtime_runs: int = 0
     cache_hits: int = 0
     # made on first use only: comparators that re-run the models (text generation) need it
     session: Any = None
@@ -249,7 +248,6 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         info["noise_floor"] = "measured" if noise else "not measurable"
     elif settings.calibrate:
         noise = random_outputs(plain)
-    original_runs = len(feeds) * (2 if noise else 1)
     drawn = random_output_positions(model)
     if drawn:  # whatever a run shows, these outputs are drawn anew every time
         noise = noise or [[None] * len(row) for row in outputs]
@@ -266,7 +264,6 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         output_names=[o.name for o in model.graph.output],
         checker_error=_check(model),
         info=info,
-        runtime_runs=original_runs,
         runner=info["runner"],
         noise=noise,
     )
@@ -559,8 +556,6 @@ def _judge_changed(
         outputs = runner.run_all(session, feeds)
     except runner.RuntimeRunError as exc:
         return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
-    finally:
-        context.runtime_runs += len(feeds)
     mismatch = _comparisons(context, session, outputs, comparators, settings, evidence)
     if mismatch is not None:
         return mismatch

@@ -122,8 +122,21 @@ def _needs_ort_values(session: ort.InferenceSession, feed: Mapping[str, Any]) ->
     return any(any(name in arg.type for name in _ML_DTYPE_NAMES) for arg in session.get_outputs())
 
 
+class _RunCount:
+    """Every run this process made, whatever asked for it (the original, its re-draws and
+    scale-backs, its noise floor, optimized models, comparators that re-run): a job's runs are the
+    difference before and after it."""
+
+    runs = 0
+
+
+def runs_so_far() -> int:
+    return _RunCount.runs
+
+
 def run(session: Any, feed: Mapping[str, Any]) -> list[Any]:
     """Run one sample; returns the outputs in the model's declared order."""
+    _RunCount.runs += 1
     if isinstance(session, ReferenceSession):
         try:
             return session.run(feed)

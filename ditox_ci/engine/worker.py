@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import (
     RUNNER_TITLES,
@@ -233,9 +234,9 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         if isinstance(job, Stop):
             return
         conn.send(PhaseStarted(-1, "prepare"))
+        runs_before = runner.runs_so_far()
         key = (job.ref.id, job.ref.path)
         context = contexts.get(key)
-        fresh = context is None
         if context is None:
             # the next model gets the worker's memory (its allowance) to itself
             for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:
@@ -254,8 +255,6 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         contexts.move_to_end(key)
         while len(contexts) > CONTEXTS_KEPT:
             contexts.popitem(last=False)
-        # a freshly prepared context's runs are the original's, which count too
-        runs_before = 0 if fresh else context.runtime_runs
         hits_before = context.cache_hits
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
@@ -277,7 +276,7 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
                 conn.send(PhaseStarted(index, "divergence"))
                 conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
         else:
-            conn.send(JobDone(context.runtime_runs - runs_before, context.cache_hits - hits_before))
+            conn.send(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))
 
 
 # ---------------------------------------------------------------- parent side

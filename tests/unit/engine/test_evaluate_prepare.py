@@ -10,6 +10,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
+from ditox_ci.engine import runner
 from ditox_ci.engine.evaluate import EvalSettings, prepare, random_output_positions
 
 
@@ -52,3 +53,21 @@ def test_the_outputs_a_seedless_random_op_reaches_are_read_off_the_graph():
 
     assert random_output_positions(model()) == {1}
     assert random_output_positions(model(seed=1.0)) == set()
+
+
+def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Path) -> None:
+    """Exp overflows on the wide-range sample at full scale and not at a tenth: two samples, two
+    tries of the wide one, then the three kept samples once more for the noise floor."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "exp.onnx")
+
+    before = runner.runs_so_far()
+    context = prepare(ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2))
+
+    assert context.info["wide_sample"] == {"sample": 2, "scales": {"x": 0.1}}
+    assert len(context.feeds) == 3
+    assert runner.runs_so_far() - before == 2 + 2 + 3
