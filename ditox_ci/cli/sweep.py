@@ -210,16 +210,21 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
 
 
 def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: Path) -> bool:
-    """Exit 4 when no model of a whole sweep ran (a shard may hold only models that skip: the merge
-    of all shards is judged as a whole); True, with one error line, when more than `max_skipped`
-    of the corpus was skipped, which closes the gate like a new finding."""
+    """Exit 4 when no model of a whole sweep ran; True, with one error line, when more than
+    `max_skipped` of the corpus was skipped, which closes the gate like a new finding. A shard is
+    judged by neither: it may hold only the models that skip, and the limit travels in its report
+    to the merge, which judges the whole sweep."""
     skipped = sum(1 for m in report.models if m.status != "ok")
-    if report.models and skipped == len(report.models) and report.shard.get("count", 1) == 1:
+    share = skipped / len(report.models) if report.models else 0.0
+    if report.shard.get("count", 1) > 1:
+        if max_skipped is not None and share > max_skipped:
+            log.info(f"this shard skipped {share:.1%} of its models; the merge judges the whole sweep")
+        return False
+    if report.models and skipped == len(report.models):
         raise InputError(
             f"no model ran: all {skipped} were skipped (reasons in {summary}); "
             "an empty sweep is not a green one"
         )
-    share = skipped / len(report.models) if report.models else 0.0
     if max_skipped is None or share <= max_skipped:
         return False
     log.error(f"{share:.1%} of the corpus was skipped, more than --max-skipped {max_skipped:g}")

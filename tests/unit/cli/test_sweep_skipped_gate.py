@@ -1,0 +1,36 @@
+"""The skipped-share gate: a whole sweep is judged by --max-skipped, a shard is not (the merge is)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.cli.sweep import skipped_gate
+from ditox_ci.errors import InputError
+from ditox_ci.log import Log
+from ditox_ci.report.model import ModelEntry
+from tests.helpers import minimal_report
+
+
+def _report(skipped: int, ok: int, count: int = 1):
+    models = [ModelEntry(f"s{i}", "t", "", status="skipped", reason="r") for i in range(skipped)]
+    models += [ModelEntry(f"o{i}", "t", "") for i in range(ok)]
+    return replace(minimal_report(), models=tuple(models), shard={"index": 0, "count": count})
+
+
+def test_a_whole_sweep_gates_on_its_skipped_share() -> None:
+    log = Log({})
+    assert skipped_gate(_report(1, 1), 0.4, log, Path("s.md")) is True
+    assert skipped_gate(_report(1, 1), 0.5, log, Path("s.md")) is False
+    with pytest.raises(InputError, match="no model ran: all 2 were skipped"):
+        skipped_gate(_report(2, 0), None, log, Path("s.md"))
+
+
+def test_a_shard_leaves_the_skipped_share_to_the_merge(capsys: pytest.CaptureFixture[str]) -> None:
+    """A shard of four may hold only models that skip; 1 % of the whole sweep may be all of it."""
+    log = Log({})
+    assert skipped_gate(_report(1, 1, count=4), 0.4, log, Path("s.md")) is False
+    assert skipped_gate(_report(2, 0, count=4), 0.4, log, Path("s.md")) is False
+    assert "the merge judges the whole sweep" in capsys.readouterr().err
