@@ -544,7 +544,12 @@ def _judge_changed(
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})
     change = interface_change(context.model, optimized)
     if change is not None:
-        return invalid or Outcome("interface-change", change, {**evidence, "message": change})
+        if invalid is None:
+            return Outcome("interface-change", change, {**evidence, "message": change})
+        # the checker's verdict names it; the interface change keeps it apart from a nop control
+        # that fails the checker the same way without one (see Outcome.same_failure)
+        invalid.evidence["interface_change"] = change
+        return invalid
     if on_phase:
         on_phase("run")
     try:

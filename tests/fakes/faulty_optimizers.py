@@ -38,7 +38,8 @@ def optimize(
     """segv*: segfaults on any rewriting pass; hang*: hangs; wrong*: BROKEN_PASS flips an Add;
     wrong_then_segv*: also segfaults when one process optimizes the same model with the same passes
     a second time, as a worker does when a Job asks where the mismatch it just found starts.
-    noisy*: writes a line to stderr the way ONNX Runtime logs (colour, timestamp), then optimizes."""
+    noisy*: writes a line to stderr the way ONNX Runtime logs (colour, timestamp), then optimizes.
+    retype*: BROKEN_PASS declares the first graph output double instead of float."""
     name = model.graph.name
     if name.startswith("noisy"):
         os.write(2, f"{LOG_STAMP}[E:fake] noise from {name}\x1b[m\n".encode())
@@ -55,6 +56,8 @@ def optimize(
     result = onnxoptimizer.optimize(model, list(passes), fixed_point)
     if name.startswith("wrong") and BROKEN_PASS in passes:
         result = _flip_add_to_sub(result)
+    if name.startswith("retype") and BROKEN_PASS in passes:
+        result.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
     return result
 
 

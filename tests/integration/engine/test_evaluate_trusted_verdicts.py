@@ -73,6 +73,22 @@ def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and
     assert findings["default"]["fingerprint"] == findings["pass:eliminate_identity"]["fingerprint"]
 
 
+def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folded_into_nop(tmp_path: Path):
+    """The pass's result fails the checker like nop's does, and declares an output double: the
+    checker's verdict names the finding, the interface change keeps it the pass's own."""
+    args = ("--configs", "single", "--reduce-budget", "0")
+    code, report, stderr = sweep_planted(tmp_path, sequence_output_model("retype_seq"), *args)
+    assert code == 1, stderr
+    findings = {f["config"]: f for f in report["findings"]}
+    assert findings["nop"]["culprit"]["scope"] == "infrastructure"
+    assert "pass:eliminate_identity" not in findings["nop"]["evidence"]["also_in"]
+    retyped = findings["pass:eliminate_identity"]
+    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("invalid-model", ["eliminate_identity"])
+    assert retyped["evidence"]["interface_change"] == (
+        "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+    )
+
+
 def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
     prints = set()
     for budget in ("0.001", "60"):
