@@ -158,14 +158,19 @@ def test_onnxsim_stamped_metadata_is_not_a_change(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def onnxscript_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     models = {"opset12_split_to_sequence": opset12_split_to_sequence()}
-    # a split that is a graph input (its recorded value 2), so constant folding cannot know it
-    sources = ("onnx-node:test_split_to_sequence_1",)
+    # a split that is a graph input (its recorded value 2), so constant folding cannot know it;
+    # a CastLike to float8 with saturate=0, whose recorded inputs overflow float8
+    sources = (
+        "onnx-node:test_split_to_sequence_1",
+        "onnx-node:test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN",
+    )
     return sweep(tmp_path_factory.mktemp("onnxscript"), "onnxscript", models, sources)
 
 
 def test_onnxscript_bugs_are_found_and_pinned_on_constant_folding(onnxscript_report: dict) -> None:
     found = by_model(onnxscript_report)
-    assert set(found) == {"onnx-node:test_split_to_sequence_1", "opset12_split_to_sequence.onnx"}
+    cast = "onnx-node:test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN"
+    assert set(found) == {"onnx-node:test_split_to_sequence_1", "opset12_split_to_sequence.onnx", cast}
     crash = found["onnx-node:test_split_to_sequence_1"]
     assert crash["kind"] == "optimizer-error"
     assert crash["evidence"]["message"].startswith("AttributeError:"), "the root cause, not the PassError"
@@ -174,6 +179,11 @@ def test_onnxscript_bugs_are_found_and_pinned_on_constant_folding(onnxscript_rep
     assert opset["kind"] == "invalid-model"
     assert "Split" in opset["evidence"]["message"]
     assert opset["culprit"]["passes"] == ["fold_constants"]
+    # CastLike becomes a Cast without saturate=0: what overflows saturates instead of turning inf
+    saturated = found[cast]
+    assert (saturated["kind"], saturated["culprit"]["passes"]) == ("output-mismatch", ["fold_constants"])
+    rewrite = (saturated["evidence"]["ops_removed"], saturated["evidence"]["ops_added"])
+    assert rewrite == (["CastLike"], ["Cast"])
 
 
 @pytest.fixture(scope="module")
