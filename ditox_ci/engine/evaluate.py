@@ -544,12 +544,9 @@ def _judge_changed(
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})
     change = interface_change(context.model, optimized)
     if change is not None:
-        if invalid is None:
-            return Outcome("interface-change", change, {**evidence, "message": change})
-        # the checker's verdict names it; the interface change keeps it apart from a nop control
-        # that fails the checker the same way without one (see Outcome.same_failure)
-        invalid.evidence["interface_change"] = change
-        return invalid
+        # before the checker's verdict (kept in evidence.checker): a nop control that fails the
+        # checker the same way shows no interface change, so the pass's own doing stays its own
+        return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
     try:

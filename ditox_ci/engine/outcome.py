@@ -65,8 +65,7 @@ class Outcome:
     def same_failure(self, other: Outcome, *, same_interface: bool = True) -> bool:
         """The one "same failure" matcher (nop folding, localization, the base build, reduction).
 
-        Same kind, the same interface change (or none) where both ran on models with the same
-        interface, and the same evidence: for an output mismatch the comparator, the way it differs
+        Same kind, and the same evidence: for an output mismatch the comparator, the way it differs
         (values, shape, dtype, length, …) and the magnitude band of its error, and, when both ran on
         models with the same interface, the output position. A reduction candidate
         (`same_interface=False`: it has other outputs) keeps a mismatch when its error is at least
@@ -77,9 +76,6 @@ class Outcome:
         if self.kind is None or self.kind != other.kind:
             return False
         if self.evidence.get("signal") != other.evidence.get("signal"):
-            return False
-        # a reduction candidate has other outputs: its interface is not the model's
-        if same_interface and self.evidence.get("interface_change") != other.evidence.get("interface_change"):
             return False
         if self.kind != "output-mismatch":
             return normalize_message(self.message) == normalize_message(other.message)

@@ -75,7 +75,7 @@ def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and
 
 def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folded_into_nop(tmp_path: Path):
     """The pass's result fails the checker like nop's does, and declares an output double: the
-    checker's verdict names the finding, the interface change keeps it the pass's own."""
+    interface change is the finding, the pass's own, with the checker's verdict beside it."""
     args = ("--configs", "single", "--reduce-budget", "0")
     code, report, stderr = sweep_planted(tmp_path, sequence_output_model("retype_seq"), *args)
     assert code == 1, stderr
@@ -83,10 +83,9 @@ def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folde
     assert findings["nop"]["culprit"]["scope"] == "infrastructure"
     assert "pass:eliminate_identity" not in findings["nop"]["evidence"]["also_in"]
     retyped = findings["pass:eliminate_identity"]
-    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("invalid-model", ["eliminate_identity"])
-    assert retyped["evidence"]["interface_change"] == (
-        "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
-    )
+    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("interface-change", ["eliminate_identity"])
+    assert retyped["evidence"]["message"] == "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+    assert "is required but missing" in retyped["evidence"]["checker"]
 
 
 def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
