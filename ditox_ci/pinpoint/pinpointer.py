@@ -41,7 +41,7 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
-from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.model import Culprit, Finding
@@ -101,11 +101,12 @@ class Pinpointed:
 def candidate_outcome(
     judge: PoolJudge, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
 ) -> Outcome:
-    """A reduction check: `reduce` needs a verdict, and a candidate that cannot run does not fail."""
+    """A reduction check: `reduce` needs a verdict; a candidate that cannot be judged is marked so
+    (see `reduce.UNJUDGED`) and does not fail."""
     try:
         return judge.candidate(name, model, feeds, step)
-    except Exception:
-        return Outcome(None)
+    except Exception as exc:
+        return Outcome(None, evidence={UNJUDGED: f"{type(exc).__name__}: {exc}"})
 
 
 def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
@@ -339,7 +340,7 @@ class _Pinpointer:
                 evidence["divergence"] = divergence.to_json()
         pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, evidence=evidence)
         # a reduction that lost the failure would make a bundle whose repro.py passes
-        if reduction is None or reduction.reason != "not-reproducible":
+        if reduction is None or reduction.reason not in ("not-reproducible", "unjudgeable"):
             bundle = self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name)
             pinpointed = replace(pinpointed, repro=bundle)
             # the standalone reproducer an issue quotes runs ONNX Runtime only

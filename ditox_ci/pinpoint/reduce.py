@@ -28,13 +28,22 @@ from ditox_ci.engine.values import Feeds, node_inputs, record_values
 from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
 
 StillFails = Callable[[onnx.ModelProto, Feeds], bool]
+# evidence key of an Outcome that is no verdict: the candidate could not be judged at all
+UNJUDGED = "unjudged"
+
+
+class CannotJudge(Exception):
+    """A `still_fails` could not judge the candidate (its feeds cannot be written, the pool has no
+    verdict): for the model as found that is no sign the failure went away."""
 
 
 @dataclass(frozen=True, eq=False)
 class ReductionResult:
     """The smallest failing model found, the feeds it fails on, and how the search went.
 
-    `reason` says why the search stopped: minimal | budget | not-reproducible | unrecordable."""
+    `reason` says why the search stopped: minimal | budget | not-reproducible (the model as found
+    no longer fails: the result changes from run to run) | unjudgeable (the model as found cannot
+    be judged as a candidate) | unrecordable."""
 
     model: onnx.ModelProto
     feeds: Feeds
@@ -189,7 +198,10 @@ def same_finding(
     outputs than the model it was cut from)."""
 
     def still_fails(model: onnx.ModelProto, feeds: Feeds) -> bool:
-        return evaluate(model, feeds).same_failure(failure, same_interface=False)
+        outcome = evaluate(model, feeds)
+        if outcome.kind is None and UNJUDGED in outcome.evidence:
+            raise CannotJudge(str(outcome.evidence[UNJUDGED]))
+        return outcome.same_failure(failure, same_interface=False)
 
     return still_fails
 
@@ -222,13 +234,23 @@ def reduce(
             elapsed_s=time.monotonic() - start,
         )
 
-    if not still_fails(model, feeds):
-        return result(model, feeds, 1, "not-reproducible")
+    try:
+        if not still_fails(model, feeds):
+            return result(model, feeds, 1, "not-reproducible")
+    except CannotJudge:
+        return result(model, feeds, 1, "unjudgeable")
+
+    def fails(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> bool:
+        try:
+            return still_fails(candidate, candidate_feeds)
+        except CannotJudge:  # a candidate that cannot be judged does not fail
+            return False
+
     try:
         recorded = record_values(model, feeds, runner_name)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return result(model, feeds, 1, "unrecordable")
-    reducer = NodeShrinker(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
+    reducer = NodeShrinker(Subgraphs(model, recorded), fails, start + budget_s, checks=1)
     reason = "minimal"
     try:
         reducer.run()

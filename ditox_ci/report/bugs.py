@@ -74,7 +74,7 @@ class Bug:
     def reduced(self) -> tuple[int, int] | None:
         """(nodes before, nodes after) of the reduction that made the repro, if one ran."""
         reduction = self._reduction
-        if reduction is None or reduction.get("reason") == "not-reproducible":
+        if reduction is None or reduction.get("reason") in ("not-reproducible", "unjudgeable"):
             return None
         return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
 
