@@ -179,8 +179,19 @@ def write_recorded_inputs(folder: Path, model: onnx.ModelProto, feeds: Sequence[
         data_set = folder / f"test_data_set_{index}"
         data_set.mkdir(exist_ok=True)
         for position, info in enumerate(inputs):
-            tensor = numpy_helper.from_array(np.asarray(feed[info.name]), info.name)
-            (data_set / f"input_{position}.pb").write_bytes(tensor.SerializeToString())
+            value = _value_bytes(feed[info.name], info.type, info.name)
+            (data_set / f"input_{position}.pb").write_bytes(value)
+
+
+def _value_bytes(value: Any, type_proto: onnx.TypeProto, name: str) -> bytes:
+    """`value` as the proto `_read_value` reads back for `type_proto`: a sequence or an optional
+    as its own proto, not a tensor whose element type nobody can read."""
+    kind = type_proto.WhichOneof("value")
+    if kind == "sequence_type":
+        return numpy_helper.from_list(list(value), name).SerializeToString()
+    if kind == "optional_type":
+        return numpy_helper.from_optional(value, name).SerializeToString()
+    return numpy_helper.from_array(np.asarray(value), name).SerializeToString()
 
 
 def _shape(type_proto: onnx.TypeProto.Tensor, dynamic_dim: int) -> tuple[int, ...]:

@@ -16,7 +16,9 @@ from ditox_ci.corpus.inputs import (
     derive_seed,
     has_recorded_inputs,
     make_feeds,
+    recorded_feeds,
     register_input_generator,
+    write_recorded_inputs,
 )
 
 ALL_TYPES = {
@@ -213,3 +215,32 @@ def test_unknown_generator_name_is_refused() -> None:
     model = _identity_model([helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])])
     with pytest.raises(InputSpecError, match="no-such-generator"):
         make_feeds(model, _ref(inputs="no-such-generator"), samples=1, seed=0)
+
+
+def test_recorded_sequences_and_optionals_read_back_as_written(tmp_path: Path) -> None:
+    """A reduction candidate's inputs are written and read back: a sequence or an optional must
+    not come back as a tensor of UNDEFINED element type."""
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [3])
+    sequence = helper.make_sequence_type_proto(element)
+    inputs = [
+        helper.make_tensor_value_info("t", TensorProto.INT64, [2]),
+        helper.make_value_info("s", sequence),
+        helper.make_value_info("o", helper.make_optional_type_proto(sequence)),
+        helper.make_value_info("none", helper.make_optional_type_proto(element)),
+    ]
+    nodes = [helper.make_node("Identity", [i.name], [f"{i.name}_out"]) for i in inputs]
+    outputs = [helper.make_value_info(f"{i.name}_out", i.type) for i in inputs]
+    model = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs))
+    feed = {
+        "t": np.array([3, 4], np.int64),
+        "s": [np.ones(3, np.float32), np.zeros(3, np.float32)],
+        "o": [np.full(3, 2.0, np.float32)],
+        "none": None,
+    }
+    write_recorded_inputs(tmp_path, model, [feed])
+
+    [back] = recorded_feeds(model, ModelRef("m", "t", str(tmp_path / "model.onnx"), str(tmp_path)), 1)
+    assert back["t"].tolist() == [3, 4]
+    assert [a.tolist() for a in back["s"]] == [[1.0] * 3, [0.0] * 3]
+    assert [a.tolist() for a in back["o"]] == [[2.0] * 3]
+    assert back["none"] is None
