@@ -8,12 +8,14 @@ bytes were already judged is not run again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -35,8 +37,9 @@ from ditox_ci.corpus.inputs import (
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.plan import Step
+from ditox_ci.engine.plan import Step, nop_step
 from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
+from ditox_ci.report.fingerprint import normalize_message
 
 MAX_REDRAWS = 3
 PhaseCallback = Callable[[str], None]
@@ -78,6 +81,9 @@ class ModelContext:
     runner: str = "onnxruntime"
     # per sample, per output: the original's numerical noise (measure_noise); [] when not measured
     noise: list[list[float | None]] = field(default_factory=list)
+    # the checker's verdict on the optimizer's own round trip (its nop) of the original, asked for
+    # only when a result both fails the checker and changes the interface (see run_step)
+    round_trip_error: Callable[[], str | None] | None = field(default=None, repr=False)
 
 
 class SkipModel(Exception):
@@ -521,6 +527,14 @@ def judge_bytes(
     return outcome
 
 
+def _round_trip_shows(context: ModelContext, invalid: Outcome) -> bool:
+    """Whether the optimizer's own round trip of the original fails the checker the same way."""
+    if context.round_trip_error is None:
+        return False
+    error = context.round_trip_error()
+    return error is not None and normalize_message(error) == normalize_message(invalid.message)
+
+
 def _judge_changed(
     context: ModelContext,
     optimized: onnx.ModelProto,
@@ -544,8 +558,12 @@ def _judge_changed(
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})
     change = interface_change(context.model, optimized)
     if change is not None:
-        # before the checker's verdict (kept in evidence.checker): a nop control that fails the
-        # checker the same way shows no interface change, so the pass's own doing stays its own
+        if invalid is not None and not _round_trip_shows(context, invalid):
+            # the pass's own invalid model is the finding; its interface change is noted
+            invalid.evidence["interface_change"] = change
+            return invalid
+        # an invalid model the optimizer makes of every model (its nop control fails the checker
+        # the same way) is not this pass's: its interface change is
         return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
@@ -635,6 +653,17 @@ def optimizer_input(context: ModelContext, optimizer: LoadedOptimizer) -> onnx.M
     return model
 
 
+def _round_trip_error(context: ModelContext, optimizer: LoadedOptimizer) -> str | None:
+    """The checker's verdict on the optimizer's nop control of the original (None: it passes, or
+    the optimizer fails on it, which the nop step itself reports)."""
+    passes = list(nop_step(optimizer.info).passes)
+    try:
+        round_trip = optimizer.optimize(optimizer_input(context, optimizer), passes, False)
+    except Exception:
+        return None
+    return _check(round_trip) if isinstance(round_trip, onnx.ModelProto) else None
+
+
 def run_step(
     context: ModelContext,
     optimizer: LoadedOptimizer,
@@ -644,6 +673,8 @@ def run_step(
     on_phase: PhaseCallback | None = None,
 ) -> Outcome:
     """Optimize the original with the step's passes and judge the result."""
+    if context.round_trip_error is None:
+        context.round_trip_error = functools.cache(partial(_round_trip_error, context, optimizer))
     if on_phase:
         on_phase("optimize")
     if optimizer.optimize_bytes is not None:

@@ -29,8 +29,13 @@ class Step:
         return self.passes[0] if self.label.startswith("pass:") else None
 
 
+def nop_step(info: OptimizerInfo) -> Step:
+    """The nop control: the optimizer's own round trip of a model, with no pass that rewrites."""
+    return Step("nop", (NOP_PASS,) if NOP_PASS in info.passes else ())
+
+
 def _nop(info: OptimizerInfo) -> list[Step]:
-    return [Step("nop", (NOP_PASS,) if NOP_PASS in info.passes else ())]
+    return [nop_step(info)]
 
 
 def _default(info: OptimizerInfo) -> list[Step]:

@@ -88,6 +88,20 @@ def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folde
     assert "is required but missing" in retyped["evidence"]["checker"]
 
 
+def test_an_invalid_model_of_the_pass_own_stays_the_finding_when_the_interface_changed_too(tmp_path: Path):
+    """The nop control passes the checker; the pass's result declares an output double, which the
+    checker's inference contradicts: that invalid model is the pass's bug, the change a note."""
+    args = ("--configs", "single", "--reduce-budget", "0")
+    code, report, stderr = sweep_planted(tmp_path, plain_model("retype_plain"), *args)
+    assert code == 1, stderr
+    [retyped] = [f for f in report["findings"] if f["config"] == "pass:eliminate_identity"]
+    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("invalid-model", ["eliminate_identity"])
+    assert retyped["evidence"]["interface_change"] == (
+        "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+    )
+    assert not [f for f in report["findings"] if f["config"] == "nop"]
+
+
 def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
     prints = set()
     for budget in ("0.001", "60"):
