@@ -37,7 +37,7 @@ from ditox_ci.corpus.inputs import (
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.plan import Step, nop_step
+from ditox_ci.engine.plan import NOP_LABEL, Step, nop_step
 from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
 from ditox_ci.report.fingerprint import normalize_message
 
@@ -674,7 +674,24 @@ def run_step(
 ) -> Outcome:
     """Optimize the original with the step's passes and judge the result."""
     if context.round_trip_error is None:
+        # a sweep's Job runs nop first and records its verdict below; a probe or a reduction
+        # candidate has no nop step, and runs the round trip only if a result needs it
         context.round_trip_error = functools.cache(partial(_round_trip_error, context, optimizer))
+    outcome = _optimized_outcome(context, optimizer, step, comparators, settings, on_phase)
+    if step.label == NOP_LABEL:
+        error = outcome.evidence.get("checker")  # set whenever the result fails the checker
+        context.round_trip_error = lambda: error
+    return outcome
+
+
+def _optimized_outcome(
+    context: ModelContext,
+    optimizer: LoadedOptimizer,
+    step: Step,
+    comparators: Sequence[str],
+    settings: EvalSettings | None,
+    on_phase: PhaseCallback | None,
+) -> Outcome:
     if on_phase:
         on_phase("optimize")
     if optimizer.optimize_bytes is not None:

@@ -14,6 +14,7 @@ from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
 
 NOP_PASS = "nop"
+NOP_LABEL = "nop"
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Step:
 
 def nop_step(info: OptimizerInfo) -> Step:
     """The nop control: the optimizer's own round trip of a model, with no pass that rewrites."""
-    return Step("nop", (NOP_PASS,) if NOP_PASS in info.passes else ())
+    return Step(NOP_LABEL, (NOP_PASS,) if NOP_PASS in info.passes else ())
 
 
 def _nop(info: OptimizerInfo) -> list[Step]:

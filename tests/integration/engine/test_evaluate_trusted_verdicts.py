@@ -9,7 +9,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
+from ditox_ci.engine.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.engine.plan import Step
+from ditox_ci.optimizers import load_optimizer
 from tests import helpers
 from tests.helpers import FAKES
 
@@ -231,3 +235,17 @@ def test_a_sequence_output_is_compared_element_by_element_with_the_tolerances(tm
     mismatch = findings["pass:eliminate_deadend"]
     assert mismatch["kind"] == "output-mismatch" and mismatch["evidence"]["element"] == 0
     assert 0 < mismatch["evidence"]["max_rel"] < 1e-3
+
+
+def test_without_a_nop_step_before_it_the_round_trip_is_run_to_tell_whose_invalid_model_it_is(tmp_path: Path):
+    """A localization probe or a reduction candidate has no nop step: the optimizer's own round
+    trip is then run once, when a result both fails the checker and changes the interface."""
+    optimizer = load_optimizer(f"{FAKES / 'faulty_optimizers.py'}:optimize")
+    step = Step("probe:eliminate_identity", ("eliminate_identity",))
+    verdicts = {}
+    for model in (sequence_output_model("retype_seq"), plain_model("retype_plain")):
+        path = tmp_path / f"{model.graph.name}.onnx"
+        onnx.save(model, path)
+        context = prepare(ModelRef(model.graph.name, "t", str(path)), EvalSettings())
+        verdicts[model.graph.name] = run_step(context, optimizer, step).kind
+    assert verdicts == {"retype_seq": "interface-change", "retype_plain": "invalid-model"}
