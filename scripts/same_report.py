@@ -2,11 +2,12 @@
 
     python scripts/same_report.py before/report.json after/report.json
 
-Prints every path at which they differ (at most --most of them, with both values) and exits 1, or
-says they are the same and exits 0. Timings are every number under a key ending in `_s` (wall_s,
-elapsed_s, cost_s, ...) and the figures that follow from how work fell on the workers
-(`stats.cache_hits`, `stats.worker_restarts`); the `baseline.sources` paths are compared by file
-name, so two checkouts compare equal.
+Prints every path at which they differ (at most --most of them, with both values) and exits 1,
+or says they are the same and exits 0; a missing or unreadable report is one line and exit 2.
+Timings are every number under a key ending in `_s` (wall_s, elapsed_s, cost_s, ...) and the
+figures that follow from how work fell on the workers (`stats.cache_hits`,
+`stats.worker_restarts`); the `baseline.sources` paths are compared by file name, so two
+checkouts compare equal.
 """
 
 from __future__ import annotations
@@ -49,7 +50,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--most", type=int, default=40, help="differences printed at most")
     args = parser.parse_args(argv)
-    found = differences(*(json.loads(p.read_text(encoding="utf-8")) for p in (args.before, args.after)))
+    try:
+        reports = [json.loads(path.read_text(encoding="utf-8")) for path in (args.before, args.after)]
+    except (OSError, ValueError) as exc:
+        print(f"same_report: {exc}", file=sys.stderr)
+        return 2
+    found = differences(*reports)
     for where, x, y in found[: args.most]:
         print(f"{where}:\n  - {json.dumps(x)[:300]}\n  + {json.dumps(y)[:300]}")
     if found:

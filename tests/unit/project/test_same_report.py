@@ -43,3 +43,9 @@ def test_a_changed_finding_is_a_difference_with_its_path(tmp_path: Path, capsys)
     assert same_report.main([str(_write(tmp_path, "a", before)), str(_write(tmp_path, "b", after))]) == 1
     out = capsys.readouterr().out
     assert "findings/0/kind:" in out and '+ "optimizer-crash"' in out
+
+
+def test_a_missing_report_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    assert same_report.main([str(tmp_path / "none.json"), str(tmp_path / "none.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No such file" in err
