@@ -15,7 +15,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -676,7 +675,7 @@ def run_step(
     if context.round_trip_error is None:
         # a sweep's Job runs nop first and records its verdict below; a probe or a reduction
         # candidate has no nop step, and runs the round trip only if a result needs it
-        context.round_trip_error = functools.cache(partial(_round_trip_error, context, optimizer))
+        context.round_trip_error = functools.cache(functools.partial(_round_trip_error, context, optimizer))
     outcome = _optimized_outcome(context, optimizer, step, comparators, settings, on_phase)
     if step.label == NOP_LABEL:
         error = outcome.evidence.get("checker")  # set whenever the result fails the checker
