@@ -8,13 +8,12 @@ bytes were already judged is not run again.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,9 +79,10 @@ class ModelContext:
     runner: str = "onnxruntime"
     # per sample, per output: the original's numerical noise (measure_noise); [] when not measured
     noise: list[list[float | None]] = field(default_factory=list)
-    # the checker's verdict on the optimizer's own round trip (its nop) of the original, asked for
-    # only when a result both fails the checker and changes the interface (see run_step)
-    round_trip_error: Callable[[], str | None] | None = field(default=None, repr=False)
+    # the checker's verdict on the optimizer's own round trip (its nop control) of the original:
+    # recorded by the nop step, or found when a result needs it (see _beyond_round_trip)
+    round_trip_known: bool = False
+    round_trip_error: str | None = None
 
 
 class SkipModel(Exception):
@@ -526,14 +526,6 @@ def judge_bytes(
     return outcome
 
 
-def _round_trip_shows(context: ModelContext, invalid: Outcome) -> bool:
-    """Whether the optimizer's own round trip of the original fails the checker the same way."""
-    if context.round_trip_error is None:
-        return False
-    error = context.round_trip_error()
-    return error is not None and normalize_message(error) == normalize_message(invalid.message)
-
-
 def _judge_changed(
     context: ModelContext,
     optimized: onnx.ModelProto,
@@ -557,12 +549,8 @@ def _judge_changed(
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})
     change = interface_change(context.model, optimized)
     if change is not None:
-        if invalid is not None and not _round_trip_shows(context, invalid):
-            # the pass's own invalid model is the finding; its interface change is noted
-            invalid.evidence["interface_change"] = change
-            return invalid
-        # an invalid model the optimizer makes of every model (its nop control fails the checker
-        # the same way) is not this pass's: its interface change is
+        if invalid is not None:  # whose invalid model it is, run_step decides (_beyond_round_trip)
+            return Outcome("invalid-model", invalid.message, {**invalid.evidence, "interface_change": change})
         return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
@@ -672,15 +660,31 @@ def run_step(
     on_phase: PhaseCallback | None = None,
 ) -> Outcome:
     """Optimize the original with the step's passes and judge the result."""
-    if context.round_trip_error is None:
-        # a sweep's Job runs nop first and records its verdict below; a probe or a reduction
-        # candidate has no nop step, and runs the round trip only if a result needs it
-        context.round_trip_error = functools.cache(functools.partial(_round_trip_error, context, optimizer))
     outcome = _optimized_outcome(context, optimizer, step, comparators, settings, on_phase)
     if step.label == NOP_LABEL:
-        error = outcome.evidence.get("checker")  # set whenever the result fails the checker
-        context.round_trip_error = lambda: error
-    return outcome
+        # a sweep's Job runs nop first: its later steps never run the round trip again
+        context.round_trip_known = True
+        context.round_trip_error = outcome.evidence.get("checker")  # set when the checker fails
+        return outcome
+    return _beyond_round_trip(context, optimizer, outcome)
+
+
+def _beyond_round_trip(context: ModelContext, optimizer: LoadedOptimizer, outcome: Outcome) -> Outcome:
+    """An invalid model whose interface also changed is the pass's own invalid model, unless the
+    optimizer's own round trip of the original (its nop control) fails the checker the same way:
+    then the interface change is what the pass did. A probe or a reduction candidate has no nop
+    step before it, and runs the round trip here, once per model."""
+    change = outcome.evidence.get("interface_change")
+    if outcome.kind != "invalid-model" or change is None:
+        return outcome
+    if not context.round_trip_known:
+        context.round_trip_error = _round_trip_error(context, optimizer)
+        context.round_trip_known = True
+    error = context.round_trip_error
+    if error is None or normalize_message(error) != normalize_message(outcome.message):
+        return outcome
+    evidence = {key: value for key, value in outcome.evidence.items() if key != "interface_change"}
+    return replace(outcome, kind="interface-change", message=change, evidence={**evidence, "message": change})
 
 
 def _optimized_outcome(
