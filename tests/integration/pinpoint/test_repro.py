@@ -269,3 +269,43 @@ def test_a_bundle_keeps_element_types_numpy_lacks_and_still_reproduces(tmp_path:
     said = broken.stdout + broken.stderr
     assert broken.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference" in said, said
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
+def test_repro_feeds_a_renamed_input_by_position_as_the_engine_does(tmp_path: Path) -> None:
+    """A pass may rename graph inputs by design, and drop an initializer from them (IR 3 models
+    list initializers as inputs): the feeds follow the inputs that need a value, by position."""
+    adapter = tmp_path / "renaming.py"
+    adapter.write_text(
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = model.__class__()\n"
+        "    out.CopyFrom(model)\n"
+        "    del out.graph.input[0]\n"
+        "    out.graph.input[0].name = 'renamed'\n"
+        "    out.graph.node[0].input[0] = 'renamed'\n"
+        "    out.graph.node[0].op_type = 'Sub'\n"
+        "    return out\n"
+    )
+    weight = onnx.numpy_helper.from_array(np.full(2, 3.0, np.float32), "w")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["x", "w"], ["y"])],
+        "g",
+        [
+            onnx.helper.make_tensor_value_info("w", onnx.TensorProto.FLOAT, [2]),
+            onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2]),
+        ],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+        [weight],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    finding = Finding(
+        fingerprint="3" * 20, kind="output-mismatch", model="m.onnx", config="default",
+        culprit=Culprit("pass", ("p",), "single", 1), evidence={"message": "y"},
+    )
+    bundle = write_bundle(
+        tmp_path / "repro", finding=finding, model=model, original_model=model,
+        feeds=[{"x": np.ones(2, np.float32)}], expected=[{"y": np.full(2, 4.0, np.float32)}],
+        optimizer_spec=f"{adapter}:optimize", passes=("p",), fixed_point=False, rtol=RTOL, atol=ATOL,
+    )
+    done = run_repro(bundle)
+    said = done.stdout + done.stderr
+    assert done.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference 6" in said, said
