@@ -128,10 +128,9 @@ def fetch_previous(
         if match is None:
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
-        archive = out_dir / f"{artifact}.zip"
+        archive, report = out_dir / f"{artifact}.zip", out_dir / "report.json"
         try:
             _download(match.archive_download_url, context.token, archive, policy.timeout_s)
-            report = out_dir / "report.json"
             _extract_report(archive, report)
         finally:
             archive.unlink(missing_ok=True)
