@@ -45,6 +45,10 @@ from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
 
 
+# the options that name a file or folder
+PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
+
+
 @dataclass(frozen=True)
 class SweepOptions:
     models: tuple[str, ...] = ()
@@ -76,11 +80,16 @@ class SweepOptions:
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
 
     def __post_init__(self) -> None:
+        # every path the sweep writes, reads or runs is made absolute here, once: the workers, the
+        # optimizer and the standalone script run in other working directories (a relative --out
+        # once made the script's path double, and every issue said the bug did not reproduce)
+        for name in PATH_OPTIONS:
+            value = getattr(self, name)
+            if value:
+                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
         for name in ("jobs", "samples", "dynamic_dim", "memory_limit"):
             if getattr(self, name) < (0 if name == "jobs" else 1):
-                raise UsageError(
-                    f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}"
-                )
+                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         # `not x >= 0` also refuses NaN, which would make every comparison pass
         for name in ("rtol", "atol"):
             value = getattr(self, name)
@@ -91,9 +100,7 @@ class SweepOptions:
         if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
             raise UsageError(f"--max-skipped must be a fraction from 0 to 1, got {self.max_skipped}")
         if self.localize not in LOCALIZE_MODES:
-            raise UsageError(
-                f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'"
-            )
+            raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
         if self.runner not in RUNNER_CHOICES:
             raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
         if self.reduce_budget < 0:
@@ -154,9 +161,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         )
     if shared_with_nop:
         findings = [
-            replace(f, evidence={**f.evidence, "also_in": shared_with_nop})
-            if f.config == "nop"
-            else f
+            replace(f, evidence={**f.evidence, "also_in": shared_with_nop}) if f.config == "nop" else f
             for f in findings
         ]
     return findings
@@ -166,9 +171,7 @@ def coverage_of(
     results: Iterable[JobResult], steps: Sequence[Step]
 ) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """Per pass: models it changed beyond what the nop control changes, and models checked."""
-    coverage = {
-        s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass
-    }
+    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
     by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for result in results:
         if result.status != "ok":
@@ -210,9 +213,7 @@ def require_every_named_source(refs: list[ModelRef], specs: Sequence[str]) -> No
         name = spec.partition(":")[0]
         own = [ref for ref in refs if ref.source == name]
         if name in SOURCES and own and all(ref.meta.get("unavailable") for ref in own):
-            raise InputError(
-                f"model source {spec!r} has nothing to sweep here: {own[0].meta['unavailable']}"
-            )
+            raise InputError(f"model source {spec!r} has nothing to sweep here: {own[0].meta['unavailable']}")
 
 
 def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -> list[ModelRef]:
@@ -416,8 +417,10 @@ def _pinpoint_options(
         DEFAULT_RTOL if options.rtol is None else options.rtol,
         DEFAULT_ATOL if options.atol is None else options.atol,
         # localized but not reduced: a limitation by design, or older than this build
-        by_design=lambda finding: finding.evidence.get("known_by") == KNOWN_BY
-        or baseline.match(finding, datetime.date.today()) is not None,
+        by_design=lambda finding: (
+            finding.evidence.get("known_by") == KNOWN_BY
+            or baseline.match(finding, datetime.date.today()) is not None
+        ),
         opaque=info.opaque,
         passes_ordered=info.order_matters,
         deadline=stream.pinpoint_deadline if stream is not None else None,

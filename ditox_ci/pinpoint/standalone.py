@@ -75,9 +75,14 @@ def checked_standalone(
     path.write_text(script(record, finding))
     try:
         done = subprocess.run(
-            [sys.executable, "-c", _CHECK, str(path)],
+            # by its name in its own folder, as a reader of the issue runs it
+            [sys.executable, "-c", _CHECK, SCRIPT_NAME],
             # what the optimizer prints natively need not be UTF-8: it must not cost the finding
-            capture_output=True, text=True, errors="replace", timeout=max(1.0, timeout_s), cwd=bundle,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=max(1.0, timeout_s),
+            cwd=bundle,
         )
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}

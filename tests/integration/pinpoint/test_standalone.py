@@ -39,18 +39,39 @@ LONG_NUMBER = re.compile(r"-?\d+\.\d{4,}(?:e[-+]?\d+)?")
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
-    out = tmp_path_factory.mktemp("sweep")
+    # run as the example workflows run it: from the workspace, with a relative --out (an absolute
+    # one hid that the standalone check doubled the path and every issue said "did not reproduce")
+    workspace = tmp_path_factory.mktemp("workspace")
+    out = workspace / "ditox-report"
     done = subprocess.run(
-        [sys.executable, "-m", "ditox_ci", "sweep", "--quiet", "--jobs", "1", "--out", str(out),
-         "--models", "onnx-node:test_group_normalization_example_expanded",
-         "--configs", "default,pass:eliminate_consecutive_idempotent_ops,pass:split_init",
-         # reduction stops at its time budget, which a loaded machine reaches: the sample must not
-         # depend on the load, so the search always runs to its minimal model
-         "--reduce-budget", "600"],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "ditox_ci",
+            "sweep",
+            "--quiet",
+            "--jobs",
+            "1",
+            "--out",
+            "ditox-report",
+            "--models",
+            "onnx-node:test_group_normalization_example_expanded",
+            "--configs",
+            "default,pass:eliminate_consecutive_idempotent_ops,pass:split_init",
+            # reduction stops at its time budget, which a loaded machine reaches: the sample must not
+            # depend on the load, so the search always runs to its minimal model
+            "--reduce-budget",
+            "600",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=workspace,
     )
     assert done.returncode == 1, done.stderr
     real = read_report(out / "report.json")
+    [bundle] = {f.repro for f in real.findings if f.repro}
+    assert (out / bundle / "standalone.py").is_file()
     # Python's and the platform's versions differ between machines; the lock pins the rest
     environment = {k: v for k, v in real.environment.items() if k in ("onnx", "onnxruntime")}
     return dataclasses.replace(real, environment=environment)
@@ -76,6 +97,8 @@ def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Repo
     diagram = _fenced(body, "mermaid")
     assert diagram.startswith("flowchart LR")
     assert 'subgraph after["after eliminate_consecutive_idempotent_ops"]' in diagram
+    # what the sweep saw when it ran the script, in the issue's words
+    assert "it did show the bug when ditox-ci ran it" in body and "did not show the bug" not in body
 
     fresh = tmp_path / "fresh"
     fresh.mkdir()
@@ -86,8 +109,10 @@ def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Repo
     assert ran.returncode == 1 and ran.stdout.startswith("BUG PRESENT: output "), ran.stdout + ran.stderr
 
     # the same script says so once the optimizer no longer breaks the model (no passes: a fixed build)
-    fixed = (fresh / "standalone.py").read_text().replace(
-        'PASSES = ["eliminate_consecutive_idempotent_ops"]', "PASSES = []"
+    fixed = (
+        (fresh / "standalone.py")
+        .read_text()
+        .replace('PASSES = ["eliminate_consecutive_idempotent_ops"]', "PASSES = []")
     )
     (fresh / "fixed.py").write_text(fixed)
     ran = subprocess.run([sys.executable, "fixed.py"], cwd=fresh, capture_output=True, text=True, timeout=120)
@@ -121,14 +146,21 @@ def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, mon
     graph = helper.make_graph(
         [helper.make_node("Reshape", ["x", "s5"], ["r"]), helper.make_node("Reshape", ["r", "s3"], ["yé"])],
         "reshapes",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2, 2]),
-         helper.make_tensor_value_info("s5", TensorProto.INT64, [5]),
-         helper.make_tensor_value_info("s3", TensorProto.INT64, [3])],
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2, 2]),
+            helper.make_tensor_value_info("s5", TensorProto.INT64, [5]),
+            helper.make_tensor_value_info("s3", TensorProto.INT64, [3]),
+        ],
         [helper.make_tensor_value_info("yé", TensorProto.FLOAT, [3, 2, 8])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    feeds = [{"x": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
-              "s5": np.array([3, 2, 2, 2, 2], np.int64), "s3": np.array([0, 0, -1], np.int64)}]
+    feeds = [
+        {
+            "x": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
+            "s5": np.array([3, 2, 2, 2, 2], np.int64),
+            "s3": np.array([0, 0, -1], np.int64),
+        }
+    ]
     passes = ["eliminate_consecutive_idempotent_ops"]
     finding = Finding("0" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
     monkeypatch.setenv("PYTHONIOENCODING", "latin-1")  # the child is a direct subprocess: it inherits
