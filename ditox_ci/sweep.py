@@ -44,7 +44,6 @@ from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
 
-
 # the options that name a file or folder
 PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
 

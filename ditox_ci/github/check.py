@@ -13,8 +13,9 @@ from github.GithubObject import NotSet
 from ditox_ci.github.client import GitHubClient, WriteDenied
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
-from ditox_ci.report.bugs import group_bugs, headline
-from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.bugs import Bug, group_bugs, headline
+from ditox_ci.report.model import Report
+from ditox_ci.report.sarif import pass_source
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
@@ -40,16 +41,20 @@ class Check:
         self.url = ""
 
     def publish(self, report: Report, texts: Texts) -> None:
-        new = [f for f in report.findings if f.status == "new"]
+        new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]
         failing = report.new_failures()
         title = headline(group_bugs(failing), "new") if failing else "no new bugs"
         conclusion = "failure" if failing else "success"
-        annotations = [_annotation(f) for f in new][: max(0, self.max_annotations)]
+        # one annotation per bug, on a file of this repository: the culprit pass's source when the
+        # workspace is the optimizer's checkout, else the workflow that ran the check
+        places = [self._place(report, bug) for bug in new]
+        annotations = [_annotation(bug, place) for bug, place in zip(new, places) if place]
+        annotations = annotations[: max(0, self.max_annotations)]
         # the summary leaves room for the notes below it
         summary = replace(texts, limit=CHECK_SUMMARY_LIMIT - 2000).check_summary()
-        if len(new) > len(annotations):
+        if len(new) > len(annotations) and all(places):
             summary += (
-                f"\n\n{len(new) - len(annotations)} more new findings are not annotated here (at most "
+                f"\n\n{len(new) - len(annotations)} more new bugs are not annotated here (at most "
                 f"{self.max_annotations} per check): {texts.pointer}\n"
             )
         if self.untrusted:
@@ -66,6 +71,13 @@ class Check:
             # set a commit status, which branch protection treats the same way.
             self.client.log.warning(f"cannot create a check run ({exc}); setting a commit status instead")
             self._status(conclusion, title)
+
+    def _place(self, report: Report, bug: Bug) -> str | None:
+        """The repository file a bug's annotation goes on; None when no file of it is known."""
+        source = pass_source(report, bug.first)
+        if source and (self.context.workspace / source).is_file():
+            return source
+        return self.context.workflow_path or None
 
     def _status(self, conclusion: str, title: str) -> None:
         client, context = self.client, self.context
@@ -147,18 +159,19 @@ def _batches(items: list[T], size: int) -> Iterator[list[T]]:
         yield items[start : start + size]
 
 
-def _annotation(finding: Finding) -> dict[str, Any]:
+def _annotation(bug: Bug, path: str) -> dict[str, Any]:
     """Annotation text is plain text (GitHub does not render Markdown there)."""
+    finding = bug.example
     passes = " + ".join(finding.culprit.passes) or finding.config
     message = str(finding.evidence.get("message", ""))[:2000]
-    path = finding.model if finding.model and ":" not in finding.model else "report.json"
+    seen = f" and {len(bug.findings) - 1} more (model, config) pairs" if len(bug.findings) > 1 else ""
     return {
         "path": path.lstrip("/")[:1000],
         "start_line": 1,
         "end_line": 1,
         "annotation_level": "warning" if finding.kind == "warning" else "failure",
         "title": f"{finding.kind} in {passes}"[:255],
-        "message": f"{finding.model} ({finding.config}): {message}\nfingerprint {finding.fingerprint}",
+        "message": f"{finding.model} ({finding.config}){seen}: {message}\nfingerprint {finding.fingerprint}",
     }
 
 

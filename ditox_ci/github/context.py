@@ -29,6 +29,10 @@ class GitHubContext:
     # (GitHub leaves `pull_requests` empty for a PR from a fork)
     head_repository: str = ""
     head_branch: str = ""
+    # the checkout annotations point into, and the running workflow's file in it (from
+    # GITHUB_WORKFLOW_REF, `owner/repo/.github/workflows/x.yml@ref`), the place of last resort
+    workspace: Path = Path(".")
+    workflow_path: str = ""
 
     def __repr__(self) -> str:
         # The token must never reach logs, tracebacks or test output.
@@ -83,7 +87,17 @@ class GitHubContext:
             token=env.get("INPUT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or "",
             head_repository=head_repository,
             head_branch=head_branch,
+            workspace=Path(env.get("GITHUB_WORKSPACE") or "."),
+            workflow_path=_workflow_path(env.get("GITHUB_WORKFLOW_REF", ""), repository),
         )
+
+
+def _workflow_path(workflow_ref: str, repository: str) -> str:
+    """`.github/workflows/x.yml` of `owner/repo/.github/workflows/x.yml@refs/…` (a reusable
+    workflow of another repository has no file here: "")."""
+    path = workflow_ref.partition("@")[0]
+    prefix = f"{repository}/"
+    return path[len(prefix) :] if repository and path.startswith(prefix) else ""
 
 
 def _read_event(path: str | None) -> dict[str, Any]:

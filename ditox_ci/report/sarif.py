@@ -62,11 +62,16 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def _location(report: Report, finding: Finding) -> str:
+def pass_source(report: Report, finding: Finding) -> str | None:
+    """The repository path of the culprit pass's source, where the optimizer's layout is known."""
     source = PASS_SOURCES.get(str(report.optimizer.get("name", "")))
     if source and finding.culprit.scope in ("pass", "interaction") and finding.culprit.passes:
-        return source(finding.culprit.passes[0]) or REPORT_URI
-    return REPORT_URI
+        return source(finding.culprit.passes[0])
+    return None
+
+
+def _location(report: Report, finding: Finding) -> str:
+    return pass_source(report, finding) or REPORT_URI
 
 
 def _result(report: Report, finding: Finding) -> dict[str, Any]:

@@ -15,6 +15,7 @@ HOSTILE_MODEL = "evil/<img src=x onerror=alert(1)> @octocat ```` ](http://x) #1.
 HOSTILE_MESSAGE = "boom\n```\n@maintainers </details><script>alert(1)</script>\u202egnp.exe"
 SHA = "a" * 40
 PR = 7
+WORKFLOW = ".github/workflows/pr.yml"
 
 
 def finding(fp: str, kind: str, model: str, passes: tuple[str, ...], message: str) -> Finding:
@@ -93,6 +94,8 @@ def github_env(tmp: Path, api_url: str, token: str = "write-token") -> dict[str,
         "GITHUB_EVENT_PATH": str(event),
         "GITHUB_SHA": "b" * 40,
         "GITHUB_RUN_ID": "42",
+        "GITHUB_WORKFLOW_REF": f"octo/optimizer/{WORKFLOW}@refs/pull/{PR}/merge",
+        "GITHUB_WORKSPACE": str(tmp),
         "GITHUB_STEP_SUMMARY": str(tmp / "summary.md"),
         "INPUT_GITHUB_TOKEN": token,
         "DITOX_WRITE_INTERVAL_S": "0",

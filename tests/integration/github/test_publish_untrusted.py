@@ -152,7 +152,7 @@ def test_two_thousand_findings_make_a_bounded_number_of_writes(server, tmp_path:
     assert len(writes) == 1 + 1 + 2 + 10, [(x.method, x.path) for x in writes]
     (run,) = server.repo.check_runs.values()
     assert run["output"]["annotations_count"] == 50
-    assert "1950 more new findings are not annotated" in run["output"]["summary"]
+    assert "1950 more new bugs are not annotated" in run["output"]["summary"]
     assert len(run["output"]["summary"]) <= 65_535
 
     argv += ["--max-writes", "5"]  # the next commit: the budget stops the run early

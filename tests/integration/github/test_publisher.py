@@ -13,6 +13,7 @@ from tests.integration.github_fixtures import (
     BY_DESIGN,
     PR,
     SHA,
+    WORKFLOW,
     github_env,
     report,
     run_publish,
@@ -194,3 +195,26 @@ def test_workflow_run_for_a_fork_comments_on_the_named_pr_only_at_the_reports_co
     code, _, err = run_publish(["--report", str(path), "--pr", str(PR + 1)], env)
     assert code == 0 and "not commenting" in err and f"#{PR + 1} is at dddddddddddd" in err
     assert [c for c in server.comments_on(PR + 1) if "ditox-ci:sticky" in c["body"]] == []
+
+
+def test_one_annotation_per_bug_on_a_file_of_the_repository(server, tmp_path: Path):
+    """Annotations go on the culprit pass's source where the workspace is the optimizer's checkout,
+    else on the workflow file; a bug seen on two models is one annotation."""
+    env = github_env(tmp_path, server.url)
+    source = tmp_path / "onnxoptimizer" / "passes" / "fuse_bn_into_conv.h"
+    source.parent.mkdir(parents=True)
+    source.write_text("// the pass\n")
+    path = write(tmp_path, "r.json", report(BUG_A, BUG_B, BUG_B_OTHER_MODEL))
+    assert run_publish(["--report", str(path)], env)[0] == 0
+    (run,) = server.repo.check_runs.values()
+    places = {a["title"]: a["path"] for a in run["_annotations"]}
+    assert places == {
+        "output-mismatch in fuse_bn_into_conv": "onnxoptimizer/passes/fuse_bn_into_conv.h",
+        # fuse_pad_into_conv.h is not in this checkout: the workflow that ran the check
+        "optimizer-crash in fuse_pad_into_conv + eliminate_nop_pad": WORKFLOW,
+    }
+    assert all((tmp_path / place).is_file() or place == WORKFLOW for place in places.values())
+    summary = run["output"]["summary"]
+    # the repro command of the first new bug (the one seen most) and the run it came from
+    assert f"cd repro/{BUG_B.fingerprint}\npython -m pip install -r requirements.txt" in summary
+    assert "[this run](https://github.com/octo/optimizer/actions/runs/42)" in summary
