@@ -40,6 +40,7 @@ from ditox_ci.optimizers.install import Installation, base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
+from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
@@ -433,6 +434,13 @@ def _pinpoint_findings(
     with log.group("pinpoint"):
         pinpointed = pinpoint(in_order, finished.results, plan.steps, pool, options, log)
     finished.findings, finished.pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
+    failed = pinpointed.internal_errors
+    finished.results = [
+        replace(result, status=INTERNAL_ERROR, reason=failed[result.ref.id])
+        if result.ref.id in failed and result.status != INTERNAL_ERROR
+        else result
+        for result in finished.results
+    ]
 
 
 @dataclass(frozen=True)

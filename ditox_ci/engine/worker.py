@@ -15,7 +15,8 @@ A worker answers each Job with:
     mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
     whose output differs (localize_nodes), found with the optimizer run again in the worker;
   JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
-  parent raises as InternalError naming the model (exit 70), never a skip.
+  parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
+  run exits 70 once the report is written.
 A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
 optional evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase
 is replaced and the model resumes at the next step, the mismatch found but without its divergence.
@@ -53,8 +54,9 @@ from ditox_ci.engine.evaluate import (
 )
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.errors import InternalError, OptimizerLoadError
+from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+from ditox_ci.report.model import INTERNAL_ERROR
 
 POLL_S = 0.2
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
@@ -248,7 +250,8 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
                 continue
             except MemoryError:
                 os._exit(MEMORY_ERROR_EXIT)
-            except Exception as exc:  # a bug in ditox-ci: never a silent skip
+            # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
+            except (Exception, InternalError, FatalError) as exc:
                 conn.send(InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}"))
                 continue
         contexts[key] = context
@@ -268,7 +271,8 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
             except MemoryError:
                 os._exit(MEMORY_ERROR_EXIT)
-            except Exception as exc:  # a bug in ditox-ci or its configuration, never the optimizer's
+            # a bug in ditox-ci or its configuration, never the optimizer's
+            except (Exception, InternalError, FatalError) as exc:
                 conn.send(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
                 break
             conn.send(StepFinished(index, outcome))
@@ -518,9 +522,10 @@ class WorkerPool:
                 slot.running = None
                 return self._finish(running, "skipped", reason)
             case InternalFailure(message=text):
-                # a gate must not turn green because ditox-ci's own oracle code failed on a model
+                # recorded against the model, which gates (exit 70 at the end): a gate must not turn
+                # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 slot.running = None
-                raise InternalError(f"{running.job.ref.id}: {text}")
+                return self._finish(running, INTERNAL_ERROR, text)
             case JobDone(runtime_runs=runs, cache_hits=hits):
                 running.runtime_runs += runs
                 running.cache_hits += hits
