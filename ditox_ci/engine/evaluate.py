@@ -225,6 +225,8 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         model = load_model(ref)
     except ModelLoadError as exc:
         raise SkipModel(f"unreadable model: {exc}") from None
+    if not model.graph.output:
+        raise SkipModel(f"no outputs to compare: {model.graph.name or 'its graph'} declares none")
     size = model.ByteSize()
     if size > PROTOBUF_LIMIT:
         raise SkipModel(
