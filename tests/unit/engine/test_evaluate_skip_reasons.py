@@ -109,5 +109,5 @@ def test_a_valid_empty_graph_has_no_outputs_to_compare_and_a_cut_file_is_unreada
         prepare(ModelRef("empty", "t", str(tmp_path / "empty.onnx")), EvalSettings())
     data = onnx.load(_model(tmp_path / "m.onnx")).SerializeToString()
     (tmp_path / "cut.onnx").write_bytes(data[:30])
-    with pytest.raises(SkipModel, match="^unreadable model: "):
+    with pytest.raises(SkipModel, match=r"^unreadable model: "):
         prepare(ModelRef("cut", "t", str(tmp_path / "cut.onnx")), EvalSettings())
