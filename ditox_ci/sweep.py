@@ -129,6 +129,20 @@ def finding_fingerprint(outcome: Outcome, culprit: Culprit, config: str) -> str:
     return failure_fingerprint(outcome, blame)
 
 
+def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool:
+    """Whether `outcome` is what the nop control already shows: the same failure, or, when ONNX
+    Runtime cannot load or run the original itself, a failure of the same kind whatever its message
+    says (an optimizer that loads the model in ONNX Runtime fails on the first op ONNX Runtime
+    refuses, which differs with the passes run before): the original's limitation, not the
+    optimizer's. A mismatch found by the runner that could judge it is never folded this way."""
+    if nop is None or nop.kind is None:
+        return False
+    if outcome.same_failure(nop):
+        return True
+    original_fails = bool(result.info.get("runner_fallback"))
+    return original_fails and outcome.kind == nop.kind and outcome.kind != "output-mismatch"
+
+
 def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     """One finding per failing step, except that what the nop control already shows is reported once,
     as infrastructure, with the configs that showed it too."""
@@ -139,7 +153,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         outcome = result.outcomes.get(step.label)
         if outcome is None or outcome.kind is None:
             continue
-        if step.label != "nop" and nop is not None and outcome.same_failure(nop):
+        if step.label != "nop" and _as_in_nop(outcome, nop, result):
             shared_with_nop.append(step.label)
             continue
         culprit = culprit_for(step)
@@ -154,11 +168,11 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
             )
         )
     if shared_with_nop:
+        extra: dict[str, Any] = {"also_in": shared_with_nop}
+        if result.info.get("runner_fallback"):  # why messages that differ were folded
+            extra["original_fails"] = str(result.info["runner_fallback"])
         findings = [
-            replace(f, evidence={**f.evidence, "also_in": shared_with_nop})
-            if f.config == "nop"
-            else f
-            for f in findings
+            replace(f, evidence={**f.evidence, **extra}) if f.config == "nop" else f for f in findings
         ]
     return findings
 
