@@ -32,7 +32,14 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, Job, JobResult, WorkerConfig, WorkerPool
+from ditox_ci.engine.worker import (
+    DEFAULT_MEMORY_LIMIT_MB,
+    Job,
+    JobResult,
+    WorkerConfig,
+    WorkerPool,
+    allowance_per_model_mb,
+)
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
@@ -331,7 +338,7 @@ def _plan_stream(options: SweepOptions, stream: ModelStream, log: Log) -> SweepP
     return SweepPlan(info, steps, (Job(ref, steps) for ref in stream.refs), streamed=True)
 
 
-def _worker_config(options: SweepOptions) -> WorkerConfig:
+def _worker_config(options: SweepOptions, info: OptimizerInfo) -> WorkerConfig:
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     return WorkerConfig(
         optimizer=options.optimizer,
@@ -347,6 +354,7 @@ def _worker_config(options: SweepOptions) -> WorkerConfig:
         comparators=comparators,
         timeout_s=options.timeout,
         memory_limit_mb=options.memory_limit,
+        allowance_per_model_mb=allowance_per_model_mb(info.name),
     )
 
 
@@ -591,7 +599,7 @@ def run_sweep(
         plan = _plan_corpus(options, log) if stream is None else _plan_stream(options, stream, log)
         if plan.info.opaque:
             log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
-    config = _worker_config(options)
+    config = _worker_config(options, plan.info)
     workers = _worker_count(options, log)
     finished = _Finished()
     interrupted: Interrupted | None = None
