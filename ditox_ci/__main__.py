@@ -86,11 +86,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     except Interrupted as exc:  # before anything finished: there is no report to write
         print(f"ditox-ci: {exc}", file=sys.stderr)
         code = exc.exit_code
-    except Exception as exc:  # a bug in ditox-ci itself
+    except (InternalError, Exception) as exc:  # a bug in ditox-ci itself
         if debug:
             traceback.print_exc()
+        what = str(exc) if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
         print(
-            f"ditox-ci: internal error: {type(exc).__name__}: {exc} "
+            f"ditox-ci: internal error: {what} "
             "(a bug in ditox-ci; re-run with --debug and report the traceback)",
             file=sys.stderr,
         )

@@ -2,6 +2,9 @@
 
 Exit codes: 0 no new findings, 1 new findings (the gate), >= 2 the run itself could not be done.
 Bugs in ditox-ci itself are InternalError, kept apart so they are never mistaken for bad input.
+Both derive from BaseException, as cibuildwheel's FatalError does: a broad `except Exception` kept
+so that one model's trouble cannot end a sweep never turns a fatal error or a bug of ours into a
+warning. Code that means to catch them names them.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ EXIT_NEW_FINDINGS = 1
 EXIT_INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)
 
 
-class FatalError(Exception):
+class FatalError(BaseException):
     """The run cannot go on; `main()` prints the message as one line and exits with `exit_code`."""
 
     exit_code = 2
@@ -61,8 +64,9 @@ class GitHubUnavailable(GitHubError):
     refusal. What only reads from GitHub for extra context may go on without it."""
 
 
-class InternalError(Exception):
-    """A bug in ditox-ci itself; reported with a request to file an issue."""
+class InternalError(BaseException):
+    """A bug in ditox-ci itself; reported with a request to file an issue. A sweep records one
+    raised on a model against that model and goes on; the run then exits with this code."""
 
     exit_code = 70
 

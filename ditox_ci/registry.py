@@ -16,7 +16,7 @@ class Registry(MutableMapping[str, T]):
     raises the one error: "unknown <what> '<name>'; known: a, b, c"."""
 
     def __init__(
-        self, what: str, *, error: Callable[[str], Exception] = UsageError, otherwise: str = ""
+        self, what: str, *, error: Callable[[str], BaseException] = UsageError, otherwise: str = ""
     ) -> None:
         """`error` is the exception class a name not registered raises; `otherwise` names what
         else the caller accepts in its place (an import path, a file), appended to the message."""
@@ -39,7 +39,7 @@ class Registry(MutableMapping[str, T]):
             raise self.unknown(name)
         return self._entries[name]
 
-    def unknown(self, name: str) -> Exception:
+    def unknown(self, name: str) -> BaseException:
         known = ", ".join(sorted(self._entries)) or "none"
         otherwise = f"; or {self.otherwise}" if self.otherwise else ""
         return self.error(f"unknown {self.what} '{name}'; known: {known}{otherwise}")

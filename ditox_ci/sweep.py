@@ -32,7 +32,14 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, Job, JobResult, WorkerConfig, WorkerPool
+from ditox_ci.engine.worker import (
+    DEFAULT_MEMORY_LIMIT_MB,
+    Job,
+    JobResult,
+    WorkerConfig,
+    WorkerPool,
+    allowance_per_model_mb,
+)
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
@@ -40,6 +47,7 @@ from ditox_ci.optimizers.install import Installation, base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
+from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
@@ -134,6 +142,20 @@ def finding_fingerprint(outcome: Outcome, culprit: Culprit, config: str) -> str:
     return failure_fingerprint(outcome, blame)
 
 
+def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool:
+    """Whether `outcome` is what the nop control already shows: the same failure, or, when ONNX
+    Runtime cannot load or run the original itself, a failure of the same kind whatever its message
+    says (an optimizer that loads the model in ONNX Runtime fails on the first op ONNX Runtime
+    refuses, which differs with the passes run before): the original's limitation, not the
+    optimizer's. A mismatch found by the runner that could judge it is never folded this way."""
+    if nop is None or nop.kind is None:
+        return False
+    if outcome.same_failure(nop):
+        return True
+    original_fails = bool(result.info.get("runner_fallback"))
+    return original_fails and outcome.kind == nop.kind and outcome.kind != "output-mismatch"
+
+
 def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     """One finding per failing step, except that what the nop control already shows is reported once,
     as infrastructure, with the configs that showed it too."""
@@ -144,7 +166,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         outcome = result.outcomes.get(step.label)
         if outcome is None or outcome.kind is None:
             continue
-        if step.label != "nop" and nop is not None and outcome.same_failure(nop):
+        if step.label != "nop" and _as_in_nop(outcome, nop, result):
             shared_with_nop.append(step.label)
             continue
         culprit = culprit_for(step)
@@ -159,9 +181,11 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
             )
         )
     if shared_with_nop:
+        extra: dict[str, Any] = {"also_in": shared_with_nop}
+        if result.info.get("runner_fallback"):  # why messages that differ were folded
+            extra["original_fails"] = str(result.info["runner_fallback"])
         findings = [
-            replace(f, evidence={**f.evidence, "also_in": shared_with_nop}) if f.config == "nop" else f
-            for f in findings
+            replace(f, evidence={**f.evidence, **extra}) if f.config == "nop" else f for f in findings
         ]
     return findings
 
@@ -316,7 +340,7 @@ def _plan_stream(options: SweepOptions, stream: ModelStream, log: Log) -> SweepP
     return SweepPlan(info, steps, (Job(ref, steps) for ref in stream.refs), streamed=True)
 
 
-def _worker_config(options: SweepOptions) -> WorkerConfig:
+def _worker_config(options: SweepOptions, info: OptimizerInfo) -> WorkerConfig:
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
     return WorkerConfig(
         optimizer=options.optimizer,
@@ -332,6 +356,7 @@ def _worker_config(options: SweepOptions) -> WorkerConfig:
         comparators=comparators,
         timeout_s=options.timeout,
         memory_limit_mb=options.memory_limit,
+        allowance_per_model_mb=allowance_per_model_mb(info.name),
     )
 
 
@@ -435,6 +460,13 @@ def _pinpoint_findings(
     with log.group("pinpoint"):
         pinpointed = pinpoint(in_order, finished.results, plan.steps, pool, options, log)
     finished.findings, finished.pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
+    failed = pinpointed.internal_errors
+    finished.results = [
+        replace(result, status=INTERNAL_ERROR, reason=failed[result.ref.id])
+        if result.ref.id in failed and result.status != INTERNAL_ERROR
+        else result
+        for result in finished.results
+    ]
 
 
 @dataclass(frozen=True)
@@ -571,7 +603,7 @@ def run_sweep(
         plan = _plan_corpus(options, log) if stream is None else _plan_stream(options, stream, log)
         if plan.info.opaque:
             log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
-    config = _worker_config(options)
+    config = _worker_config(options, plan.info)
     workers = _worker_count(options, log)
     finished = _Finished()
     interrupted: Interrupted | None = None

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ditox_ci.ci.merge import merge_reports
-from ditox_ci.cli.sweep import skipped_gate
+from ditox_ci.cli.sweep import internal_error_gate, skipped_gate
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         f"merged {len(paths)} shards: {len(report.models)} models, "
         f"{report.count('new')} new, {report.count('known')} known, {report.count('fixed')} fixed"
     )
+    internal_error_gate(report)
     max_skipped = report.stats.get("max_skipped")
     too_many_skipped = skipped_gate(report, max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if report.new_failures() or too_many_skipped else EXIT_OK

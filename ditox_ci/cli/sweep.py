@@ -11,7 +11,7 @@ from typing import Any
 
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
+from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError, InternalError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
@@ -201,12 +201,30 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         f"{len(report.models)} models ({skipped} skipped, {share:.1%}), {len(report.findings)} findings "
         f"({counts}); report: {written.report_path}, summary: {written.summary_path}"
     )
+    internal_error_gate(report)
     interrupted_by = str(report.stats.get("interrupted_by", ""))
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
     too_many_skipped = skipped_gate(report, options.max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+
+
+INTERNAL_ERRORS_NAMED = 10
+
+
+def internal_error_gate(report: Report) -> None:
+    """Exit 70, once the report is written, when ditox-ci's own code failed on any model: the
+    models are named, the rest of the sweep is in the report, and no gate turns green over it."""
+    failed = report.internal_errors()
+    if not failed:
+        return
+    named = "; ".join(f"{entry.id} ({entry.reason})"[:300] for entry in failed[:INTERNAL_ERRORS_NAMED])
+    more = f"; and {len(failed) - INTERNAL_ERRORS_NAMED} more" if len(failed) > INTERNAL_ERRORS_NAMED else ""
+    raise InternalError(
+        f"ditox-ci's own code failed on {len(failed)} model(s), recorded in the report as "
+        f"status internal-error: {named}{more}"
+    )
 
 
 def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: Path) -> bool:

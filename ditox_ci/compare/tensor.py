@@ -89,6 +89,16 @@ def _widened(
     return a.astype(np.int16), b.astype(np.int16), rtol, atol
 
 
+def relative_errors(diff: np.ndarray, expected: np.ndarray, atol: float) -> np.ndarray:
+    """Each difference relative to its expected element's magnitude, never to less than the
+    output's mean magnitude (nor `atol`): an expected value near zero in an output of ones would
+    otherwise give 1e+307, and a finite difference is never an infinite relative error."""
+    magnitudes = np.abs(expected)
+    finite = magnitudes[np.isfinite(magnitudes)]
+    scale = max(float(finite.mean()) if finite.size else 0.0, atol, np.finfo(np.float64).tiny)
+    return diff / np.maximum(magnitudes, scale)
+
+
 def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
     """None when close; otherwise the numbers that show how far apart they are.
 
@@ -116,7 +126,7 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
             diff = np.abs(a64 - b64)
             bad = ~(both_nan | same_inf) & ~(diff <= atol + rtol * np.abs(a64))
             finite = np.where(np.isfinite(diff), diff, np.inf)
-            rel = finite / np.maximum(np.abs(a64), np.finfo(np.float64).tiny)
+            rel = relative_errors(finite, a64, atol)
         if not bad.any():
             return None
         worst = int(np.argmax(np.where(bad, finite, -1.0)))
@@ -186,7 +196,7 @@ def noise_check(expected: Any, actual: Any, noise: float | None, atol: float) ->
     return {"noise_floor": floor, "noise_ratio": float(np.abs(a[both] - b[both]).max()) / floor}
 
 
-def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float) -> dict[str, Any]:
+def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float, atol: float) -> dict[str, Any]:
     """The numbers of an output that is within the fixed tolerances but beyond NOISE_MARGIN floors."""
     a, b = expected.astype(np.float64), actual.astype(np.float64)
     both = np.isfinite(a) & np.isfinite(b)
@@ -197,7 +207,7 @@ def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float) -> dict
     return {
         "reason": "values",
         "max_abs": float(diff.max()),
-        "max_rel": float(np.max(np.where(bad, diff / np.maximum(np.abs(a), np.finfo(np.float64).tiny), 0.0))),
+        "max_rel": float(np.max(np.where(bad, relative_errors(diff, np.where(both, a, 0.0), atol), 0.0))),
         "error_scale": float(diff.max()) / scale,
         "mismatch_fraction": float(bad.mean()),
         "worst_index": [int(i) for i in np.unravel_index(worst, a.shape)] if a.ndim else [],
@@ -213,6 +223,11 @@ def _noise_at(noise: Any, sample: int, position: int) -> float | None:
     except (IndexError, TypeError):
         return None
     return None if value is None else float(value)
+
+
+def _number(value: float | None) -> str:
+    """A figure for a message: four significant digits (the evidence keeps every digit)."""
+    return "n/a" if value is None else f"{value:.4g}"
 
 
 @register("tensor")
@@ -241,7 +256,7 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
                     metrics = compare_arrays(a, b, _tolerance(rtol, name, dtype_rtol), output_atol)
                     calibration = noise_check(a, b, output_noise, output_atol)
                 if metrics is None and calibration and calibration["noise_ratio"] > NOISE_MARGIN:
-                    metrics = beyond_noise(a, b, calibration["noise_floor"])
+                    metrics = beyond_noise(a, b, calibration["noise_floor"], output_atol)
                 if metrics is None:
                     continue
                 if calibration:
@@ -254,8 +269,8 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
         _, name, sample, metrics = worst
         if metrics["reason"] == "values":
             message = (
-                f"output '{name}' differs: max_abs={metrics.get('max_abs', 'n/a')}, "
-                f"max_rel={metrics.get('max_rel', 'n/a')}, "
+                f"output '{name}' differs: max_abs={_number(metrics.get('max_abs'))}, "
+                f"max_rel={_number(metrics.get('max_rel'))}, "
                 f"{metrics['mismatch_fraction']:.2%} of elements beyond tolerance"
             )
         else:

@@ -19,7 +19,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs_by_use import GraphShapes, consumers, draw_by_use
+from ditox_ci.corpus.inputs_by_use import GraphShapes, consumers, dim_size, draw_by_use
 from ditox_ci.registry import Registry
 
 Feed = dict[str, Any]
@@ -198,9 +198,7 @@ def _shape(type_proto: onnx.TypeProto.Tensor, dynamic_dim: int) -> tuple[int, ..
     # A tensor without a declared shape is taken as 1-D: the smallest guess most ops accept.
     if not type_proto.HasField("shape"):
         return (dynamic_dim,)
-    return tuple(
-        dim.dim_value if dim.HasField("dim_value") else dynamic_dim for dim in type_proto.shape.dim
-    )
+    return tuple(dim_size(dim, dynamic_dim) for dim in type_proto.shape.dim)
 
 
 def _random_tensor(

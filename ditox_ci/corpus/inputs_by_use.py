@@ -21,6 +21,12 @@ from onnx import helper
 Shape = tuple[int, ...]
 
 
+def dim_size(dim: onnx.TensorShapeProto.Dimension, dynamic_dim: int) -> int:
+    """A dimension's size to draw at: its value, or `dynamic_dim` when it is symbolic, unset or
+    negative (`dim_value: -1` passes the checker and means "unknown" to many exporters)."""
+    return dim.dim_value if dim.HasField("dim_value") and dim.dim_value >= 0 else dynamic_dim
+
+
 @dataclass(frozen=True)
 class GraphShapes:
     """Static shapes and constant values of the main graph's tensors, as far as they are known."""
@@ -39,9 +45,7 @@ class GraphShapes:
         for info in [*inferred.value_info, *inferred.input, *inferred.output]:
             tensor = info.type.tensor_type
             if info.type.HasField("tensor_type") and tensor.HasField("shape"):
-                shapes[info.name] = tuple(
-                    d.dim_value if d.HasField("dim_value") else dynamic_dim for d in tensor.shape.dim
-                )
+                shapes[info.name] = tuple(dim_size(d, dynamic_dim) for d in tensor.shape.dim)
         constants = {}
         for initializer in model.graph.initializer:
             shapes[initializer.name] = tuple(initializer.dims)

@@ -22,6 +22,7 @@ import onnx
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import Feed, InputSpecError, feedable_inputs, register_input_generator
+from ditox_ci.corpus.inputs_by_use import dim_size
 
 # 5x7 glyphs: 7 rows of 5 pixels per character, '#' = ink.
 _GLYPH_ROWS = {
@@ -155,11 +156,9 @@ def _spec(ref: ModelRef) -> dict[str, Any]:
 
 
 def _declared_shape(value: onnx.ValueInfoProto, sizes: Mapping[str, int]) -> tuple[int, ...]:
-    """The input's shape with symbolic dims taken from `sizes` (else 1)."""
+    """The input's shape with symbolic (or negative) dims taken from `sizes` (else 1)."""
     dims = value.type.tensor_type.shape.dim
-    return tuple(
-        d.dim_value if d.HasField("dim_value") else sizes.get(d.dim_param, 1) for d in dims
-    )
+    return tuple(dim_size(d, sizes.get(d.dim_param, 1)) for d in dims)
 
 
 def _fill_rest(model: onnx.ModelProto, feed: Feed, spec: Mapping[str, Any]) -> Feed:

@@ -225,6 +225,8 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         model = load_model(ref)
     except ModelLoadError as exc:
         raise SkipModel(f"unreadable model: {exc}") from None
+    if not model.graph.output:
+        raise SkipModel(f"no outputs to compare: {model.graph.name or 'its graph'} declares none")
     size = model.ByteSize()
     if size > PROTOBUF_LIMIT:
         raise SkipModel(
@@ -409,7 +411,8 @@ def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] 
     if not value.type.HasField("tensor_type"):
         return (-1, None)
     shape = (
-        tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+        # a negative dim_value is as unknown as a symbolic one
+        tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tensor.shape.dim)
         if tensor.HasField("shape")
         else None
     )

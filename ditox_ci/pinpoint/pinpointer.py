@@ -13,7 +13,10 @@ For each failing finding:
    original (never from the reduced model, which depends on the time budget), so the same bug
    found by two configs or in two models gets one fingerprint;
 4. one repro bundle is written per distinct fingerprint.
-Any error while pinpointing a finding leaves it as the sweep found it, with `pinpoint_error`.
+A finding the pool gives no verdict on (JudgeError: its model was skipped) is left as the sweep
+found it, with `pinpoint_error`. Any other error while pinpointing is a bug of ours: the finding is
+left the same way and its model is recorded as an internal error (`Pinpointed.internal_errors`),
+which the run reports with exit 70 once the report is written.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,12 +42,13 @@ from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import NOP_PASS, Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
+from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
-from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.model import INTERNAL_ERROR, Culprit, Finding
 from ditox_ci.report.standalone import STANDALONE_KEY
 
 LOCALIZE_MODES = ("auto", "off")
@@ -87,6 +91,8 @@ class Pinpointed:
     bundles: int = 0
     errors: int = 0
     reused: int = 0
+    # model id → what went wrong in ditox-ci's own code while pinpointing one of its findings
+    internal_errors: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -101,11 +107,12 @@ class Pinpointed:
 def candidate_outcome(
     judge: PoolJudge, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
 ) -> Outcome:
-    """A reduction check: `reduce` needs a verdict; a candidate that cannot be judged is marked so
-    (see `reduce.UNJUDGED`) and does not fail."""
+    """A reduction check: `reduce` needs a verdict; a candidate the pool gives none on (a worker
+    skipped it) is marked so (see `reduce.UNJUDGED`) and does not fail. Any other error is a bug
+    of ours, which the caller records against the model."""
     try:
         return judge.candidate(name, model, feeds, step)
-    except Exception as exc:
+    except JudgeError as exc:
         return Outcome(None, evidence={UNJUDGED: f"{type(exc).__name__}: {exc}"})
 
 
@@ -136,6 +143,8 @@ class PoolJudge:
 
     def run(self, ref: ModelRef, step: Step) -> Outcome:
         results = list(self.pool.run([Job(ref, (step,))]))
+        if results and results[0].status == INTERNAL_ERROR:
+            raise InternalError(f"{ref.id} under {step.label}: {results[0].reason}")
         outcome = results[0].outcomes.get(step.label) if results else None
         if outcome is None:
             reason = results[0].reason if results else "no result"
@@ -430,6 +439,7 @@ def pinpoint(
     by_model = {result.ref.id: result for result in results}
     done: list[Finding] = []
     errors = 0
+    internal: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="ditox-pinpoint-") as scratch:
         pinpointer = _Pinpointer(pool, steps, options, Path(scratch), log)
         for finding in findings:
@@ -439,11 +449,14 @@ def pinpoint(
                 continue
             try:
                 done.append(pinpointer.finding(finding, result))
-            except Exception as exc:  # one finding's trouble must not cost the sweep's report
+            except JudgeError as exc:  # the model has no verdict to pinpoint by
                 errors += 1
-                message = f"{type(exc).__name__}: {exc}"
-                log.warning(f"{finding.model} [{finding.config}]: not pinpointed ({message})"[:300])
-                done.append(replace(finding, evidence={**finding.evidence, "pinpoint_error": message}))
+                done.append(_not_pinpointed(finding, exc, log.warning))
+            # a bug of ours: recorded against the model (exit 70 at the end), the other findings go on
+            except (InternalError, Exception) as exc:
+                errors += 1
+                internal.setdefault(finding.model, f"pinpointing [{finding.config}]: {_described(exc)}")
+                done.append(_not_pinpointed(finding, exc, log.error))
     return Pinpointed(
         findings=tuple(done),
         probe_runs=pinpointer.probe_runs,
@@ -451,4 +464,16 @@ def pinpoint(
         bundles=len(pinpointer.bundles),
         errors=errors,
         reused=pinpointer.reused,
+        internal_errors=internal,
     )
+
+
+def _described(exc: BaseException) -> str:
+    return str(exc) if isinstance(exc, InternalError) else f"{type(exc).__name__}: {exc}"
+
+
+def _not_pinpointed(finding: Finding, exc: BaseException, say: Callable[[str], None]) -> Finding:
+    """`finding` as the sweep found it, with why pinpointing it failed."""
+    message = _described(exc)
+    say(f"{finding.model} [{finding.config}]: not pinpointed ({message})"[:300])
+    return replace(finding, evidence={**finding.evidence, "pinpoint_error": message})

@@ -11,6 +11,10 @@ _NORMALIZERS = (
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(?:[A-Za-z]:)?(?:[/\\][\w.\-]+){2,}"), "<path>"),
     (re.compile(r"'[^']*'|\"[^\"]*\""), "<name>"),
+    # unquoted tensor, initializer and node names: exporters number them (onnx::Conv_12,
+    # conv1.weight_3, Mul_0, /encoder/layer.0/Add) and an optimizer error names the one it met,
+    # which differs by model while the cause does not; op versions like Mul(14) keep their op
+    (re.compile(r"(?:[\w.]*::)+[\w.:]+|\b[A-Za-z_][\w]*[_.][\w.]*\d[\w.]*"), "<name>"),
     (re.compile(r"\b\d+(?:\.\d+)?(?:[eE][-+]?\d+)?\b"), "<n>"),
     (re.compile(r"\s+"), " "),
 )

@@ -31,6 +31,11 @@ FINDING_KINDS = (
 )
 CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "unknown")
 STATUSES = ("new", "known", "fixed")
+# a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
+# failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
+# goes on, and the run exits 70 once the report is written
+INTERNAL_ERROR = "internal-error"
+MODEL_STATUSES = ("ok", "skipped", INTERNAL_ERROR)
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,10 @@ class Report:
 
     def count(self, status: str) -> int:
         return sum(1 for f in self.findings if f.status == status)
+
+    def internal_errors(self) -> list[ModelEntry]:
+        """The models ditox-ci's own code failed on: the run exits 70 naming them."""
+        return [entry for entry in self.models if entry.status == INTERNAL_ERROR]
 
     def new_failures(self) -> list[Finding]:
         """The new findings that close the gate (exit code 1): every kind but `warning`."""

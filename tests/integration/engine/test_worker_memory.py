@@ -1,6 +1,7 @@
-"""A worker the kernel's OOM killer kills is a memory finding, not a crash; one killed otherwise
-stays a crash; a MemoryError in the worker's own comparison is a memory finding too, not exit 70.
-The kernel's counter is a file here, moved by the planted optimizer as the kernel would move it."""
+"""An optimizer the kernel's OOM killer kills is a resource limit (a warning), not a crash; one
+killed otherwise stays a crash; a MemoryError in the worker's own comparison is a memory finding
+too, not exit 70. The kernel's counter is a file here, moved by the planted optimizer as the
+kernel would move it."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
     results = _outcomes(tmp_path, counter, "oom_model", "killed_model")
 
     oom = results["oom_model.onnx"]
-    assert oom.kind == "optimizer-crash" and oom.evidence["memory"] is True
+    assert oom.kind == "warning" and oom.evidence["memory"] is True  # a resource limit, not a bug
+    assert oom.evidence["resource_limit"]["allowance_mb"] == WorkerConfig().memory_limit_mb
     assert oom.message == "optimizer ran out of memory"
     assert oom.evidence["detail"].startswith("SIGKILL from the OOM killer")
     killed = results["killed_model.onnx"]

@@ -163,4 +163,43 @@ def test_a_comparator_that_raises_is_an_internal_error_naming_the_model(corpus: 
     )
     assert code == 70
     [line] = [line for line in stderr.splitlines() if "internal error" in line]
-    assert "good.onnx: pass:eliminate_identity:" in line and "Traceback" not in stderr
+    assert "good.onnx (pass:eliminate_identity:" in line and "Traceback" not in stderr
+
+
+def test_a_bug_of_ours_on_one_model_is_recorded_the_sweep_goes_on_and_exits_70_at_the_end(
+    tmp_path: Path,
+):
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for name in ("ours", "fine"):
+        onnx.save(_model(name), folder / f"{name}.onnx")
+    # upstream's test_not_eliminate_shape_op_with_negative_dim: valid (it passes the checker), and
+    # once the end of every sweep that met it
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3])
+    shape = helper.make_tensor_value_info("shape", TensorProto.INT64, [2])
+    nodes = [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Shape", ["i"], ["shape"])]
+    negative = helper.make_model(
+        helper.make_graph(nodes, "negative", [x], [shape]), opset_imports=[helper.make_opsetid("", 17)]
+    )
+    negative.ir_version = 8
+    onnx.checker.check_model(negative, full_check=True)
+    onnx.save(negative, folder / "negative.onnx")
+
+    code, report, stderr = sweep(
+        "--models",
+        str(folder),
+        "--optimizer",
+        f"{FAKES / 'internal_fault.py'}:optimize",
+        "--configs",
+        "default",
+        out=tmp_path / "r",
+    )
+
+    assert code == 70, stderr
+    statuses = {m["id"]: (m["status"], m["reason"]) for m in report["models"]}
+    assert statuses["fine.onnx"] == ("ok", "") and statuses["negative.onnx"] == ("ok", "")
+    status, reason = statuses["ours.onnx"]
+    assert status == "internal-error" and reason.startswith("default: KeyError: 'planted bug in the oracle'")
+    [line] = [line for line in stderr.splitlines() if "internal error" in line]
+    assert "1 model(s)" in line and "ours.onnx (default: KeyError" in line and "Traceback" not in stderr
+    assert (tmp_path / "r" / "summary.md").is_file()

@@ -132,3 +132,18 @@ def test_low_precision_floats_are_calibrated_by_their_own_unit_in_the_last_place
         assert not np.array_equal(values, one_ulp)
         result = _tensor(noise=[[0.0]])([[values]], [[one_ulp]], ["y"])
         assert result.passed, result.message
+
+
+def test_relative_errors_are_against_the_outputs_scale_not_a_value_near_zero():
+    """An expected value near zero in an output of ones gave max_rel=1.2866e+307; one at zero, inf."""
+    expected = np.array([1.0, 1.0, 1.0, 1e-300, 0.0])
+    actual = np.array([1.0, 1.0, 1.0, 0.5, 0.5])
+    metrics = compare_arrays(expected, actual, 1e-3, 1e-4)
+    assert metrics is not None and metrics["max_abs"] == 0.5
+    assert metrics["max_rel"] == pytest.approx(0.5 / 0.6)  # the output's mean magnitude
+    all_zero = compare_arrays(np.zeros(3), np.array([0.0, 0.0, 0.5]), 1e-3, 1e-4)
+    assert all_zero is not None and all_zero["max_rel"] == pytest.approx(0.5 / 1e-4)
+    result = _tensor()([[expected.astype(np.float32)]], [[actual.astype(np.float32)]], ["y"])
+    assert "max_abs=0.5, max_rel=0.8333," in result.message
+    # a non-finite actual value is still an infinite error
+    assert compare_arrays(expected, np.array([1.0, 1.0, 1.0, np.inf, 0.0]), 1e-3, 1e-4)["max_rel"] == np.inf

@@ -71,3 +71,18 @@ def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Pat
     assert context.info["wide_sample"] == {"sample": 2, "scales": {"x": 0.1}}
     assert len(context.feeds) == 3
     assert runner.runs_so_far() - before == 2 + 2 + 3
+
+
+def test_a_negative_dim_is_drawn_at_the_dynamic_size_like_a_symbolic_one(tmp_path: Path) -> None:
+    """Upstream onnxoptimizer's test_not_eliminate_shape_op_with_negative_dim: `dim_value: -1`
+    passes the checker; numpy refuses a negative size, which used to end the whole sweep."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3, "n"])
+    y = helper.make_tensor_value_info("y", TensorProto.INT64, [3])
+    graph = helper.make_graph([helper.make_node("Shape", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    onnx.save(model, tmp_path / "negative.onnx")
+    context = prepare(ModelRef("negative", "t", str(tmp_path / "negative.onnx")), EvalSettings(dynamic_dim=4))
+    assert context.feeds[0]["x"].shape == (4, 3, 4)
+    assert list(context.outputs[0][0]) == [4, 3, 4]

@@ -96,3 +96,18 @@ def test_the_re_draws_recorded_are_those_of_the_runner_that_judged(
     context = prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings(calibrate=False))
     assert context.runner == "reference" and len(calls) == 2
     assert "redraws" not in context.info and "original_nonfinite" not in context.info
+
+
+def test_a_valid_empty_graph_has_no_outputs_to_compare_and_a_cut_file_is_unreadable(tmp_path: Path) -> None:
+    """Upstream onnxoptimizer's tests build dozens of graphs without outputs: valid ONNX, with
+    nothing for the oracle to compare, not an unreadable file."""
+    graph = helper.make_graph([], "empty", [], [])
+    empty = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.checker.check_model(empty, full_check=True)
+    onnx.save(empty, tmp_path / "empty.onnx")
+    with pytest.raises(SkipModel, match=r"^no outputs to compare: empty declares none$"):
+        prepare(ModelRef("empty", "t", str(tmp_path / "empty.onnx")), EvalSettings())
+    data = onnx.load(_model(tmp_path / "m.onnx")).SerializeToString()
+    (tmp_path / "cut.onnx").write_bytes(data[:30])
+    with pytest.raises(SkipModel, match=r"^unreadable model: "):
+        prepare(ModelRef("cut", "t", str(tmp_path / "cut.onnx")), EvalSettings())

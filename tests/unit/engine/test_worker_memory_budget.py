@@ -4,6 +4,7 @@ gets an allowance by its size and starts only when the running models leave room
 from __future__ import annotations
 
 import signal
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -16,12 +17,14 @@ from ditox_ci.engine.worker import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
     DEFAULT_MEMORY_LIMIT_MB,
+    OWN_IR_ALLOWANCE_PER_MODEL_MB,
     Job,
     WorkerConfig,
     WorkerPool,
     _failure_outcome,
     _Running,
     _Slot,
+    allowance_per_model_mb,
 )
 
 # a standard GitHub-hosted Linux runner: 4 cores, "16 GB" (16 GiB, of which /proc/meminfo's MemTotal
@@ -69,6 +72,28 @@ def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer
     prints = {failure_fingerprint(outcome, ("fuse_bn_into_conv",)) for outcome in (polled, killed, guessed)}
     assert len(prints) == 1
     assert polled.evidence["memory"] is True and polled.evidence["detail"] == "3700 MiB > 3584 MiB"
+
+
+def test_the_optimizer_over_its_allowance_is_a_resource_limit_with_the_allowance_not_a_bug():
+    """onnxslim on light/vgg19 over an allowance fitted to onnxoptimizer: a warning (never gates)
+    that names the allowance and the flag that raises it; the runtime's blow-up stays a finding."""
+    over = ("exceeded the memory limit", "5178 MiB > 4896 MiB", "")
+    limited = _failure_outcome("optimize", *over, allowance_mb=4896)
+    assert limited.kind == "warning" and not limited.failed
+    assert limited.evidence["resource_limit"] == {"allowance_mb": 4896, "raise_with": "--memory-limit"}
+    running = _failure_outcome("run", *over, allowance_mb=4896)
+    assert running.kind == "runtime-error" and "resource_limit" not in running.evidence
+
+
+def test_the_allowance_scales_with_the_optimizer_and_the_memory_limit_raises_it(tmp_path: Path):
+    vgg = _job(tmp_path, "vgg", 548)
+    own_ir = WorkerConfig(allowance_per_model_mb=allowance_per_model_mb("onnxslim"))
+    with WorkerPool(WorkerConfig(), jobs=1) as fitted, WorkerPool(own_ir, jobs=1) as other:
+        assert fitted.allowance_mb(vgg) == ALLOWANCE_BASE_MB + ALLOWANCE_PER_MODEL_MB * 548
+        assert other.allowance_mb(vgg) == ALLOWANCE_BASE_MB + OWN_IR_ALLOWANCE_PER_MODEL_MB * 548 > 5178
+    with WorkerPool(replace(own_ir, memory_limit_mb=9000), jobs=1) as raised:
+        assert raised.allowance_mb(vgg) == 9000
+    assert allowance_per_model_mb("onnxoptimizer") == ALLOWANCE_PER_MODEL_MB
 
 
 def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_memory(

@@ -19,7 +19,7 @@ from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.pinpoint import pinpointer as pinpoint
 from ditox_ci.pinpoint.pinpointer import Pinpointed, PinpointOptions, culprit_step
-from ditox_ci.report.model import Culprit
+from ditox_ci.report.model import INTERNAL_ERROR, Culprit, Finding
 
 
 def _model() -> onnx.ModelProto:
@@ -118,3 +118,32 @@ def test_the_fingerprint_tells_findings_apart_by_culprit_and_the_ops_its_passes_
     # a default-config failure rewrites more ops; the culprit's own rewrite decides
     default = mismatch("output 'y' max_abs 2.0", ["Add", "Identity"], [])
     assert failure_fingerprint(default, passes, rewrites=again) == key
+
+
+def test_a_bug_of_ours_while_pinpointing_is_recorded_against_its_model_and_the_rest_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A worker's internal failure on a probe is ditox-ci's bug: the model is named in
+    `internal_errors` (the run exits 70 at the end); a model the pool skipped is only a warning."""
+    steps = (Step("nop", ("nop",)), Step("default", ("a_pass", "b_pass")))
+    failure = Outcome("optimizer-error", "boom")
+    refs = {name: ModelRef(id=name, source="test", path="-") for name in ("ours", "skipped", "later")}
+    results = {name: JobResult(ref, "ok", outcomes={"default": failure}) for name, ref in refs.items()}
+    verdicts = {"ours": JobResult(refs["ours"], INTERNAL_ERROR, reason="probe: KeyError: 'planted'")}
+
+    def run(jobs):
+        (job,) = jobs
+        return [verdicts.get(job.ref.id, JobResult(job.ref, "skipped", reason="gone"))]
+
+    pool = cast(WorkerPool, SimpleNamespace(config=WorkerConfig(), run=run))
+    unknown = Culprit("unknown")
+    findings = [Finding("0" * 20, "optimizer-error", name, "default", unknown) for name in refs]
+    options = PinpointOptions(tmp_path)
+    done = pinpoint.pinpoint(findings, list(results.values()), steps, pool, options, Log({}))
+
+    assert dict(done.internal_errors) == {
+        "ours": "pinpointing [default]: ours under probe:nop: probe: KeyError: 'planted'"
+    }
+    assert done.errors == 3
+    assert [finding.model for finding in done.findings] == ["ours", "skipped", "later"]
+    assert all("pinpoint_error" in finding.evidence for finding in done.findings)

@@ -13,6 +13,7 @@ from ditox_ci.errors import InputError
 from ditox_ci.report.model import (
     CULPRIT_SCOPES,
     FINDING_KINDS,
+    MODEL_STATUSES,
     STATUSES,
     Culprit,
     Finding,
@@ -47,6 +48,7 @@ def test_enumerations_match_the_report_model() -> None:
     assert tuple(finding["kind"]["enum"]) == FINDING_KINDS
     assert tuple(finding["status"]["enum"]) == STATUSES
     assert tuple(finding["culprit"]["properties"]["scope"]["enum"]) == CULPRIT_SCOPES
+    assert tuple(report_schema()["$defs"]["model"]["properties"]["status"]["enum"]) == MODEL_STATUSES
 
 
 def test_a_report_the_model_writes_is_valid() -> None:

@@ -62,3 +62,22 @@ def test_coverage_counts_only_changes_beyond_the_nop_control():
     assert coverage["a"] == {"models_changed": 0, "models_checked": 1}
     assert coverage["b"] == {"models_changed": 1, "models_checked": 1}
     assert by_family["b"] == {"Conv": 1}
+
+
+def test_an_original_onnx_runtime_cannot_load_folds_every_configs_failure_into_the_control():
+    """ONNX Runtime's own offline optimizer on a bf16 attention model ONNX Runtime cannot load: the
+    control fails on one op, the default config on another; the original's limitation, one finding."""
+    control = Outcome("optimizer-error", "NOT_IMPLEMENTED: Could not find an implementation for Expand(13)")
+    default = Outcome("optimizer-error", "NOT_IMPLEMENTED: Could not find an implementation for Mul(14)")
+    mismatch = Outcome("output-mismatch", "output 'y' differs", digest="d3", changed=True)
+    unloadable = {"runner": "reference", "runner_fallback": "ONNX Runtime cannot load the original: Mul(14)"}
+    outcomes = {"nop": control, "default": default, "pass:a": default, "pass:b": mismatch}
+    result = JobResult(ref=REF, status="ok", outcomes=outcomes, info=unloadable)
+    by_config = {f.config: f for f in findings_for(result, STEPS)}
+    assert set(by_config) == {"nop", "pass:b"}  # the reference runner's mismatch stays a finding
+    assert by_config["nop"].culprit.scope == "infrastructure"
+    assert by_config["nop"].evidence["also_in"] == ["default", "pass:a"]
+    assert by_config["nop"].evidence["original_fails"].startswith("ONNX Runtime cannot load")
+    # an original ONNX Runtime runs: two messages, two findings, as before
+    loaded = JobResult(ref=REF, status="ok", outcomes=outcomes, info={"runner": "onnxruntime"})
+    assert {f.config for f in findings_for(loaded, STEPS)} == {"nop", "default", "pass:a", "pass:b"}
