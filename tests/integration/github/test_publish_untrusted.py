@@ -139,6 +139,26 @@ def test_an_untrusted_report_gives_a_neutral_check_and_touches_no_issue(server, 
     assert len(sticky_comments(server)) == 1  # the pull request still hears about it
 
 
+@pytest.mark.parametrize("check_name", [None, "ditox-ci"], ids=["default", "gate-name-given"])
+def test_an_untrusted_check_never_carries_the_gates_name(server, tmp_path: Path, check_name):
+    """Branch protection counts `neutral` as passing: a fork's neutral check named like pr.yml's
+    required `ditox-ci` would satisfy it whatever its sweep found."""
+    argv = ["--report", str(write(tmp_path, "fork.json", report(BUG_A))), "--untrusted"]
+    argv += ["--check-name", check_name] if check_name else []
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
+    assert [run["name"] for run in server.repo.check_runs.values()] == ["ditox-ci (unverified)"]
+
+
+@pytest.mark.parametrize("found", [(), (BUG_A,)], ids=["clean", "new-bug"])
+def test_an_untrusted_commit_status_is_never_success(server, tmp_path: Path, found):
+    """Where check runs are denied, the fallback status has no neutral state: `pending`, named apart."""
+    server.no_checks_tokens.add("write-token")
+    argv = ["--report", str(write(tmp_path, "fork.json", report(*found))), "--untrusted"]
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
+    statuses = [s for listed in server.repo.statuses.values() for s in listed]
+    assert [(s["context"], s["state"]) for s in statuses] == [("ditox-ci (unverified)", "pending")]
+
+
 # -- bounded work ------------------------------------------------------------------------------
 
 
