@@ -4,6 +4,11 @@ Findings still in it are known, those gone are fixed (and their issues closed wi
 `--close-fixed`), and its per-model timings balance the shards. The artifact is a zip that the
 earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it, and it must
 parse as a report before anything uses it.
+
+Only runs of this repository's own code count: a fork's pull request can edit `nightly.yml` to
+run `on: pull_request` from a branch it names `main`, and its successful run with its own
+`ditox-report` would otherwise be the nightly's `previous` (everything in it known, its timings
+shaping the shards). The token goes only to the API's own origin.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import requests
 from github import GithubException
@@ -30,6 +36,8 @@ from ditox_ci.report.model import read_report
 MAX_REPORT_BYTES = 256 * 1024 * 1024
 # runs looked at, newest first, for one that still has the artifact (artifacts expire)
 RUNS_LOOKED_AT = 10
+# the triggers on which only the default branch's workflow file runs, with the repository's code
+TRUSTED_EVENTS = ("schedule", "workflow_dispatch", "push")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class PreviousRun:
     run_id: int
     run_url: str
     report: Path
+    event: str
 
 
 def _extract_report(archive: Path, target: Path) -> None:
@@ -76,6 +85,32 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
     except requests.RequestException as exc:
         what = type(exc).__name__
         raise GitHubUnavailable(f"could not download the previous run's artifact ({what})") from None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or {"https": 443, "http": 80}.get(scheme)
+
+
+def _check_origin(url: str, api_url: str) -> None:
+    """The token goes to the API's own origin only, whatever the API names as the download URL."""
+    if _origin(url) != _origin(api_url):
+        scheme, host, port = _origin(url)
+        raise GitHubError(
+            f"the artifact's download URL is on {scheme}://{host}:{port}, not on the API's origin "
+            f"({api_url}): the token is not sent there; check GITHUB_API_URL"
+        )
+
+
+def _untrusted_because(run: WorkflowRun, repository: str) -> str | None:
+    """Why `run` cannot be the previous run, or None when its own repository ran it on a trusted trigger."""
+    head = getattr(run.head_repository, "full_name", None)
+    if head != repository:
+        return f"its code came from {head or 'an unnamed repository'}, not {repository}"
+    if run.event not in TRUSTED_EVENTS:
+        return f"it ran on '{run.event}', not on {', '.join(TRUSTED_EVENTS)}"
+    return None
 
 
 def _refused(what: str, exc: GithubException) -> GitHubError:
@@ -119,6 +154,10 @@ def fetch_previous(
     for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
+        why = _untrusted_because(run, context.repository)
+        if why is not None:
+            log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {why}")
+            continue
         what = f"list the artifacts of run {run.id}"
         try:
             found = retrier.call(what, partial(artifacts, run))
@@ -129,11 +168,12 @@ def fetch_previous(
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
         archive, report = out_dir / f"{artifact}.zip", out_dir / "report.json"
+        _check_origin(match.archive_download_url, context.api_url)
         try:
             _download(match.archive_download_url, context.token, archive, policy.timeout_s)
             _extract_report(archive, report)
         finally:
             archive.unlink(missing_ok=True)
         read_report(report)  # the same checks as any report from outside
-        return PreviousRun(run.id, run.html_url, report)
+        return PreviousRun(run.id, run.html_url, report, run.event)
     return None

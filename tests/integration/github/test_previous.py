@@ -130,3 +130,67 @@ def test_github_down_leaves_no_previous_report_and_the_run_goes_on(
         assert not (out / "report.json").exists() and not (out / "ditox-report.zip").exists()
         assert "going on without a previous report" in capsys.readouterr().err
         assert any(x.status == 500 and re.search(route, x.path) for x in server.exchanges)
+
+
+def test_a_forks_run_of_the_workflow_on_a_branch_named_main_is_never_the_previous_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fork PR that edits nightly.yml to run `on: pull_request` from its branch `main` makes a
+    successful "nightly.yml on main" run with its own artifact; taken as previous, everything in
+    it would be known. Nor does a pull request or workflow_run of the repository's own count."""
+    with GitHubServer() as server:
+        own = _report_bytes(tmp_path, BUG_B)
+        forged = _report_bytes(tmp_path, BUG_A, BUG_B)
+
+        def artifact(data: bytes) -> dict[str, bytes]:
+            return {"ditox-report": _zip(**{"report.json": data})}
+
+        nightly = "nightly.yml"
+        taken = server.add_workflow_run(nightly, event="workflow_dispatch", artifacts=artifact(own))
+        server.add_workflow_run(nightly, event="pull_request", artifacts=artifact(forged))
+        fork = server.add_workflow_run(
+            nightly, event="pull_request", head_repository="mallory/optimizer", artifacts=artifact(forged)
+        )
+        server.add_workflow_run(
+            nightly, event="schedule", head_repository="mallory/optimizer", artifacts=artifact(forged)
+        )
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", nightly, "--branch", "main", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert _fingerprints(out / "report.json") == [BUG_B.fingerprint]
+        err = capsys.readouterr().err
+        assert f"run {fork} " in err and "its code came from mallory/optimizer" in err
+        assert "it ran on 'pull_request'" in err
+        assert f"runs/{taken}: the newest successful run" in err and "on 'workflow_dispatch'" in err
+        downloads = [x for x in server.exchanges if x.path.endswith("/zip")]
+        assert len(downloads) == 1  # the forged artifacts were never fetched
+
+
+def test_only_forged_runs_is_the_first_night(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        forged = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run(
+            "nightly.yml", event="pull_request", head_repository="mallory/x", artifacts=forged
+        )
+        out = tmp_path / "previous"
+        assert (
+            main_inner(
+                ["previous", "--workflow", "nightly.yml", "--out", str(out)], github_env(tmp_path, server.url)
+            )
+            == 0
+        )
+        assert not (out / "report.json").exists()
+
+
+def test_the_token_is_never_sent_to_a_download_url_off_the_apis_origin(tmp_path: Path) -> None:
+    """The API names the archive's URL; one on another origin (here a second local server standing
+    in for someone else's host) is refused before any request, so the token does not leave."""
+    with GitHubServer() as server, GitHubServer() as elsewhere:
+        data = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run("nightly.yml", artifacts=data, archive_origin=elsewhere.url)
+        out = tmp_path / "previous"
+        with pytest.raises(GitHubError, match=r"not on the API's origin .*: the token is not sent there"):
+            main_inner(
+                ["previous", "--workflow", "nightly.yml", "--out", str(out)], github_env(tmp_path, server.url)
+            )
+        assert elsewhere.exchanges == [] and not (out / "report.json").exists()
