@@ -31,9 +31,8 @@ from ditox_ci.errors import ConfigError, GitHubError, GitHubUnavailable, InputEr
 from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
-from ditox_ci.report.model import read_report
+from ditox_ci.report.model import MAX_REPORT_BYTES, read_report
 
-MAX_REPORT_BYTES = 256 * 1024 * 1024
 # runs looked at, newest first, for one that still has the artifact (artifacts expire)
 RUNS_LOOKED_AT = 10
 # the triggers on which only the default branch's workflow file runs, with the repository's code

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 
 from ditox_ci.__main__ import main_inner
 from ditox_ci.errors import ConfigError, GitHubError, InputError
+from tests.helpers import ROOT
 from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, write
 from tests.integration.github_server import GitHubServer
 
@@ -194,3 +198,37 @@ def test_the_token_is_never_sent_to_a_download_url_off_the_apis_origin(tmp_path:
                 ["previous", "--workflow", "nightly.yml", "--out", str(out)], github_env(tmp_path, server.url)
             )
         assert elsewhere.exchanges == [] and not (out / "report.json").exists()
+
+
+def test_a_small_artifact_that_unpacks_to_millions_of_objects_is_refused_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """25 KB of zip holding 24 MiB of `{}` (unknown top-level key and all) peaked at 1.36 GiB of
+    memory; its values are counted before any is built, in a process of its own to measure."""
+    body = b'{"schema_version": 1, "junk": [' + b"{}," * (8 * 1024 * 1024) + b"{}]}"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("report.json", body)
+    archive = buffer.getvalue()
+    assert len(archive) < 100_000
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": archive})
+        out = tmp_path / "previous"
+        env = {**os.environ, **github_env(tmp_path, server.url), "PYTHONPATH": str(ROOT)}
+        command = [
+            sys.executable,
+            "-m",
+            "ditox_ci",
+            "previous",
+            "--workflow",
+            "nightly.yml",
+            "--out",
+            str(out),
+        ]
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as process:
+            err = process.stderr.read() if process.stderr else ""
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == InputError.exit_code, err
+    assert "more than 2000000 JSON values" in err and "Traceback" not in err
+    assert usage.ru_maxrss < 400 * 1024, f"peak {usage.ru_maxrss // 1024} MiB"  # KiB on Linux
