@@ -40,7 +40,8 @@ def read_text(path: Path, what: str, missing: str, max_bytes: int | None = None)
         with path.open("rb") as handle:
             data = handle.read(-1 if max_bytes is None else max_bytes + 1)
         if max_bytes is not None and len(data) > max_bytes:
-            raise InputError(f"{what} {path} has more than {max_bytes} bytes; it is not a file ditox-ci wrote")
+            too_big = f"{what} {path} has more than {max_bytes} bytes"
+            raise InputError(f"{too_big}; it is not a file ditox-ci wrote")
         return data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{what} {path} does not exist; {missing}") from None
@@ -110,7 +111,8 @@ def parse_json(text: str, what: str, error: type[FatalError]) -> Any:
     """The JSON value in `text`; `what` names the file in the one-line `error`."""
     too_deep = f"{what} nests deeper than {MAX_JSON_DEPTH} levels; it is not a file ditox-ci wrote"
     if _values_at_most(text) > MAX_JSON_ELEMENTS:
-        raise error(f"{what} holds more than {MAX_JSON_ELEMENTS} JSON values; it is not a file ditox-ci wrote")
+        too_many = f"{what} holds more than {MAX_JSON_ELEMENTS} JSON values"
+        raise error(f"{too_many}; it is not a file ditox-ci wrote")
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float)
     except RecursionError:
