@@ -19,6 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
@@ -464,6 +465,7 @@ class StageRunner:
         self.stopped_by: int | None = None
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._forward)
+        become_subreaper()
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
         self.stopped_by = signum
@@ -485,3 +487,5 @@ class StageRunner:
             return self.running.wait()
         finally:
             self.running = None
+            end_leftovers()
+
