@@ -14,11 +14,12 @@ shaping the shards). The token goes only to the API's own origin.
 from __future__ import annotations
 
 import itertools
-import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import urlsplit
 
 import requests
@@ -32,6 +33,7 @@ from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
 from ditox_ci.report.model import MAX_REPORT_BYTES, read_report
+from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
 # runs looked at, newest first, for one that still has the artifact (artifacts expire)
 RUNS_LOOKED_AT = 10
@@ -47,23 +49,24 @@ class PreviousRun:
     event: str
 
 
-def _extract_report(archive: Path, target: Path) -> None:
+def _extract_report(archive: BinaryIO, artifact: str) -> bytes:
     try:
         with zipfile.ZipFile(archive) as bundle:
             member = next((m for m in bundle.infolist() if m.filename == "report.json"), None)
             if member is None:
-                raise InputError(f"the previous run's artifact {archive.name} has no top-level report.json")
+                raise InputError(f"the previous run's artifact {artifact}.zip has no top-level report.json")
             if member.file_size > MAX_REPORT_BYTES:
                 raise InputError(f"the previous run's report.json has {member.file_size} bytes: too many")
-            with bundle.open(member) as source, target.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1024 * 1024)
-            if target.stat().st_size > MAX_REPORT_BYTES:  # a header that lied about the size
+            with bundle.open(member) as source:
+                data = source.read(MAX_REPORT_BYTES + 1)
+            if len(data) > MAX_REPORT_BYTES:  # a header that lied about the size
                 raise InputError("the previous run's report.json is over the size limit")
+            return data
     except zipfile.BadZipFile as exc:
         raise InputError(f"the previous run's artifact is not a zip archive ({exc})") from None
 
 
-def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
+def _download(url: str, token: str, sink: BinaryIO, timeout_s: float) -> None:
     """The artifact's zip; GitHub answers with a redirect to storage that needs no token (requests
     drops the Authorization header when the redirect leaves the API's host)."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
@@ -71,12 +74,11 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
         with requests.get(url, headers=headers, stream=True, timeout=timeout_s) as answer:
             answer.raise_for_status()
             size = 0
-            with target.open("wb") as sink:
-                for chunk in answer.iter_content(1024 * 1024):
-                    size += len(chunk)
-                    if size > MAX_REPORT_BYTES:
-                        raise InputError("the previous run's artifact is over the size limit")
-                    sink.write(chunk)
+            for chunk in answer.iter_content(1024 * 1024):
+                size += len(chunk)
+                if size > MAX_REPORT_BYTES:
+                    raise InputError("the previous run's artifact is over the size limit")
+                sink.write(chunk)
     except requests.HTTPError as exc:
         status = exc.response.status_code if exc.response is not None else 0
         failed = GitHubUnavailable if status >= 500 else GitHubError
@@ -165,14 +167,18 @@ def fetch_previous(
         match = next((a for a in found if a.name == artifact and not a.expired), None)
         if match is None:
             continue
-        out_dir.mkdir(parents=True, exist_ok=True)
-        archive, report = out_dir / f"{artifact}.zip", out_dir / "report.json"
         _check_origin(match.archive_download_url, context.api_url)
-        try:
+        # a file without a name, so nothing in a folder another user can reach is ever written
+        # through: the out folder gets report.json alone, written through no link
+        with tempfile.TemporaryFile() as archive:
             _download(match.archive_download_url, context.token, archive, policy.timeout_s)
-            _extract_report(archive, report)
-        finally:
-            archive.unlink(missing_ok=True)
+            archive.seek(0)
+            data = _extract_report(archive, artifact)
+        report = out_dir / "report.json"
+        try:
+            write_bytes_atomic(report, data)
+        except OSError as exc:
+            raise written_or_input_error(report, exc) from None
         read_report(report)  # the same checks as any report from outside
         return PreviousRun(run.id, run.html_url, report, run.event)
     return None

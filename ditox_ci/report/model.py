@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
 from ditox_ci.safeload import one_line, parse_json, read_text
+from ditox_ci.safewrite import write_bytes_atomic
 
 SCHEMA_VERSION = 1
 # What a report may cost before it is parsed (a fork writes its own, the previous run's comes from
@@ -226,16 +225,9 @@ def write_report(report: Report, path: Path) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """`path` holds the old text or the new one, never half of one; a link planted at `path` is
-    replaced, not followed (publish writes as root into a folder the optimizer under test could reach)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as partial:
-        partial.write(text)
-        partial.flush()
-        os.fsync(partial.fileno())
-    os.chmod(partial.name, 0o644)  # what write_text would have made, not the temporary file's 0600
-    os.replace(partial.name, path)
+    replaced, a link on the way to it is an OSError, never followed (publish writes as root into a
+    folder a process the optimizer under test left behind could reach)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def parse_report_json(path: Path) -> dict[str, Any]:

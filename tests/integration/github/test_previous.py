@@ -232,3 +232,27 @@ def test_a_small_artifact_that_unpacks_to_millions_of_objects_is_refused_before_
     assert process.returncode == InputError.exit_code, err
     assert "more than 2000000 JSON values" in err and "Traceback" not in err
     assert usage.ru_maxrss < 400 * 1024, f"peak {usage.ru_maxrss // 1024} MiB"  # KiB on Linux
+
+
+def test_the_download_writes_through_no_link_in_the_out_folder(tmp_path: Path) -> None:
+    """The download runs as root with the token; the out folder is in the workspace, which a
+    process the optimizer left behind (the workspace owner's) could reach: a link at report.json
+    is replaced, a linked out folder refused, and nothing is written where either points."""
+    with GitHubServer() as server:
+        data = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run("nightly.yml", artifacts=data)
+        victim, elsewhere = tmp_path / "victim.txt", tmp_path / "etc"
+        victim.write_text("keep")
+        elsewhere.mkdir()
+        out = tmp_path / "previous"
+        out.mkdir()
+        (out / "report.json").symlink_to(victim)
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert victim.read_text() == "keep" and not (out / "report.json").is_symlink()
+
+        linked = tmp_path / "linked"
+        linked.symlink_to(elsewhere)
+        with pytest.raises(InputError, match="writes through no link"):
+            main_inner([*argv[:-1], str(linked)], github_env(tmp_path, server.url))
+        assert list(elsewhere.iterdir()) == []

@@ -197,6 +197,21 @@ def test_an_untrusted_commit_status_is_never_success(server, tmp_path: Path, fou
     assert [(s["context"], s["state"]) for s in statuses] == [("ditox-ci (unverified)", "pending")]
 
 
+def test_publish_writes_its_files_through_no_linked_folder(server, tmp_path: Path):
+    """publish runs as root: an out folder swapped for a link gets neither junit.xml nor
+    ditox.sarif where the link points, and the refusal is one input error."""
+    elsewhere = tmp_path / "etc"
+    elsewhere.mkdir()
+    (tmp_path / "out").symlink_to(elsewhere)
+    path = write(tmp_path, "r.json", report(BUG_A))
+    for flag in ("--junit", "--sarif"):
+        with pytest.raises(InputError, match="writes through no link"):
+            run_publish(
+                ["--report", str(path), flag, str(tmp_path / "out" / "f")], github_env(tmp_path, server.url)
+            )
+    assert list(elsewhere.iterdir()) == []
+
+
 # -- bounded work ------------------------------------------------------------------------------
 
 
