@@ -3,7 +3,9 @@ files (a pull request may change them), event payloads.
 
 Each bounds the work a small file can cause and turns every way of being malformed into one line
 of the caller's error class, never a traceback or exit 70: YAML aliases are refused (a few lines
-of nested aliases expand to gigabytes), JSON deeper than MAX_JSON_DEPTH, integers longer than
+of nested aliases expand to gigabytes), JSON with more than MAX_JSON_ELEMENTS values (counted
+before parsing: 24 MiB of `{}` parse into 1.4 GiB of objects), JSON deeper than MAX_JSON_DEPTH
+(the parser stops at Python's recursion limit, the check at this depth), integers longer than
 MAX_INT_DIGITS, numbers too large for a float (`1e999`) and strings with half a UTF-16 pair
 (`\\ud800`, which no UTF-8 file, log or XML can hold) are errors. The `NaN` and `Infinity`
 constants stay readable: the report writer itself puts them where a comparison saw them.
@@ -23,15 +25,24 @@ from ditox_ci.errors import FatalError, InputError
 
 # report.json nests about 6 deep; no file this tool reads needs more than a few levels beyond it
 MAX_JSON_DEPTH = 64
+# a report of 64 MiB (report.model.MAX_REPORT_BYTES) holds about 1.6 million values (about 43
+# bytes each, measured on a sweep's report.json); two million `{}` cost about 150 MB parsed
+MAX_JSON_ELEMENTS = 2_000_000
 # a 64-bit counter has 20 digits; Python itself stops at 4,300 with a ValueError nobody expects
 MAX_INT_DIGITS = 40
 
 
-def read_text(path: Path, what: str, missing: str) -> str:
-    """The UTF-8 text of `path`, or an InputError: "<what> <path> does not exist; <missing>", or
-    "<what> <path> is unreadable (<why>)"."""
+def read_text(path: Path, what: str, missing: str, max_bytes: int | None = None) -> str:
+    """The UTF-8 text of `path`, or an InputError: "<what> <path> does not exist; <missing>",
+    "<what> <path> is unreadable (<why>)", or "... has more than <max_bytes> bytes" (read up to
+    there only: a file someone else may still be writing cannot grow past the check)."""
     try:
-        return path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            data = handle.read(-1 if max_bytes is None else max_bytes + 1)
+        if max_bytes is not None and len(data) > max_bytes:
+            too_big = f"{what} {path} has more than {max_bytes} bytes"
+            raise InputError(f"{too_big}; it is not a file ditox-ci wrote")
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{what} {path} does not exist; {missing}") from None
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8, or a NUL in the path
@@ -64,6 +75,17 @@ def _depth(data: Any) -> int:
     return deepest
 
 
+# a JSON string, escapes included: what is inside one is no value of its own
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def _values_at_most(text: str) -> int:
+    """An upper bound on the values the JSON `text` holds, found without building any: every
+    value but a container's first follows a comma, and every container opens with a bracket."""
+    bare = _JSON_STRING.sub('""', text)
+    return bare.count(",") + bare.count("{") + bare.count("[") + 1
+
+
 # `\ud800`…`\udfff`: JSON may spell half a UTF-16 pair alone, which no UTF-8 file can then hold
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -88,6 +110,9 @@ def _has_lone_surrogate(data: Any) -> bool:
 def parse_json(text: str, what: str, error: type[FatalError]) -> Any:
     """The JSON value in `text`; `what` names the file in the one-line `error`."""
     too_deep = f"{what} nests deeper than {MAX_JSON_DEPTH} levels; it is not a file ditox-ci wrote"
+    if _values_at_most(text) > MAX_JSON_ELEMENTS:
+        too_many = f"{what} holds more than {MAX_JSON_ELEMENTS} JSON values"
+        raise error(f"{too_many}; it is not a file ditox-ci wrote")
     try:
         data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float)
     except RecursionError:

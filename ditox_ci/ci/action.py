@@ -19,11 +19,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Report
+from ditox_ci.safeload import one_line
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,22 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         )
     if inputs.mode == "merge" and not inputs.reports:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
+    _refuse_option_like(inputs)
     return inputs
+
+
+def _refuse_option_like(inputs: ActionInputs) -> None:
+    """A value that starts with `-` would reach the CLI as an option of its own (`models:
+    ok.onnx,--out=/x` set the sweep's out): `models` may be built from text a PR controls, such as
+    its list of changed files. The token is no value of a command line."""
+    for name, value in vars(inputs).items():
+        values = value if isinstance(value, tuple) else (value,)
+        for item in values:
+            if name != "github_token" and isinstance(item, str) and item.startswith("-"):
+                raise ConfigError(
+                    f"input {name}: {one_line(item, 80)!r} starts with '-' and would be read as an "
+                    "option; name a file that starts with '-' as ./NAME"
+                )
 
 
 # `-P`: the working directory (the workspace, maybe a PR's checkout of the optimizer with its
@@ -448,6 +465,7 @@ class StageRunner:
         self.stopped_by: int | None = None
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._forward)
+        become_subreaper()
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
         self.stopped_by = signum
@@ -469,3 +487,5 @@ class StageRunner:
             return self.running.wait()
         finally:
             self.running = None
+            end_leftovers()
+

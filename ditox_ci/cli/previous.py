@@ -17,7 +17,9 @@ NAME = "previous"
 HELP = "download the report.json of a workflow's last successful run (GITHUB_* env, actions: read)"
 DESCRIPTION = """\
 Find the newest successful run of WORKFLOW in this repository (GITHUB_REPOSITORY) that still has
-the ARTIFACT a report job uploaded, and write its report.json to OUT. Pass that file as
+the ARTIFACT a report job uploaded, among the runs of the repository's own code (head repository
+GITHUB_REPOSITORY, not a fork) on a trusted trigger (schedule, workflow_dispatch, push; the log
+says why any other run was passed over), and write its report.json to OUT. Pass that file as
 --previous to sweep (its timings balance the shards) and publish (findings gone since are fixed;
 with --close-fixed their issues are closed). No such run yet (the first night) is not an error:
 nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the network, a rate
@@ -65,5 +67,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         what = f"no successful run of {args.workflow} has an artifact '{args.artifact}' yet"
         log.notice(f"{what}: no previous report")
     else:
-        log.info(f"previous report: {found.report} (run {found.run_url})")
+        log.info(
+            f"previous report: {found.report}, from run {found.run_url}: the newest successful run of "
+            f"{args.workflow} by {context.repository}'s own code on '{found.event}' with the artifact"
+        )
     return EXIT_OK

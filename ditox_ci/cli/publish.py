@@ -18,6 +18,7 @@ from ditox_ci.report.junit import write_junit
 from ditox_ci.report.render import md
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
+from ditox_ci.safewrite import written_or_input_error
 from ditox_ci.triage.baseline import load_baseline
 from ditox_ci.triage.classify import classify
 
@@ -118,10 +119,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
     report = classify(report, baseline, previous)
-    if settings.sarif:
-        write_sarif(report, Path(settings.sarif))
-    if settings.junit:
-        write_junit(report, Path(settings.junit))
+    # as root, beside what a process the optimizer left behind could reach: through no link
+    for target, write in ((settings.sarif, write_sarif), (settings.junit, write_junit)):
+        if target:
+            try:
+                write(report, Path(target))
+            except OSError as exc:
+                raise written_or_input_error(Path(target), exc) from None
     texts = Texts(report, context.sha, settings.artifact, context.run_url)
     # The summary goes first: it is the one output a read-only token cannot take away.
     log.summary(texts.comment(settings.comment_key))

@@ -19,6 +19,15 @@ from ditox_ci.report.sarif import pass_source
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
+# An untrusted report's check never carries the gate's name: branch protection counts `neutral`
+# as passing, so a fork's neutral `ditox-ci` would satisfy a required `ditox-ci` check
+UNVERIFIED_SUFFIX = " (unverified)"
+# A commit status has no neutral state; `pending` neither passes nor fails (`success` would pass)
+STATUS_OF = {"failure": "failure", "success": "success", "neutral": "pending"}
+
+
+def unverified_name(check_name: str) -> str:
+    return check_name if check_name.endswith(UNVERIFIED_SUFFIX) else check_name + UNVERIFIED_SUFFIX
 
 
 class Check:
@@ -35,7 +44,7 @@ class Check:
     ) -> None:
         self.client = client
         self.context = context
-        self.check_name = check_name
+        self.check_name = unverified_name(check_name) if untrusted else check_name
         self.max_annotations = max_annotations
         self.untrusted = untrusted
         self.url = ""
@@ -81,7 +90,7 @@ class Check:
 
     def _status(self, conclusion: str, title: str) -> None:
         client, context = self.client, self.context
-        state = "failure" if conclusion == "failure" else "success"
+        state = STATUS_OF[conclusion]
         client.write(
             f"set commit status {self.check_name}={state} on {context.sha[:12]}",
             lambda: client.repo.get_commit(context.sha).create_status(

@@ -20,7 +20,9 @@ from ditox_ci.github.text import (
     issue_title,
     last_seen_block,
     model_family,
+    subject_in,
     with_last_seen,
+    with_subject,
 )
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.triage.classify import issue_worthy
@@ -141,9 +143,9 @@ class Issues:
             issue = existing.get(fingerprint)
             if issue is None or issue.state == "closed":
                 continue
-            unproven = _not_run_to_completion(report, group)
+            unproven = _not_shown_fixed(issue, report)
             if unproven:
-                self.client.log.info(f"   GitHub: #{issue.number} stays open: this report {unproven}")
+                self.client.log.info(f"   GitHub: #{issue.number} stays open: {unproven}")
                 continue
             self._comment_once(issue, group[0], "fixed", texts, closing=True)
             self.client.write(
@@ -182,7 +184,7 @@ class Issues:
         if issue.state_reason == "not_planned":
             log.info(f"   GitHub: #{issue.number} was closed as not planned; left closed")
             return
-        unproven = _not_run_to_completion(report, group)
+        unproven = _not_run_to_completion(report, [(f.model, f.config) for f in group])
         if unproven:
             log.info(f"   GitHub: #{issue.number} stays closed: this report {unproven}")
             return
@@ -203,7 +205,9 @@ class Issues:
         self._note_last_seen(issue, group, (seen or set()) | families)
 
     def _note_last_seen(self, issue: Issue, group: list[Finding], families: set[str]) -> None:
-        body = with_last_seen(issue.body or "", self._last_seen(group, families))
+        # an issue filed before subject markers gets the model this run saw it on
+        marked = with_subject(issue.body or "", group[0].model, group[0].config)
+        body = with_last_seen(marked, self._last_seen(group, families))
         if body != issue.body:
             self.client.write(
                 f"note the last sighting in issue #{issue.number}", partial(issue.edit, body=body)
@@ -236,21 +240,35 @@ def _today() -> str:
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
-def _not_run_to_completion(report: Report, group: list[Finding]) -> str | None:
-    """Why `report` proves nothing about these findings' model and config, or None if it does.
+def _not_shown_fixed(issue: Issue, report: Report) -> str | None:
+    """Why this run does not show `issue` fixed, or None when it does: it ran the issue's own model
+    and config (its subject marker, which the bot wrote) to completion without the bug. What a
+    previous report says about the fingerprint is no evidence: it may name any model that ran clean."""
+    subject = subject_in(issue.body)
+    if subject is None:
+        return "the issue names no model of its own (filed before ditox-ci recorded one); close it by hand"
+    fingerprint = fingerprint_in(issue.body)
+    if any(f.fingerprint == fingerprint and f.status != "fixed" for f in report.findings):
+        return "this report still shows the bug"
+    unproven = _not_run_to_completion(report, [subject])
+    return f"this report {unproven}" if unproven else None
+
+
+def _not_run_to_completion(report: Report, subjects: Iterable[tuple[str, str]]) -> str | None:
+    """Why `report` proves nothing about these (model, config) pairs, or None if it does.
 
     Only a run that finished a model and config can say a bug is gone or back: an interrupted
-    report, or one that never ran the finding's model or config, says nothing either way."""
+    report, or one that never ran the model or config, says nothing either way."""
     if report.stats.get("interrupted"):
         return "is from an interrupted sweep"
     models = {entry.id: entry for entry in report.models}
     swept = tuple(report.stats.get("configs") or ())
-    for finding in group:
-        entry = models.get(finding.model)
+    for model, config in subjects:
+        entry = models.get(model)
         if entry is None or entry.status != "ok":
-            return f"did not run model {finding.model!r} to completion"
-        if finding.config not in (entry.configs or swept):
-            return f"did not run config {finding.config!r} on model {finding.model!r}"
+            return f"did not run model {model!r} to completion"
+        if config not in (entry.configs or swept):
+            return f"did not run config {config!r} on model {model!r}"
     return None
 
 

@@ -4,16 +4,23 @@ Findings still in it are known, those gone are fixed (and their issues closed wi
 `--close-fixed`), and its per-model timings balance the shards. The artifact is a zip that the
 earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it, and it must
 parse as a report before anything uses it.
+
+Only runs of this repository's own code count: a fork's pull request can edit `nightly.yml` to
+run `on: pull_request` from a branch it names `main`, and its successful run with its own
+`ditox-report` would otherwise be the nightly's `previous` (everything in it known, its timings
+shaping the shards). The token goes only to the API's own origin.
 """
 
 from __future__ import annotations
 
 import itertools
-import shutil
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import BinaryIO
+from urllib.parse import urlsplit
 
 import requests
 from github import GithubException
@@ -25,11 +32,13 @@ from ditox_ci.errors import ConfigError, GitHubError, GitHubUnavailable, InputEr
 from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
-from ditox_ci.report.model import read_report
+from ditox_ci.report.model import MAX_REPORT_BYTES, read_report
+from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
-MAX_REPORT_BYTES = 256 * 1024 * 1024
 # runs looked at, newest first, for one that still has the artifact (artifacts expire)
 RUNS_LOOKED_AT = 10
+# the triggers on which only the default branch's workflow file runs, with the repository's code
+TRUSTED_EVENTS = ("schedule", "workflow_dispatch", "push")
 
 
 @dataclass(frozen=True)
@@ -37,25 +46,27 @@ class PreviousRun:
     run_id: int
     run_url: str
     report: Path
+    event: str
 
 
-def _extract_report(archive: Path, target: Path) -> None:
+def _extract_report(archive: BinaryIO, artifact: str) -> bytes:
     try:
         with zipfile.ZipFile(archive) as bundle:
             member = next((m for m in bundle.infolist() if m.filename == "report.json"), None)
             if member is None:
-                raise InputError(f"the previous run's artifact {archive.name} has no top-level report.json")
+                raise InputError(f"the previous run's artifact {artifact}.zip has no top-level report.json")
             if member.file_size > MAX_REPORT_BYTES:
                 raise InputError(f"the previous run's report.json has {member.file_size} bytes: too many")
-            with bundle.open(member) as source, target.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1024 * 1024)
-            if target.stat().st_size > MAX_REPORT_BYTES:  # a header that lied about the size
+            with bundle.open(member) as source:
+                data = source.read(MAX_REPORT_BYTES + 1)
+            if len(data) > MAX_REPORT_BYTES:  # a header that lied about the size
                 raise InputError("the previous run's report.json is over the size limit")
+            return data
     except zipfile.BadZipFile as exc:
         raise InputError(f"the previous run's artifact is not a zip archive ({exc})") from None
 
 
-def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
+def _download(url: str, token: str, sink: BinaryIO, timeout_s: float) -> None:
     """The artifact's zip; GitHub answers with a redirect to storage that needs no token (requests
     drops the Authorization header when the redirect leaves the API's host)."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json"}
@@ -63,12 +74,11 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
         with requests.get(url, headers=headers, stream=True, timeout=timeout_s) as answer:
             answer.raise_for_status()
             size = 0
-            with target.open("wb") as sink:
-                for chunk in answer.iter_content(1024 * 1024):
-                    size += len(chunk)
-                    if size > MAX_REPORT_BYTES:
-                        raise InputError("the previous run's artifact is over the size limit")
-                    sink.write(chunk)
+            for chunk in answer.iter_content(1024 * 1024):
+                size += len(chunk)
+                if size > MAX_REPORT_BYTES:
+                    raise InputError("the previous run's artifact is over the size limit")
+                sink.write(chunk)
     except requests.HTTPError as exc:
         status = exc.response.status_code if exc.response is not None else 0
         failed = GitHubUnavailable if status >= 500 else GitHubError
@@ -76,6 +86,32 @@ def _download(url: str, token: str, target: Path, timeout_s: float) -> None:
     except requests.RequestException as exc:
         what = type(exc).__name__
         raise GitHubUnavailable(f"could not download the previous run's artifact ({what})") from None
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), parts.port or {"https": 443, "http": 80}.get(scheme)
+
+
+def _check_origin(url: str, api_url: str) -> None:
+    """The token goes to the API's own origin only, whatever the API names as the download URL."""
+    if _origin(url) != _origin(api_url):
+        scheme, host, port = _origin(url)
+        raise GitHubError(
+            f"the artifact's download URL is on {scheme}://{host}:{port}, not on the API's origin "
+            f"({api_url}): the token is not sent there; check GITHUB_API_URL"
+        )
+
+
+def _untrusted_because(run: WorkflowRun, repository: str) -> str | None:
+    """Why `run` cannot be the previous run, or None when its own repository ran it on a trusted trigger."""
+    head = getattr(run.head_repository, "full_name", None)
+    if head != repository:
+        return f"its code came from {head or 'an unnamed repository'}, not {repository}"
+    if run.event not in TRUSTED_EVENTS:
+        return f"it ran on '{run.event}', not on {', '.join(TRUSTED_EVENTS)}"
+    return None
 
 
 def _refused(what: str, exc: GithubException) -> GitHubError:
@@ -119,6 +155,10 @@ def fetch_previous(
     for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
+        why = _untrusted_because(run, context.repository)
+        if why is not None:
+            log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {why}")
+            continue
         what = f"list the artifacts of run {run.id}"
         try:
             found = retrier.call(what, partial(artifacts, run))
@@ -127,13 +167,18 @@ def fetch_previous(
         match = next((a for a in found if a.name == artifact and not a.expired), None)
         if match is None:
             continue
-        out_dir.mkdir(parents=True, exist_ok=True)
-        archive, report = out_dir / f"{artifact}.zip", out_dir / "report.json"
-        try:
+        _check_origin(match.archive_download_url, context.api_url)
+        # a file without a name, so nothing in a folder another user can reach is ever written
+        # through: the out folder gets report.json alone, written through no link
+        with tempfile.TemporaryFile() as archive:
             _download(match.archive_download_url, context.token, archive, policy.timeout_s)
-            _extract_report(archive, report)
-        finally:
-            archive.unlink(missing_ok=True)
+            archive.seek(0)
+            data = _extract_report(archive, artifact)
+        report = out_dir / "report.json"
+        try:
+            write_bytes_atomic(report, data)
+        except OSError as exc:
+            raise written_or_input_error(report, exc) from None
         read_report(report)  # the same checks as any report from outside
-        return PreviousRun(run.id, run.html_url, report)
+        return PreviousRun(run.id, run.html_url, report, run.event)
     return None

@@ -6,6 +6,8 @@ the sticky comment, one issue per fingerprint, and one comment per (issue, event
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +39,38 @@ def event_marker(event: str, fingerprint: str, sha: str) -> str:
 def fingerprint_in(body: str | None) -> str | None:
     match = _FINGERPRINT_MARKER.search(body or "")
     return match.group(1) if match else None
+
+
+_SUBJECT_MARKER = re.compile(r"<!-- ditox-ci:subject model=([0-9A-Za-z_=-]*) config=([0-9A-Za-z_=-]*) -->")
+
+
+def subject_marker(model: str, config: str) -> str:
+    """The model and config an issue was filed on (base64url: any name fits a comment). Closing it
+    as fixed takes a run that ran this very model and config: a fingerprint is public, and a report
+    may claim it on any model that ran clean."""
+    encoded = (base64.urlsafe_b64encode(text.encode()).decode() for text in (model, config))
+    return "<!-- ditox-ci:subject model={} config={} -->".format(*encoded)
+
+
+def subject_in(body: str | None) -> tuple[str, str] | None:
+    """The (model, config) of an issue's subject marker; None when it has none or a broken one."""
+    match = _SUBJECT_MARKER.search(body or "")
+    if match is None:
+        return None
+    try:
+        model, config = (base64.urlsafe_b64decode(part).decode() for part in match.groups())
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return model, config
+
+
+def with_subject(body: str, model: str, config: str) -> str:
+    """`body` with a subject marker (an issue filed before they existed gets one when seen again);
+    unchanged when it has one or the marker would not fit."""
+    if subject_in(body) is not None:
+        return body
+    marked = f"{subject_marker(model, config)}\n{body}"
+    return marked if len(marked) <= BODY_LIMIT else body
 
 
 _LAST_SEEN = re.compile(
@@ -153,11 +187,13 @@ class Texts:
         """The bug report for a fingerprint; `others` are further models showing the same bug
         (the findings' models: the issue's own model under another config is not another model)."""
         others = [model for model in dict.fromkeys(others) if model != finding.model]
+        subject = subject_marker(finding.model, finding.config)
+        markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}"
 
         def render_with(self_contained: bool) -> str:
             return render(
                 "issue.md.j2",
-                marker=fingerprint_marker(finding.fingerprint),
+                marker=markers,
                 f=finding,
                 others=list(others)[:50],
                 more_others=max(0, len(others) - 50),

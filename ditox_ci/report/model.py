@@ -7,16 +7,31 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
-from ditox_ci.safeload import parse_json, read_text
+from ditox_ci.safeload import one_line, parse_json, read_text
+from ditox_ci.safewrite import write_bytes_atomic
 
 SCHEMA_VERSION = 1
+# What a report may cost before it is parsed (a fork writes its own, the previous run's comes from
+# an artifact): the default sweep's is 3.3 MB, an all-config sweep's a few times that
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+# schema_version 1's top level: anything else is refused, not carried along (24 MiB of `{}` under
+# an unknown key passed every check and cost 1.4 GiB)
+REPORT_KEYS = (
+    "schema_version",
+    "tool",
+    "optimizer",
+    "environment",
+    "shard",
+    "models",
+    "findings",
+    "coverage",
+    "stats",
+)
 
 FINDING_KINDS = (
     "optimizer-crash",
@@ -168,6 +183,13 @@ class Report:
                 f"report has schema_version {version!r}, this ditox-ci reads {SCHEMA_VERSION}; "
                 "re-run the sweep with the same ditox-ci version"
             )
+        unknown = sorted(set(data) - set(REPORT_KEYS))
+        if unknown:
+            names = ", ".join(repr(one_line(name, 40)) for name in unknown[:3])
+            raise InputError(
+                f"report has top-level keys that schema_version 1 does not have ({names}"
+                f"{', …' if len(unknown) > 3 else ''}); it is not a file ditox-ci wrote"
+            )
         return cls(
             tool=dict(data.get("tool", {})),
             optimizer=dict(data.get("optimizer", {})),
@@ -212,21 +234,14 @@ def write_report(report: Report, path: Path) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """`path` holds the old text or the new one, never half of one; a link planted at `path` is
-    replaced, not followed (publish writes as root into a folder the optimizer under test could reach)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False
-    ) as partial:
-        partial.write(text)
-        partial.flush()
-        os.fsync(partial.fileno())
-    os.chmod(partial.name, 0o644)  # what write_text would have made, not the temporary file's 0600
-    os.replace(partial.name, path)
+    replaced, a link on the way to it is an OSError, never followed (publish writes as root into a
+    folder a process the optimizer under test left behind could reach)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def parse_report_json(path: Path) -> dict[str, Any]:
     """The JSON object in `path`, or an InputError saying why there is none."""
-    text = read_text(path, "report", "run `ditox-ci sweep --out DIR` first")
+    text = read_text(path, "report", "run `ditox-ci sweep --out DIR` first", MAX_REPORT_BYTES)
     data = parse_json(text, f"report {path}", InputError)
     if not isinstance(data, dict):
         raise InputError(f"report {path} is not a JSON object")

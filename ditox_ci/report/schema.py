@@ -2,7 +2,8 @@
 
 `publish` reads reports that a fork's own code may have written: a fingerprint is put into
 markers, labels and file names, a status decides whether an issue is opened, closed or reopened.
-The schema pins down every field the bot acts on; unknown keys stay allowed for older readers.
+The schema pins down every field the bot acts on; unknown keys stay allowed for older readers
+below the top level (the top level has exactly schema_version 1's keys).
 """
 
 from __future__ import annotations

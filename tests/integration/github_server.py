@@ -125,13 +125,21 @@ class GitHubServer:
         branch: str = "main",
         artifacts: dict[str, bytes] | None = None,
         expired: bool = False,
+        event: str = "schedule",
+        head_repository: str = "",
+        archive_origin: str = "",
     ) -> int:
-        """A finished run of `workflow` with artifacts (name → zip bytes); returns its id."""
+        """A finished run of `workflow` with artifacts (name → zip bytes); returns its id. A run
+        of a fork's pull request names the fork as `head_repository`; `archive_origin` replaces
+        the API's origin in the artifacts' download URLs (a lying or compromised API)."""
         run_id = next(self._ids)
+        head = head_repository or f"{self.repo.owner}/{self.repo.name}"
         self.repo.workflow_runs.setdefault(workflow, []).append(
             {
                 "id": run_id,
                 "name": workflow,
+                "event": event,
+                "head_repository": {"id": 1, "full_name": head, "name": head.partition("/")[2]},
                 "head_branch": branch,
                 "status": "completed",
                 "conclusion": conclusion,
@@ -150,7 +158,8 @@ class GitHubServer:
                     "size_in_bytes": len(data),
                     "expired": expired,
                     "url": f"{self._api()}/actions/artifacts/{artifact_id}",
-                    "archive_download_url": f"{self._api()}/actions/artifacts/{artifact_id}/zip",
+                    "archive_download_url": f"{archive_origin or self.url}"
+                    f"/repos/{self.repo.owner}/{self.repo.name}/actions/artifacts/{artifact_id}/zip",
                 }
             )
         return run_id

@@ -80,7 +80,7 @@ def optimize(model, passes, fixed_point):
 
 # An optimizer that leaves a process behind (double fork, new session: the workers' death signal
 # does not reach it) which looks, as the runner's user, for a later stage's environment holding
-# the token, and notes the publish stage when it sees one run.
+# the token, and when it sees the publish stage run notes it and rewrites the sweep's report.
 LINGERING = """\
 import os
 import time
@@ -102,6 +102,7 @@ def _watch(token):
             try:
                 if b"publish" in (entry / "cmdline").read_bytes():
                     (HERE / "watcher-saw-publish").touch()
+                    (HERE / "ditox-report" / "report.json").write_text("{}")
                 if token in (entry / "environ").read_bytes():
                     (HERE / "stolen-token").touch()
                     os._exit(0)
@@ -356,7 +357,10 @@ def test_a_process_the_optimizer_leaves_behind_cannot_read_the_token_of_the_publ
     watcher = workspace / "watcher-pid"
     try:
         assert code == 0, log.read_text()
-        assert watcher.is_file() and (workspace / "watcher-saw-publish").exists(), log.read_text()
+        # it ran, and was killed when the sweep stage ended: it never saw publish nor its report
+        assert watcher.is_file() and not Path(f"/proc/{watcher.read_text()}").exists(), log.read_text()
+        assert not (workspace / "watcher-saw-publish").exists()
+        assert json.loads((workspace / "ditox-report" / "report.json").read_text())["findings"] == []
         assert not (workspace / "stolen-token").exists()
     finally:
         if watcher.is_file():

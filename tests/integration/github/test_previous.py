@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import pytest
 
 from ditox_ci.__main__ import main_inner
 from ditox_ci.errors import ConfigError, GitHubError, InputError
+from tests.helpers import ROOT
 from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, write
 from tests.integration.github_server import GitHubServer
 
@@ -130,3 +134,125 @@ def test_github_down_leaves_no_previous_report_and_the_run_goes_on(
         assert not (out / "report.json").exists() and not (out / "ditox-report.zip").exists()
         assert "going on without a previous report" in capsys.readouterr().err
         assert any(x.status == 500 and re.search(route, x.path) for x in server.exchanges)
+
+
+def test_a_forks_run_of_the_workflow_on_a_branch_named_main_is_never_the_previous_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fork PR that edits nightly.yml to run `on: pull_request` from its branch `main` makes a
+    successful "nightly.yml on main" run with its own artifact; taken as previous, everything in
+    it would be known. Nor does a pull request or workflow_run of the repository's own count."""
+    with GitHubServer() as server:
+        own = _report_bytes(tmp_path, BUG_B)
+        forged = _report_bytes(tmp_path, BUG_A, BUG_B)
+
+        def artifact(data: bytes) -> dict[str, bytes]:
+            return {"ditox-report": _zip(**{"report.json": data})}
+
+        nightly = "nightly.yml"
+        taken = server.add_workflow_run(nightly, event="workflow_dispatch", artifacts=artifact(own))
+        server.add_workflow_run(nightly, event="pull_request", artifacts=artifact(forged))
+        fork = server.add_workflow_run(
+            nightly, event="pull_request", head_repository="mallory/optimizer", artifacts=artifact(forged)
+        )
+        server.add_workflow_run(
+            nightly, event="schedule", head_repository="mallory/optimizer", artifacts=artifact(forged)
+        )
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", nightly, "--branch", "main", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert _fingerprints(out / "report.json") == [BUG_B.fingerprint]
+        err = capsys.readouterr().err
+        assert f"run {fork} " in err and "its code came from mallory/optimizer" in err
+        assert "it ran on 'pull_request'" in err
+        assert f"runs/{taken}: the newest successful run" in err and "on 'workflow_dispatch'" in err
+        downloads = [x for x in server.exchanges if x.path.endswith("/zip")]
+        assert len(downloads) == 1  # the forged artifacts were never fetched
+
+
+def test_only_forged_runs_is_the_first_night(tmp_path: Path) -> None:
+    with GitHubServer() as server:
+        forged = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run(
+            "nightly.yml", event="pull_request", head_repository="mallory/x", artifacts=forged
+        )
+        out = tmp_path / "previous"
+        assert (
+            main_inner(
+                ["previous", "--workflow", "nightly.yml", "--out", str(out)], github_env(tmp_path, server.url)
+            )
+            == 0
+        )
+        assert not (out / "report.json").exists()
+
+
+def test_the_token_is_never_sent_to_a_download_url_off_the_apis_origin(tmp_path: Path) -> None:
+    """The API names the archive's URL; one on another origin (here a second local server standing
+    in for someone else's host) is refused before any request, so the token does not leave."""
+    with GitHubServer() as server, GitHubServer() as elsewhere:
+        data = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run("nightly.yml", artifacts=data, archive_origin=elsewhere.url)
+        out = tmp_path / "previous"
+        with pytest.raises(GitHubError, match=r"not on the API's origin .*: the token is not sent there"):
+            main_inner(
+                ["previous", "--workflow", "nightly.yml", "--out", str(out)], github_env(tmp_path, server.url)
+            )
+        assert elsewhere.exchanges == [] and not (out / "report.json").exists()
+
+
+def test_a_small_artifact_that_unpacks_to_millions_of_objects_is_refused_before_it_is_parsed(
+    tmp_path: Path,
+) -> None:
+    """25 KB of zip holding 24 MiB of `{}` (unknown top-level key and all) peaked at 1.36 GiB of
+    memory; its values are counted before any is built, in a process of its own to measure."""
+    body = b'{"schema_version": 1, "junk": [' + b"{}," * (8 * 1024 * 1024) + b"{}]}"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as bundle:
+        bundle.writestr("report.json", body)
+    archive = buffer.getvalue()
+    assert len(archive) < 100_000
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": archive})
+        out = tmp_path / "previous"
+        env = {**os.environ, **github_env(tmp_path, server.url), "PYTHONPATH": str(ROOT)}
+        command = [
+            sys.executable,
+            "-m",
+            "ditox_ci",
+            "previous",
+            "--workflow",
+            "nightly.yml",
+            "--out",
+            str(out),
+        ]
+        with subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True) as process:
+            err = process.stderr.read() if process.stderr else ""
+            _, status, usage = os.wait4(process.pid, 0)
+            process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == InputError.exit_code, err
+    assert "more than 2000000 JSON values" in err and "Traceback" not in err
+    assert usage.ru_maxrss < 400 * 1024, f"peak {usage.ru_maxrss // 1024} MiB"  # KiB on Linux
+
+
+def test_the_download_writes_through_no_link_in_the_out_folder(tmp_path: Path) -> None:
+    """The download runs as root with the token; the out folder is in the workspace, which a
+    process the optimizer left behind (the workspace owner's) could reach: a link at report.json
+    is replaced, a linked out folder refused, and nothing is written where either points."""
+    with GitHubServer() as server:
+        data = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_A)})}
+        server.add_workflow_run("nightly.yml", artifacts=data)
+        victim, elsewhere = tmp_path / "victim.txt", tmp_path / "etc"
+        victim.write_text("keep")
+        elsewhere.mkdir()
+        out = tmp_path / "previous"
+        out.mkdir()
+        (out / "report.json").symlink_to(victim)
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert victim.read_text() == "keep" and not (out / "report.json").is_symlink()
+
+        linked = tmp_path / "linked"
+        linked.symlink_to(elsewhere)
+        with pytest.raises(InputError, match="writes through no link"):
+            main_inner([*argv[:-1], str(linked)], github_env(tmp_path, server.url))
+        assert list(elsewhere.iterdir()) == []

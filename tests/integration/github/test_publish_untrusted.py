@@ -7,6 +7,7 @@ report's size, and untrusted text makes no links. Real sweeps show real reports 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -106,6 +107,43 @@ def test_a_fixed_finding_on_a_model_the_report_never_ran_closes_nothing(server, 
     assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0 and issue["state"] == "closed"
 
 
+def test_a_previous_report_that_claims_an_issues_fingerprint_on_another_model_closes_nothing(
+    server, tmp_path: Path
+):
+    """The fingerprint is public (in the issue's marker): a previous report (a fork's, taken as the
+    nightly's) may claim it on any model that ran clean. The issue closes only when this run ran
+    the issue's own model and config, whatever the previous report names."""
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    env = github_env(tmp_path, server.url)
+    lying = write(tmp_path, "lying.json", report(replace(BUG_B, model="test_conv/model.onnx", config="nop")))
+    only_conv = (ModelEntry("test_conv/model.onnx", "test", "0" * 64),)
+    this_run = write(tmp_path, "now.json", replace(report(), models=only_conv))
+    argv = ["--report", str(this_run), "--previous", str(lying), "--file-issues", "--close-fixed"]
+    code, _, err = run_publish(argv, env)
+    assert code == 0 and issue["state"] == "open"
+    assert "this report did not run model 'test_pad/model.onnx' to completion" in err
+
+    ran_it = write(tmp_path, "ran.json", report())  # the issue's own model and config, bug gone
+    argv = ["--report", str(ran_it), "--previous", str(lying), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, env)[0] == 0 and issue["state"] == "closed"
+
+
+def test_an_issue_without_its_own_model_is_not_closed_until_a_run_records_it(server, tmp_path: Path):
+    """An issue filed before subject markers names no model to check: it stays open, and the
+    first run that sees the bug again records the model it saw it on."""
+    issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
+    issue["body"] = re.sub(r"<!-- ditox-ci:subject [^>]*-->\n", "", issue["body"])
+    env = github_env(tmp_path, server.url)
+    fixed = ["--report", str(write(tmp_path, "fixed.json", report(replace(BUG_B, status="fixed"))))]
+    code, _, err = run_publish([*fixed, "--file-issues", "--close-fixed"], env)
+    assert code == 0 and issue["state"] == "open" and "names no model of its own" in err
+
+    seen_again = write(tmp_path, "again.json", report(BUG_B))
+    assert run_publish(["--report", str(seen_again), "--file-issues"], env)[0] == 0
+    assert "ditox-ci:subject" in issue["body"]
+    assert run_publish([*fixed, "--file-issues", "--close-fixed"], env)[0] == 0 and issue["state"] == "closed"
+
+
 def test_an_interrupted_report_closes_nothing(server, tmp_path: Path):
     issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
     rep = report(replace(BUG_B, status="fixed"))
@@ -137,6 +175,41 @@ def test_an_untrusted_report_gives_a_neutral_check_and_touches_no_issue(server, 
     assert newest["conclusion"] == "neutral" and newest["output"]["title"].startswith("unverified")
     assert "Unverified" in newest["output"]["summary"]
     assert len(sticky_comments(server)) == 1  # the pull request still hears about it
+
+
+@pytest.mark.parametrize("check_name", [None, "ditox-ci"], ids=["default", "gate-name-given"])
+def test_an_untrusted_check_never_carries_the_gates_name(server, tmp_path: Path, check_name):
+    """Branch protection counts `neutral` as passing: a fork's neutral check named like pr.yml's
+    required `ditox-ci` would satisfy it whatever its sweep found."""
+    argv = ["--report", str(write(tmp_path, "fork.json", report(BUG_A))), "--untrusted"]
+    argv += ["--check-name", check_name] if check_name else []
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
+    assert [run["name"] for run in server.repo.check_runs.values()] == ["ditox-ci (unverified)"]
+
+
+@pytest.mark.parametrize("found", [(), (BUG_A,)], ids=["clean", "new-bug"])
+def test_an_untrusted_commit_status_is_never_success(server, tmp_path: Path, found):
+    """Where check runs are denied, the fallback status has no neutral state: `pending`, named apart."""
+    server.no_checks_tokens.add("write-token")
+    argv = ["--report", str(write(tmp_path, "fork.json", report(*found))), "--untrusted"]
+    assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
+    statuses = [s for listed in server.repo.statuses.values() for s in listed]
+    assert [(s["context"], s["state"]) for s in statuses] == [("ditox-ci (unverified)", "pending")]
+
+
+def test_publish_writes_its_files_through_no_linked_folder(server, tmp_path: Path):
+    """publish runs as root: an out folder swapped for a link gets neither junit.xml nor
+    ditox.sarif where the link points, and the refusal is one input error."""
+    elsewhere = tmp_path / "etc"
+    elsewhere.mkdir()
+    (tmp_path / "out").symlink_to(elsewhere)
+    path = write(tmp_path, "r.json", report(BUG_A))
+    for flag in ("--junit", "--sarif"):
+        with pytest.raises(InputError, match="writes through no link"):
+            run_publish(
+                ["--report", str(path), flag, str(tmp_path / "out" / "f")], github_env(tmp_path, server.url)
+            )
+    assert list(elsewhere.iterdir()) == []
 
 
 # -- bounded work ------------------------------------------------------------------------------

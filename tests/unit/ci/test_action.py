@@ -218,6 +218,29 @@ def test_bad_inputs_are_config_errors_naming_the_input(env: dict[str, str], mess
         read_inputs(env)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"INPUT_MODELS": "ok.onnx,--out=/x,--optimizer=evil_mod"},
+        {"INPUT_MODELS": "ok.onnx\n-h"},
+        {"INPUT_MODE": "merge", "INPUT_REPORTS": "shard-0,--out=/etc"},
+        {"INPUT_PASSES": "fuse_bn_into_conv,--jobs=64"},
+        {"INPUT_BASELINE": "--previous=/tmp/forged.json"},
+    ],
+    ids=["models", "models-newline", "reports", "passes", "scalar"],
+)
+def test_an_input_value_that_starts_with_a_dash_is_refused_before_any_command(env: dict[str, str]) -> None:
+    """A list built from text a PR controls (its changed files) must not add options to a stage."""
+    with pytest.raises(ConfigError, match=r"starts with '-' and would be read as an option") as caught:
+        build_argv(env)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_file_whose_name_starts_with_a_dash_is_named_with_its_folder() -> None:
+    (sweep,) = build_argv({"INPUT_MODE": "sweep", "INPUT_MODELS": "./-odd.onnx"})
+    assert sweep[sweep.index("--models") + 1] == "./-odd.onnx"
+
+
 def test_non_input_environment_is_ignored() -> None:
     assert read_inputs({"DITOX_MODE": "bogus", "MODE": "bogus"}).mode == "all"
 

@@ -14,8 +14,8 @@ import pytest
 from ditox_ci.__main__ import main
 from ditox_ci.ci.action import read_inputs
 from ditox_ci.errors import ConfigError, InputError, UsageError
-from ditox_ci.report.model import write_report
-from ditox_ci.safeload import MAX_JSON_DEPTH, parse_json, parse_yaml
+from ditox_ci.report.model import MAX_REPORT_BYTES, write_report
+from ditox_ci.safeload import MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, parse_json, parse_yaml
 from ditox_ci.sweep import SweepOptions, plan_sweep
 from tests.helpers import minimal_report
 from tests.integration.action_models import write_models
@@ -58,8 +58,24 @@ def _good_report(path: Path) -> Path:
         ),
         (lambda text: text.replace('"stats": {}', '"stats": {"\\ud800": "x"}'), "lone UTF-16 surrogate"),
         (lambda text: text.replace('"stats": {}', '"stats": {"note": ["\\udcff"]}'), "lone UTF-16 surrogate"),
+        (lambda text: text.replace('"stats": {}', '"stats": {}, "junk": {}'), "junk"),
+        (
+            lambda text: text.replace('"stats": {}', '"stats": {"x": [' + "{}," * MAX_JSON_ELEMENTS + "{}]}"),
+            f"more than {MAX_JSON_ELEMENTS} JSON values",
+        ),
+        (lambda text: text + " " * MAX_REPORT_BYTES, f"more than {MAX_REPORT_BYTES} bytes"),
     ],
-    ids=["1e999", "huge-integer", "nested-past-recursion", "nested-200", "surrogate-key", "surrogate-value"],
+    ids=[
+        "1e999",
+        "huge-integer",
+        "nested-past-recursion",
+        "nested-200",
+        "surrogate-key",
+        "surrogate-value",
+        "unknown-top-level-key",
+        "too-many-values",
+        "too-many-bytes",
+    ],
 )
 def test_a_crafted_report_is_an_input_error_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: object, says: str

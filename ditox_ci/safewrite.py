@@ -1,0 +1,69 @@
+"""Writes that follow no link: the publish stage and the previous download run as root and hold
+the token, in folders a process the optimizer under test left behind could still reach (it runs
+as the workspace's owner). Such a process can swap `out/` for a link to `/etc` between two
+writes; a write by path would follow it, and root would then write anywhere.
+
+Every folder on the way is opened with `O_NOFOLLOW` from the one before it (from `/` or the
+working directory), and files are created and replaced relative to the last descriptor: a link
+anywhere on the path is an OSError (ELOOP or ENOTDIR), never followed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from ditox_ci.errors import InputError
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@contextlib.contextmanager
+def folder(path: Path) -> Iterator[int]:
+    """A descriptor of the folder `path`, created as needed, reached through no link."""
+    fd = os.open("/" if path.is_absolute() else ".", _FOLDER)
+    try:
+        for part in path.parts[1:] if path.is_absolute() else path.parts:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, 0o755, dir_fd=fd)
+            inner = os.open(part, _FOLDER, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        yield fd
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def new_file(folder_fd: int, prefix: str) -> Iterator[tuple[str, BinaryIO]]:
+    """A file of a fresh random name in the folder, mode 0644: its name and its handle."""
+    name = f".{prefix}.{secrets.token_hex(8)}"
+    handle = os.open(name, _NEW_FILE, 0o644, dir_fd=folder_fd)
+    os.fchmod(handle, 0o644)  # whatever the umask: what write_text would have made
+    with os.fdopen(handle, "wb") as sink:
+        yield name, sink
+
+
+def written_or_input_error(path: Path, exc: OSError) -> InputError:
+    """The one line for a write that failed: a link on the way shows as ELOOP or ENOTDIR."""
+    return InputError(f"cannot write {path} ({exc.strerror}); ditox-ci writes through no link")
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """`path` holds the old bytes or the new ones, never half of them; a link planted at `path` is
+    replaced, and a link on the way to it is an OSError."""
+    with folder(path.parent) as fd:
+        with new_file(fd, path.name) as (name, sink):
+            sink.write(data)
+            sink.flush()
+            os.fsync(sink.fileno())
+        try:
+            os.replace(name, path.name, src_dir_fd=fd, dst_dir_fd=fd)
+        except OSError:
+            os.unlink(name, dir_fd=fd)
+            raise

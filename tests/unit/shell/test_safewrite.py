@@ -1,0 +1,50 @@
+"""Writes as root follow no link (threat model: a process the optimizer left behind swaps the out
+folder for a link before publish): a link at the file is replaced, a link on the way refused."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.report.model import write_text_atomic
+
+
+def test_a_link_at_the_file_is_replaced_and_its_target_left_alone(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "junit.xml").symlink_to(victim)
+    write_text_atomic(out / "junit.xml", "<testsuites/>")
+    assert victim.read_text() == "keep"
+    assert not (out / "junit.xml").is_symlink() and (out / "junit.xml").read_text() == "<testsuites/>"
+    assert oct((out / "junit.xml").stat().st_mode & 0o777) == "0o644"
+
+
+@pytest.mark.parametrize("depth", [0, 1], ids=["out-is-a-link", "a-folder-above-is-a-link"])
+def test_a_linked_folder_on_the_way_is_refused_and_nothing_is_written_there(
+    tmp_path: Path, depth: int
+) -> None:
+    elsewhere = tmp_path / "etc"
+    elsewhere.mkdir()
+    (tmp_path / "ws").mkdir()
+    link = tmp_path / "ws" / "out"
+    link.symlink_to(elsewhere)
+    target = link / "ditox.sarif" if depth == 0 else link / "nested" / "ditox.sarif"
+    (elsewhere / "nested").mkdir()
+    with pytest.raises(OSError) as refused:
+        write_text_atomic(target, "{}")
+    assert refused.value.errno in (errno.ELOOP, errno.ENOTDIR)
+    assert sorted(p.name for p in elsewhere.rglob("*")) == ["nested"]
+
+
+def test_a_relative_path_is_walked_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_text_atomic(Path("out/deeper/report.json"), "{}")
+    assert (tmp_path / "out" / "deeper" / "report.json").read_text() == "{}"
+    assert not [name for name in os.listdir(tmp_path / "out" / "deeper") if name.startswith(".")]
