@@ -25,7 +25,17 @@ _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 @contextlib.contextmanager
 def folder(path: Path) -> Iterator[int]:
-    """A descriptor of the folder `path`, created as needed, reached through no link."""
+    """A descriptor of the folder `path`, created as needed, reached through no link when this
+    process is root (an unprivileged write follows links like any other program's: only root's
+    writes, publish's and the previous download's, can be turned against the machine)."""
+    if os.geteuid() != 0:
+        path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+        return
     fd = os.open("/" if path.is_absolute() else ".", _FOLDER)
     try:
         for part in path.parts[1:] if path.is_absolute() else path.parts:
