@@ -43,7 +43,7 @@ from ditox_ci.engine.worker import (
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
-from ditox_ci.optimizers.install import Installation, base_installation
+from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
@@ -250,11 +250,12 @@ def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -
 
 
 def plan_sweep(
-    options: SweepOptions, log: Log | None = None
+    options: SweepOptions, log: Log | None = None, info: OptimizerInfo | None = None
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
-    """Resolve optimizer, steps and this shard's Jobs; every error here is the user's to fix."""
+    """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
+    here is the user's to fix."""
     prepare_out_dir(Path(options.out))
-    info = load_optimizer(options.optimizer).info
+    info = info or load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
     corpus = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
@@ -317,8 +318,8 @@ class SweepPlan:
         return configs_run(self.labels_run.get(model, frozenset()), self.steps)
 
 
-def _plan_corpus(options: SweepOptions, log: Log) -> SweepPlan:
-    info, steps, jobs = plan_sweep(options, log)
+def _plan_corpus(options: SweepOptions, build: Installation, log: Log) -> SweepPlan:
+    info, steps, jobs = plan_sweep(options, log, build.info)
     parts = Counter(job.ref.id for job in jobs)
     labels_run: dict[str, set[str]] = defaultdict(set)
     for job in jobs:
@@ -333,17 +334,19 @@ def _plan_corpus(options: SweepOptions, log: Log) -> SweepPlan:
     return plan
 
 
-def _plan_stream(options: SweepOptions, stream: ModelStream, log: Log) -> SweepPlan:
-    info = load_optimizer(options.optimizer).info
+def _plan_stream(options: SweepOptions, build: Installation, stream: ModelStream, log: Log) -> SweepPlan:
+    info = build.info
     steps = build_steps(options.configs, options.passes, info)
     log.info(f"models made as workers free up × {len(steps)} configs ({info.name} {info.version})")
     return SweepPlan(info, steps, (Job(ref, steps) for ref in stream.refs), streamed=True)
 
 
-def _worker_config(options: SweepOptions, info: OptimizerInfo) -> WorkerConfig:
+def _worker_config(options: SweepOptions, build: Installation) -> WorkerConfig:
     comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
+    info = build.info
     return WorkerConfig(
-        optimizer=options.optimizer,
+        optimizer=build.optimizer,
+        optimizer_path=build.path,
         settings=EvalSettings(
             samples=options.samples,
             seed=options.seed,
@@ -599,11 +602,29 @@ def run_sweep(
     Interrupted raised after it would lose the report being assembled, so the caller's signal
     handler stops raising there (`SignalStop.disarm`)."""
     started = time.monotonic()
-    with log.group("plan"):
-        plan = _plan_corpus(options, log) if stream is None else _plan_stream(options, stream, log)
-        if plan.info.opaque:
-            log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
-    config = _worker_config(options, plan.info)
+    with contextlib.ExitStack() as builds:
+        with log.group("plan"):
+            build = builds.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))
+            if stream is None:
+                plan = _plan_corpus(options, build, log)
+            else:
+                plan = _plan_stream(options, build, stream, log)
+            if plan.info.opaque:
+                log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
+        return _sweep_planned(options, build, plan, log, on_result, stream, settled, started)
+
+
+def _sweep_planned(
+    options: SweepOptions,
+    build: Installation,
+    plan: SweepPlan,
+    log: Log,
+    on_result: Callable[[JobResult], None] | None,
+    stream: ModelStream | None,
+    settled: Callable[[], None],
+    started: float,
+) -> Report:
+    config = _worker_config(options, build)
     workers = _worker_count(options, log)
     finished = _Finished()
     interrupted: Interrupted | None = None
@@ -614,8 +635,9 @@ def run_sweep(
             base = None
             if options.base_optimizer:
                 with log.group("base optimizer"):
-                    installing = base_installation(
-                        options.base_optimizer, options.optimizer, Path(options.cache_dir), log
+                    cache = Path(options.cache_dir)
+                    installing = optimizer_build(
+                        options.base_optimizer, cache, log, "--base-optimizer", build.optimizer
                     )
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))

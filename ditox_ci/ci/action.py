@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import subprocess
 import uuid
@@ -23,6 +22,7 @@ from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
+from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Report
 from ditox_ci.safeload import one_line
@@ -85,45 +85,6 @@ GATES: dict[str, Callable[[Report], int]] = {
     "never": lambda report: 0,
 }
 
-_IMPORT_PATH = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_]\w*)?$")
-# `path/to/file.py:function`: how a module from the workspace is named, since the workspace itself
-# is never on the import path
-_FILE_PATH = re.compile(r"^[^:]+\.py:[A-Za-z_]\w*$")
-
-
-def _is_wheel(spec: str) -> bool:
-    return spec.endswith(".whl")
-
-
-def _is_source_checkout(spec: str) -> bool:
-    path = Path(spec)
-    return path.is_dir() and any((path / name).is_file() for name in ("pyproject.toml", "setup.py"))
-
-
-def _is_import_path(spec: str) -> bool:
-    return bool(_IMPORT_PATH.match(spec) or _FILE_PATH.match(spec))
-
-
-# How the `optimizer` input is obtained, first match wins. A bare module name or `pkg.mod:func`
-# is already importable; anything else is something pip can install (a wheel, a checkout, or a
-# requirement such as `onnxoptimizer==0.3.13` or `git+https://…`).
-OPTIMIZER_KINDS: tuple[tuple[str, Callable[[str], bool]], ...] = (
-    # onnxsim, onnxscript, onnx-ir: ditox-ci's own adapter over the optimizer's PyPI release
-    ("builtin", lambda spec: spec in ADAPTERS),
-    ("wheel", _is_wheel),
-    ("source", _is_source_checkout),
-    ("import", _is_import_path),
-    ("pip", lambda spec: True),
-)
-
-# The module an installed optimizer build provides; the optimizer's own repository builds it.
-INSTALLED_MODULE = "onnxoptimizer"
-
-
-def optimizer_kind(spec: str) -> str:
-    return next(kind for kind, matches in OPTIMIZER_KINDS if matches(spec))
-
-
 def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
     inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
@@ -151,6 +112,10 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     if inputs.mode == "merge" and not inputs.reports:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
     _refuse_option_like(inputs)
+    if "sweep" in MODES[inputs.mode]:  # what the sweep will say, said before anything is installed
+        parse_spec(inputs.optimizer, "input optimizer:")
+        if inputs.base_optimizer:
+            parse_spec(inputs.base_optimizer, "input base_optimizer:")
     return inputs
 
 
@@ -186,25 +151,15 @@ def wheel_warnings(*specs: str) -> list[str]:
 
 
 def install_commands(spec: str, python: str) -> list[list[str]]:
-    """pip commands that put an optimizer build in place (none for an import path).
-
-    The build replaces whatever version the image ships, even when its version number is the
-    same (a PR build usually is); the second command then adds any dependency it lacks. A wheel's
-    dependencies come as wheels only: its metadata is the PR's to write, and pip runs as root, so
-    a dependency that pip would build from source could run anything there.
-    """
-    kind = optimizer_kind(spec)
-    if kind == "import":
+    """pip commands that put a built-in adapter's optimizer (onnxsim, onnxscript, onnx-ir) into
+    the image, at the version ditox-ci's extra pins: ditox-ci's own dependencies, installed as root
+    like the rest of the image. A build the workflow names (a wheel, a checkout, a requirement) is
+    not installed here: the sweep stage installs it into a folder of its own, as the workspace's
+    owner and without any credential in its environment (`ditox_ci.optimizers.install`)."""
+    if spec not in ADAPTERS:
         return []
     pip = [python, SAFE_PATH_FLAG, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
-    if kind == "builtin":
-        return [[*pip, ADAPTERS[spec].requirement]]
-    dependencies = [*pip, "--only-binary=:all:", spec] if kind == "wheel" else [*pip, spec]
-    return [[*pip, "--force-reinstall", "--no-deps", spec], dependencies]
-
-
-def optimizer_argument(spec: str) -> str:
-    return spec if optimizer_kind(spec) in ("import", "builtin") else INSTALLED_MODULE
+    return [[*pip, ADAPTERS[spec].requirement]]
 
 
 SARIF_FILE = "ditox.sarif"
@@ -233,7 +188,7 @@ def _optional(flag: str, value: object) -> list[str]:
 
 
 def _sweep_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["sweep", "--out", inputs.out, "--optimizer", optimizer_argument(inputs.optimizer)]
+    argv = ["sweep", "--out", inputs.out, "--optimizer", inputs.optimizer]
     if inputs.models:
         argv += ["--models", *inputs.models]
     if inputs.configs:
@@ -242,7 +197,7 @@ def _sweep_argv(inputs: ActionInputs) -> list[str]:
         argv += ["--passes", ",".join(inputs.passes)]
     if inputs.shard_count > 1:
         argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
-    # the CLI installs the base build into a folder of its own, beside the build under test
+    # the CLI installs each build into a folder of its own (`ditox_ci.optimizers.install`)
     argv += _optional("--base-optimizer", inputs.base_optimizer)
     argv += _optional("--baseline", inputs.baseline)
     argv += _optional("--previous", previous_report(inputs))

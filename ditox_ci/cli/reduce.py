@@ -15,7 +15,7 @@ from pathlib import Path
 import onnx
 
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus import ModelRef, default_cache_dir
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
@@ -24,7 +24,8 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import load_optimizer, optimizer_help
+from ditox_ci.optimizers import optimizer_help
+from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.report.model import Culprit, Finding
@@ -86,7 +87,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError("--passes is empty; give the culprit passes, e.g. --passes fuse_bn_into_conv")
     if args.samples < 1 or args.budget <= 0:
         raise UsageError("--samples must be >= 1 and --budget > 0")
-    check_passes(passes, load_optimizer(args.optimizer).info)
+    with optimizer_build(args.optimizer, default_cache_dir(env), log) as build:
+        return _reduce(args, passes, build, log)
+
+
+def _reduce(args: argparse.Namespace, passes: tuple[str, ...], build: Installation, log: Log) -> int:
+    check_passes(passes, build.info)
     try:
         model = onnx.load(str(args.model))
     except FileNotFoundError:
@@ -100,7 +106,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise InputError(f"cannot make inputs for {args.model}: {exc}") from None
     step = Step("passes:" + ",".join(passes), passes, args.fixed_point)
     config = WorkerConfig(
-        optimizer=args.optimizer,
+        optimizer=build.optimizer,
+        optimizer_path=build.path,
         settings=EvalSettings(samples=args.samples, seed=args.seed, rtol=args.rtol, atol=args.atol),
         timeout_s=args.timeout,
     )
@@ -141,7 +148,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         model,
         result.feeds,
         step,
-        args.optimizer,
+        build.optimizer,
         args.rtol,
         args.atol,
         args.timeout,

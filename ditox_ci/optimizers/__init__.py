@@ -235,7 +235,9 @@ def optimizer_help() -> str:
         if name not in installed
     ]
     return (
-        f"{' | '.join(OPTIMIZERS)}, or pkg.module:function / file.py:function shaped like "
+        f"{' | '.join(OPTIMIZERS)}; a build to install and sweep: a wheel (dist/x.whl), a source "
+        "checkout (.) or a pip requirement (onnxoptimizer==0.4.1, git+https://…); or "
+        "pkg.module:function / file.py:function shaped like "
         f"optimize(model, passes, fixed_point) (default onnxoptimizer); installed here: "
         f"{', '.join(installed) or 'none'}" + (f"; not installed: {', '.join(missing)}" if missing else "")
     )

@@ -1,14 +1,16 @@
-"""A second optimizer build beside the one under test: `--base-optimizer SPEC`.
+"""Optimizer builds that ditox-ci installs itself: `--optimizer SPEC` and `--base-optimizer SPEC`
+when SPEC is a wheel, a source checkout or a pip requirement (`ditox_ci.optimizers.spec` decides).
 
-SPEC is either an import path (`pkg.module:function`, `file.py:function`), used as it is, or
-anything pip installs: a wheel, a source checkout, a requirement such as `onnxoptimizer==0.4.1`.
-An installable SPEC goes with `pip install --no-deps --target` into a folder of its own that the
-workers put first on `sys.path`. It is not a whole virtual environment on purpose: the base build
-must be judged by the same onnx and ONNX Runtime as the build under test, or a runtime difference
-would pass for a PR's regression.
+Such a build goes with `pip install --no-deps --target` into a folder of its own that the workers
+put first on `sys.path`. It is not a whole virtual environment on purpose: both builds must be judged
+by the same onnx and ONNX Runtime, or a runtime difference would pass for a PR's regression. Which
+optimizer the build provides is read from what it installed (an `onnxoptimizer` package is swept as
+onnxoptimizer, an `onnxsim` one as onnxsim, …).
 
 A wheel (by content) and an exact `name==version` pin are installed once per cache; anything else
-(an unpinned name, a checkout that may have changed) is installed afresh for each run.
+(an unpinned name, a checkout that may have changed) is installed afresh for each run. In the
+Action this runs in the sweep stage: as the workspace's owner, with no credential in its
+environment, so a checkout's `setup.py` can read no token and leaves nothing owned by root.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from pathlib import Path
 
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import ADAPTERS, OptimizerInfo, load_optimizer
+from ditox_ci.optimizers.spec import parse_spec
 
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==[A-Za-z0-9.+!_-]+$")
 _COMPLETE = ".ditox-complete"
@@ -36,8 +39,8 @@ _COMPLETE = ".ditox-complete"
 
 @dataclass(frozen=True)
 class Installation:
-    """A base build: the optimizer spec its workers load, the folder they put first on sys.path,
-    and what the build says of itself (version, passes, default list)."""
+    """An optimizer build: the optimizer spec its workers load, the folder they put first on
+    sys.path (None: as installed here), and what the build says of itself (version, passes)."""
 
     spec: str
     optimizer: str
@@ -47,11 +50,6 @@ class Installation:
     @property
     def label(self) -> str:
         return f"{self.spec} ({self.info.version})"
-
-
-def is_import_path(spec: str) -> bool:
-    """`pkg.module:function` or `file.py:function`: loaded as it is, nothing to install."""
-    return ":" in spec and "://" not in spec and not Path(spec).exists()
 
 
 def cache_key(spec: str) -> str | None:
@@ -67,9 +65,10 @@ def cache_key(spec: str) -> str | None:
     return f"{sys.implementation.cache_tag}-{digest[:16]}"
 
 
-def describe(spec: str, optimizer: str, path: str | None) -> OptimizerInfo:
-    """Load the build in a child process (never in this one, which has the build under test
-    imported) and read its version and pass lists; a build that does not load fails here, early."""
+def describe(spec: str, optimizer: str, path: str | None, flag: str = "--optimizer") -> OptimizerInfo:
+    """Load the build in a child process (never in this one, which may have another build of the
+    same module imported) and read its version and pass lists; a build that does not load fails
+    here, early."""
     done = subprocess.run(
         [sys.executable, "-m", "ditox_ci.optimizers.install", optimizer, path or ""],
         capture_output=True,
@@ -78,11 +77,11 @@ def describe(spec: str, optimizer: str, path: str | None) -> OptimizerInfo:
     )
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
-        raise OptimizerLoadError(f"--base-optimizer {spec}: {lines[-1]}")
+        raise OptimizerLoadError(f"{flag} {spec}: {lines[-1]}")
     return OptimizerInfo.from_json(json.loads(done.stdout))
 
 
-def _pip_install(spec: str, target: Path) -> None:
+def _pip_install(spec: str, target: Path, flag: str) -> None:
     command = [
         sys.executable,
         "-m",
@@ -101,41 +100,68 @@ def _pip_install(spec: str, target: Path) -> None:
         lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
         errors = [line for line in lines if line.startswith("ERROR")] or lines or ["no output"]
         raise OptimizerLoadError(
-            f"--base-optimizer: pip could not install '{spec}': {errors[-1]}; "
+            f"{flag}: pip could not install '{spec}': {errors[-1]}; "
             "give a wheel path, a source checkout or a requirement pip can resolve"
         )
 
 
-@contextlib.contextmanager
-def base_installation(spec: str, optimizer: str, cache_dir: Path, log: Log) -> Iterator[Installation]:
-    """The base build, installed (or found in the cache) for the duration of the block.
+# the import name each built-in optimizer's distribution installs → the optimizer's name
+_PROVIDED = {"onnxoptimizer": "onnxoptimizer", **{a.imports: name for name, a in ADAPTERS.items()}}
 
-    `optimizer` is the spec of the build under test; an installed base provides the same module,
-    so the workers load `optimizer` with the base folder first on sys.path.
+
+def provided_optimizer(folder: Path, spec: str, flag: str, fallback: str | None) -> str:
+    """The built-in optimizer a build installed into `folder` provides (`fallback`, the build
+    under test's, when it installed none ditox-ci knows: a base build of a custom optimizer)."""
+    found = sorted(_PROVIDED[p.name] for p in folder.iterdir() if p.name in _PROVIDED)
+    if len(found) == 1:
+        return found[0]
+    if fallback is not None:
+        return fallback
+    names = sorted(p.name for p in folder.iterdir() if not p.name.endswith((".dist-info", ".egg-info")))
+    raise OptimizerLoadError(
+        f"{flag} {spec}: it installs {', '.join(names) or 'nothing'}, and ditox-ci knows "
+        f"{'more than one' if found else 'none'} of them as an optimizer; install it yourself and "
+        "name its function: pkg.module:function"
+    )
+
+
+@contextlib.contextmanager
+def optimizer_build(
+    text: str, cache_dir: Path, log: Log, flag: str = "--optimizer", module: str | None = None
+) -> Iterator[Installation]:
+    """The build `text` names, installed (or found in the cache) for the duration of the block.
+
+    A built-in name or an import path is loaded as it is. For `--base-optimizer`, a built-in name
+    is that optimizer's latest release from PyPI (the base is never the build under test), and
+    `module` (the build under test's optimizer) is what a base build of a custom optimizer provides.
     """
-    if is_import_path(spec):
-        yield Installation(spec, spec, None, describe(spec, spec, None))
+    spec = parse_spec(text, flag)
+    if spec.kind == "import" or (spec.kind == "builtin" and module is None):
+        info = describe(text, text, None, flag) if module is not None else load_optimizer(text).info
+        yield Installation(text, text, None, info)
         return
-    root = cache_dir.resolve() / "base-optimizer"
+    root = cache_dir.resolve() / "builds"
     root.mkdir(parents=True, exist_ok=True)
-    key = cache_key(spec)
+    key = cache_key(text)
     target = root / key if key else None
     if target is not None and (target / _COMPLETE).is_file():
-        log.info(f"base optimizer {spec}: cached in {target}")
-        yield Installation(spec, optimizer, str(target), describe(spec, optimizer, str(target)))
+        log.info(f"{flag} {text}: cached in {target}")
+        optimizer = provided_optimizer(target, text, flag, module)
+        yield Installation(text, optimizer, str(target), describe(text, optimizer, str(target), flag))
         return
     if target is not None:
         shutil.rmtree(target, ignore_errors=True)  # an install that was killed halfway
     staging = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
-        log.info(f"base optimizer {spec}: pip install --no-deps --target {staging}")
-        _pip_install(spec, staging)
-        (staging / _COMPLETE).write_text(spec + "\n", encoding="utf-8")
+        log.info(f"{flag} {text}: pip install --no-deps --target {staging}")
+        _pip_install(text, staging, flag)
+        (staging / _COMPLETE).write_text(text + "\n", encoding="utf-8")
         if target is not None:
             with contextlib.suppress(OSError):  # another run may have won the race: use its copy
                 os.replace(staging, target)
-        folder = str(target if target is not None else staging)
-        yield Installation(spec, optimizer, folder, describe(spec, optimizer, folder))
+        folder = target if target is not None else staging
+        optimizer = provided_optimizer(folder, text, flag, module)
+        yield Installation(text, optimizer, str(folder), describe(text, optimizer, str(folder), flag))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -16,7 +16,6 @@ from ditox_ci.ci.action import (
     gate,
     hand_over,
     install_commands,
-    optimizer_kind,
     outputs,
     plan,
     read_inputs,
@@ -25,7 +24,7 @@ from ditox_ci.ci.action import (
     wheel_warnings,
     write_outputs,
 )
-from ditox_ci.errors import ConfigError
+from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.report.model import Culprit, Finding, Report
 from tests.helpers import minimal_report, parse_github_output
 
@@ -245,58 +244,42 @@ def test_non_input_environment_is_ignored() -> None:
     assert read_inputs({"DITOX_MODE": "bogus", "MODE": "bogus"}).mode == "all"
 
 
-@pytest.mark.parametrize(
-    ("spec", "kind"),
-    [
-        ("onnxoptimizer", "import"),
-        ("my_pkg.sub:optimize", "import"),
-        ("/workspace/tools/my_opt.py:optimize", "import"),
-        ("tools/my-opt.py:optimize", "import"),
-        ("dist/onnxoptimizer-0.4.2-cp311-cp311-linux_x86_64.whl", "wheel"),
-        ("onnxoptimizer==0.3.13", "pip"),
-        ("git+https://example.invalid/onnx/optimizer@main", "pip"),
-    ],
-)
-def test_optimizer_kinds(spec: str, kind: str) -> None:
-    assert optimizer_kind(spec) == kind
-
-
-def test_source_checkout_is_installed_then_swept_as_onnxoptimizer(tmp_path: Path) -> None:
+def test_a_build_the_workflow_names_is_installed_by_the_sweep_not_as_root(tmp_path: Path) -> None:
+    """A checkout's setup.py (a wheel's or requirement's too) runs in the sweep stage, as the
+    workspace's owner without credentials; root installs only ditox-ci's own extras."""
     (tmp_path / "pyproject.toml").write_text("[project]\nname='x'\n")
     spec = str(tmp_path)
-    assert optimizer_kind(spec) == "source"
-    first, second = install_commands(spec, "/usr/bin/python3")
-    assert first[-3:] == ["--force-reinstall", "--no-deps", spec]
-    assert second[-1] == spec and "--no-deps" not in second
-    steps = plan(read_inputs({"INPUT_OPTIMIZER": spec, "INPUT_MODE": "sweep"}), "py")
-    assert [step.failure_code for step in steps] == [5, 5, None]
-    assert steps[2].command[:9] == (
-        "py",
-        "-P",
-        "-m",
-        "ditox_ci",
-        "sweep",
-        "--out",
-        "ditox-report",
-        "--optimizer",
-        "onnxoptimizer",
-    )
+    assert install_commands(spec, "/usr/bin/python3") == []
+    (step,) = plan(read_inputs({"INPUT_OPTIMIZER": spec, "INPUT_MODE": "sweep"}), "py")
+    assert step.as_workspace_owner and not step.needs_token
+    assert step.command[4:9] == ("sweep", "--out", "ditox-report", "--optimizer", spec)
     assert install_commands("onnxoptimizer", "python") == []
 
 
-def test_the_base_optimizer_goes_to_the_one_sweep_that_installs_it_itself() -> None:
+def test_an_optimizer_input_naming_a_missing_file_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(OptimizerLoadError, match="no such wheel file"):
+        read_inputs({"INPUT_MODE": "sweep", "INPUT_OPTIMIZER": "dist/missing-0.1-py3-none-any.whl"})
+    with pytest.raises(OptimizerLoadError, match=r"base_optimizer: .*no such file"):
+        read_inputs({"INPUT_MODE": "sweep", "INPUT_BASE_OPTIMIZER": "tools/opt.py:optimize"})
+    assert read_inputs({"INPUT_MODE": "publish", "INPUT_OPTIMIZER": "dist/gone.whl"}).mode == "publish"
+
+
+def test_the_base_optimizer_goes_to_the_one_sweep_that_installs_it_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the workspace, where the wheel job's artifact was downloaded
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl").write_bytes(b"")
     env = {
         "INPUT_MODE": "sweep",
-        "INPUT_OPTIMIZER": "dist/pr.whl",
+        "INPUT_OPTIMIZER": "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl",
         "INPUT_BASE_OPTIMIZER": "onnxoptimizer==0.4.2",
         "INPUT_PREVIOUS": "nightly/report.json",
         "INPUT_SHARD_INDEX": "1",
         "INPUT_SHARD_COUNT": "2",
     }
-    steps = plan(read_inputs(env), "py")
-    installs = [step.command[-1] for step in steps if step.failure_code]
-    assert installs == ["dist/pr.whl"] * 2
     (sweep,) = build_argv(env)
+    assert sweep[sweep.index("--optimizer") + 1] == env["INPUT_OPTIMIZER"]
     assert sweep[sweep.index("--base-optimizer") + 1] == "onnxoptimizer==0.4.2"
     assert sweep[sweep.index("--previous") + 1] == "nightly/report.json"
     assert sweep[sweep.index("--shard") + 1] == "1/2"
@@ -317,9 +300,9 @@ RUNNER_ENV = {
 
 
 def test_only_the_publish_stage_gets_the_token_and_no_stage_other_credentials() -> None:
-    inputs = read_inputs({**RUNNER_ENV, "INPUT_OPTIMIZER": "dist/pr.whl"})
+    inputs = read_inputs({**RUNNER_ENV, "INPUT_OPTIMIZER": "onnxsim"})
     steps = plan(inputs, "py")
-    assert [step.title.split()[0] for step in steps] == ["install", "install", "ditox-ci", "ditox-ci"]
+    assert [step.title.split()[0] for step in steps] == ["install", "ditox-ci", "ditox-ci"]
     safe = {"GITHUB_REPOSITORY": "o/r", "ACTIONS_STEP_DEBUG": "true", "PYTHONSAFEPATH": "1"}
     *others, publish = steps
     assert publish.command[4] == "publish"
@@ -329,7 +312,7 @@ def test_only_the_publish_stage_gets_the_token_and_no_stage_other_credentials() 
 
 
 def test_every_python_a_stage_starts_ignores_the_working_directory() -> None:
-    inputs = read_inputs({"INPUT_OPTIMIZER": "dist/pr.whl"})
+    inputs = read_inputs({"INPUT_OPTIMIZER": "onnxscript"})
     for step in plan(inputs, "py"):
         assert step.command[:2] == ("py", "-P"), step.command
         assert stage_env(inputs, {}, step)["PYTHONSAFEPATH"] == "1"
@@ -401,12 +384,6 @@ def test_a_plain_linux_wheel_gets_a_warning_a_manylinux_one_does_not() -> None:
     many = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
     (warning,) = wheel_warnings(plain, many, "onnxoptimizer==0.4.1", "")
     assert warning.startswith(plain) and "cibuildwheel" in warning
-
-
-def test_a_wheels_dependencies_install_from_wheels_only() -> None:
-    wheel = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"
-    replace_build, dependencies = install_commands(wheel, "py")
-    assert "--no-deps" in replace_build and dependencies[-2:] == ["--only-binary=:all:", wheel]
 
 
 def test_hand_over_never_follows_a_folder_swapped_for_a_link_while_it_walks(

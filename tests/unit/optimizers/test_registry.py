@@ -10,7 +10,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci.ci.action import install_commands, optimizer_argument
+from ditox_ci.ci.action import build_argv, install_commands
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optimizer_help
@@ -175,7 +175,8 @@ def test_each_builtin_is_an_extra_with_the_pin_the_action_installs() -> None:
 def test_the_action_installs_a_builtin_and_sweeps_it_by_name(name: str) -> None:
     [command] = install_commands(name, "python")
     assert command[-1] == ADAPTERS[name].requirement
-    assert optimizer_argument(name) == name
+    (sweep,) = build_argv({"INPUT_MODE": "sweep", "INPUT_OPTIMIZER": name})
+    assert sweep[sweep.index("--optimizer") + 1] == name
 
 
 def test_a_builtin_optimizers_own_shipped_baseline_applies_to_it_alone(

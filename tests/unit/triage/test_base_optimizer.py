@@ -7,7 +7,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.optimizers import OptimizerInfo
-from ditox_ci.optimizers.install import cache_key, is_import_path
+from ditox_ci.optimizers.install import cache_key
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.triage.base_optimizer import KNOWN_BY, base_jobs, judge_on_base
 
@@ -102,10 +102,3 @@ def test_only_a_build_that_cannot_change_is_cached(tmp_path: Path):
     for moving in ("onnxoptimizer", "onnxoptimizer>=0.3", "onnxoptimizer==0.3.*", "git+https://x/y.git"):
         assert cache_key(moving) is None, moving
     assert cache_key(str(tmp_path)) is None  # a source checkout
-
-
-def test_import_paths_are_used_as_they_are_and_everything_else_is_installed(tmp_path: Path):
-    assert is_import_path("mypkg.opt:optimize")
-    assert is_import_path("tests/fakes/faulty_optimizers.py:optimize")
-    for installable in ("onnxoptimizer==0.3.13", "git+https://github.com/onnx/optimizer", str(tmp_path)):
-        assert not is_import_path(installable), installable
