@@ -38,7 +38,8 @@ from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import EXACT_SAMPLES, MAX_REDRAWS
-from ditox_ci.engine.outcome import Outcome, failure_fingerprint
+from ditox_ci.engine.findings import culprit_fingerprint
+from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import NOP_PASS, Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
@@ -271,7 +272,7 @@ class _Pinpointer:
     def _rewrites(self, result: JobResult, culprit: Culprit, failure: Outcome) -> Outcome:
         """What the culprit passes alone (not fixed-point) do to the original, for the fingerprint:
         the sweep's or localization's outcome when there is one, else one run through the pool."""
-        if culprit.scope == "unknown":
+        if culprit.scope in ("unknown", "shared"):  # keyed on no pass's rewrite (culprit_fingerprint)
             return failure
         if culprit.scope == "infrastructure":
             return result.outcomes.get("nop", failure)
@@ -321,7 +322,7 @@ class _Pinpointer:
         if self.options.by_design(localized):
             return localized
         # the fingerprint comes before reduction and never from it: see failure_fingerprint
-        same_bug = failure_fingerprint(failure, culprit.passes, self._rewrites(result, culprit, failure))
+        same_bug = culprit_fingerprint(failure, culprit, rewrites=self._rewrites(result, culprit, failure))
         earlier = self.reduced.get(same_bug)
         if earlier is not None:
             self.reused += 1
