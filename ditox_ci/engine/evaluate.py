@@ -29,6 +29,7 @@ from ditox_ci.corpus.inputs import (
     has_recorded_inputs,
     inputs_kind,
     make_feeds,
+    signed_feed,
     wide_feed,
     wide_inputs,
 )
@@ -167,7 +168,20 @@ def _run_original(
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
     wide_feeds, wide_outputs = _wide_sample(session, model, feeds, ref, settings, info)
-    return feeds + wide_feeds, outputs + wide_outputs
+    feeds, outputs = feeds + wide_feeds, outputs + wide_outputs
+    signed = signed_feed(model, feeds[0], settings.seed, ref.id)
+    if signed is None:
+        return feeds, outputs
+    try:
+        signed_outputs = runner.run(session, signed)
+    except runner.RuntimeRunError as exc:
+        info["signed_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+        return feeds, outputs
+    if not _finite([signed_outputs]):
+        info["signed_sample"] = "left out: the original gives NaN/Inf on it"
+        return feeds, outputs
+    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one, as pinpointing re-makes them
+    return [*feeds, signed], [*outputs, signed_outputs]
 
 
 # A model's meta flag: its recorded inputs are every sample to judge it on (ditox-ci wrote them,

@@ -33,7 +33,7 @@ from typing import Any
 import onnx
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds, wide_feed, write_recorded_inputs
+from ditox_ci.corpus.inputs import make_feeds, signed_feed, wide_feed, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
@@ -300,6 +300,10 @@ class _Pinpointer:
             if isinstance(wide, dict) and feeds:
                 extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, wide["scales"])
                 feeds = [*feeds, extra] if extra is not None else feeds
+            # and the sign-structured one after it
+            signed = signed_feed(model, feeds[0], settings.seed, result.ref.id) if feeds else None
+            if isinstance(result.info.get("signed_sample"), dict) and signed is not None:
+                feeds = [*feeds, signed]
             self.loaded = (result.ref.id, model, feeds)
         return self.loaded[1], self.loaded[2]
 
