@@ -320,6 +320,28 @@ def wide_feed(
     return wide
 
 
+# The sign-structured sample: every float input all negative, at a few levels so that values tie. A
+# rewrite whose precondition holds only for some signs (a zero Pad folded into a MaxPool, whose own
+# padding is -inf, differs only where a window sees no positive value) or that breaks ties
+# differently shows on it, while a random sample puts a positive value into nearly every window.
+# One sample, not three: an all-positive one is what a re-draw already makes, and zeros mostly
+# make NaN/Inf (division, log), which the original's finite check would refuse.
+SIGNED_LEVELS = (-0.5, -1.0, -1.5, -2.0)
+
+
+def signed_feed(model: onnx.ModelProto, feed: Feed, seed: int, model_id: str) -> Feed | None:
+    """`feed` with every float tensor input redrawn from SIGNED_LEVELS (the sign-structured sample),
+    other inputs kept; None when the model has no such input."""
+    names = wide_inputs(model, feed)
+    if not names:
+        return None
+    signed = dict(feed)
+    for name in names:
+        rng = np.random.default_rng(derive_seed(seed, f"{model_id}\0{name}", -3, 0))
+        signed[name] = rng.choice(SIGNED_LEVELS, size=feed[name].shape).astype(feed[name].dtype)
+    return signed
+
+
 def inputs_kind(ref: ModelRef) -> str:
     """Where `make_feeds` takes `ref`'s inputs from, by the same precedence: `generator:<name>`,
     `recorded` or `random`."""

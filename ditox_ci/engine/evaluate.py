@@ -24,11 +24,13 @@ from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.compare.tensor import float64_array
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import (
+    Feed,
     InputSpecError,
     feedable_inputs,
     has_recorded_inputs,
     inputs_kind,
     make_feeds,
+    signed_feed,
     wide_feed,
     wide_inputs,
 )
@@ -36,6 +38,7 @@ from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import NOP_LABEL, Step, nop_step
+from ditox_ci.engine.saturation import finite_version, precision_warning, saturated_tensors
 from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
 from ditox_ci.report.fingerprint import normalize_message
 
@@ -83,6 +86,8 @@ class ModelContext:
     # recorded by the nop step, or found when a result needs it (see _beyond_round_trip)
     round_trip_known: bool = False
     round_trip_error: str | None = None
+    # per sample: the original's intermediates that are NaN/Inf on it, found once a mismatch needs it
+    saturated: dict[int, list[str]] = field(default_factory=dict)
 
 
 class SkipModel(Exception):
@@ -167,7 +172,20 @@ def _run_original(
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
     wide_feeds, wide_outputs = _wide_sample(session, model, feeds, ref, settings, info)
-    return feeds + wide_feeds, outputs + wide_outputs
+    feeds, outputs = feeds + wide_feeds, outputs + wide_outputs
+    signed = signed_feed(model, feeds[0], settings.seed, ref.id)
+    if signed is None:
+        return feeds, outputs
+    try:
+        signed_outputs = runner.run(session, signed)
+    except runner.RuntimeRunError as exc:
+        info["signed_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+        return feeds, outputs
+    if not _finite([signed_outputs]):
+        info["signed_sample"] = "left out: the original gives NaN/Inf on it"
+        return feeds, outputs
+    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one, as pinpointing re-makes them
+    return [*feeds, signed], [*outputs, signed_outputs]
 
 
 # A model's meta flag: its recorded inputs are every sample to judge it on (ditox-ci wrote them,
@@ -568,7 +586,7 @@ def _judge_changed(
         return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
     mismatch = _comparisons(context, session, outputs, comparators, settings, evidence)
     if mismatch is not None:
-        return mismatch
+        return _unless_saturated(context, optimized, session, outputs, mismatch, settings)
     if invalid is not None:
         return invalid
     introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)
@@ -580,6 +598,57 @@ def _judge_changed(
             {**evidence, "message": message, "initializers": sorted(introduced)[:20]},
         )
     return Outcome(None, "", evidence)
+
+
+def _saturated(context: ModelContext, sample: int) -> list[str]:
+    if sample not in context.saturated:
+        context.saturated[sample] = saturated_tensors(context.model, context.feeds[sample], context.runner)
+    return context.saturated[sample]
+
+
+def _unless_saturated(
+    context: ModelContext,
+    optimized: onnx.ModelProto,
+    session: Any,
+    outputs: list[list[Any]],
+    mismatch: Outcome,
+    settings: EvalSettings,
+) -> Outcome:
+    """A tensor-oracle mismatch on a sample that drives the original's intermediates to NaN/Inf is
+    a precision warning (`saturation.precision_warning`) unless a sample that keeps them finite
+    shows a difference too: one of the other samples, or that sample scaled back."""
+    sample = mismatch.evidence.get("sample")
+    if mismatch.evidence.get("comparator") != "tensor" or not isinstance(sample, int):
+        return mismatch
+    saturated = _saturated(context, sample)
+    if not saturated:
+        return mismatch
+
+    def agrees(
+        samples: Sequence[int], feeds: Sequence[Feed], expected: list[list[Any]], actual: list[list[Any]]
+    ) -> bool:
+        noise = [context.noise[i] for i in samples] if context.noise else []
+        subset = replace(context, feeds=list(feeds), outputs=expected, noise=noise)
+        return _compare("tensor", subset, session, actual, settings).passed
+
+    clean = [i for i in range(len(context.feeds)) if i != sample and not _saturated(context, i)]
+    picked = [context.outputs[i] for i in clean]
+    if clean and not agrees(clean, [context.feeds[i] for i in clean], picked, [outputs[i] for i in clean]):
+        return mismatch
+    found = finite_version(context.model, context.feeds[sample], context.runner)
+    if found is None:
+        return precision_warning(mismatch, sample, saturated, None)
+    scale, feed = found
+    if context.session is None:
+        context.session = runner.load_session(context.data, settings.threads, context.runner)
+    try:
+        expected = runner.run(context.session, feed)
+        actual = runner.run(session, _rebind([feed], context.model, optimized)[0])
+    except runner.RuntimeRunError:
+        return mismatch
+    if not agrees([sample], [feed], [expected], [actual]):
+        return mismatch
+    return precision_warning(mismatch, sample, saturated, scale)
 
 
 def _comparisons(

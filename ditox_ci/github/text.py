@@ -130,7 +130,8 @@ def repro_dir(finding: Finding) -> str | None:
 
 
 def issue_title(finding: Finding) -> str:
-    passes = " + ".join(finding.culprit.passes) or finding.config or "unknown pass"
+    shared = "the optimizer's shared code" if finding.culprit.scope == "shared" else ""
+    passes = " + ".join(finding.culprit.passes) or shared or finding.config or "unknown pass"
     title = f"[ditox-ci] {finding.kind} in {passes} on {finding.model}"
     title = no_autolinks(re.sub(r"\s+", " ", title)).replace("@", "@\u200b")
     return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"

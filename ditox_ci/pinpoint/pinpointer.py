@@ -33,12 +33,13 @@ from typing import Any
 import onnx
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds, wide_feed, write_recorded_inputs
+from ditox_ci.corpus.inputs import make_feeds, signed_feed, wide_feed, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import EXACT_SAMPLES, MAX_REDRAWS
-from ditox_ci.engine.outcome import Outcome, failure_fingerprint
+from ditox_ci.engine.findings import culprit_fingerprint
+from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import NOP_PASS, Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
@@ -271,7 +272,7 @@ class _Pinpointer:
     def _rewrites(self, result: JobResult, culprit: Culprit, failure: Outcome) -> Outcome:
         """What the culprit passes alone (not fixed-point) do to the original, for the fingerprint:
         the sweep's or localization's outcome when there is one, else one run through the pool."""
-        if culprit.scope == "unknown":
+        if culprit.scope in ("unknown", "shared"):  # keyed on no pass's rewrite (culprit_fingerprint)
             return failure
         if culprit.scope == "infrastructure":
             return result.outcomes.get("nop", failure)
@@ -299,6 +300,10 @@ class _Pinpointer:
             if isinstance(wide, dict) and feeds:
                 extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, wide["scales"])
                 feeds = [*feeds, extra] if extra is not None else feeds
+            # and the sign-structured one after it
+            signed = signed_feed(model, feeds[0], settings.seed, result.ref.id) if feeds else None
+            if isinstance(result.info.get("signed_sample"), dict) and signed is not None:
+                feeds = [*feeds, signed]
             self.loaded = (result.ref.id, model, feeds)
         return self.loaded[1], self.loaded[2]
 
@@ -321,7 +326,7 @@ class _Pinpointer:
         if self.options.by_design(localized):
             return localized
         # the fingerprint comes before reduction and never from it: see failure_fingerprint
-        same_bug = failure_fingerprint(failure, culprit.passes, self._rewrites(result, culprit, failure))
+        same_bug = culprit_fingerprint(failure, culprit, rewrites=self._rewrites(result, culprit, failure))
         earlier = self.reduced.get(same_bug)
         if earlier is not None:
             self.reused += 1

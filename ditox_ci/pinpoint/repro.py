@@ -157,7 +157,8 @@ def write_bundle(
         render(
             "repro_README.md.j2",
             **context,
-            culprit_text=", ".join(culprit.passes) or f"{culprit.scope} fault",
+            culprit_text=", ".join(culprit.passes)
+            or ("the optimizer's shared code" if culprit.scope == "shared" else f"{culprit.scope} fault"),
             message=finding.evidence.get("message", ""),
             numbers=[(k, finding.evidence[k]) for k in EVIDENCE_NUMBERS if k in finding.evidence],
             divergence=divergence,

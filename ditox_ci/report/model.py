@@ -44,7 +44,9 @@ FINDING_KINDS = (
     "output-mismatch",
     "warning",
 )
-CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "unknown")
+# `shared`: the same failure under most single passes but not in the nop control, one bug in the
+# code every pass goes through (`Culprit.seen_under` names those passes), not one per pass
+CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "unknown")
 STATUSES = ("new", "known", "fixed")
 # a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
 # failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
@@ -59,9 +61,14 @@ class Culprit:
     passes: tuple[str, ...] = ()
     method: str = ""
     optimizer_runs: int = 0
+    # scope `shared`: the single passes that each showed the failure
+    seen_under: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "passes": list(self.passes)}
+        data = {**asdict(self), "passes": list(self.passes), "seen_under": list(self.seen_under)}
+        if not self.seen_under:  # additive: a report without shared culprits reads as before
+            del data["seen_under"]
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Culprit:
@@ -70,6 +77,7 @@ class Culprit:
             passes=tuple(data.get("passes", ())),
             method=data.get("method", ""),
             optimizer_runs=int(data.get("optimizer_runs", 0)),
+            seen_under=tuple(data.get("seen_under", ())),
         )
 
 

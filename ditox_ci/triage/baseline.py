@@ -71,7 +71,10 @@ NAMED_ONLY_KINDS = ("optimizer-crash", "optimizer-timeout", "optimizer-error")
 
 
 def finding_passes(finding: Finding) -> tuple[str, ...]:
-    """The passes a finding is pinned on: the culprit's, else those its config ran alone."""
+    """The passes a finding is pinned on: the culprit's, else those its config ran alone; none for
+    the optimizer's shared code, whichever pass's config showed it."""
+    if finding.culprit.scope == "shared":
+        return ()
     if finding.culprit.passes:
         return finding.culprit.passes
     prefix, _, rest = finding.config.partition(":")

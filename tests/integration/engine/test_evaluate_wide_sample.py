@@ -42,8 +42,8 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
     model = _relu_model("range_relu")
     onnx.save(model, tmp_path / "m.onnx")
     context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
-    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
-    small, wide = (np.abs(feed["x"]).max() for feed in context.feeds)
+    assert len(context.feeds) == 3 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
+    small, wide = (np.abs(feed["x"]).max() for feed in context.feeds[:2])
     assert small < 2 < 100 < wide
 
     outcome = judge(context, relu6(model))  # Relu6 equals Relu on every x below 5.5
@@ -84,9 +84,10 @@ def test_a_sweep_finds_the_planted_bounded_relu_and_its_bundle_reproduces_it(tmp
     (finding,) = json.loads((out / "report.json").read_text())["findings"]
     assert (finding["kind"], finding["culprit"]["passes"]) == ("output-mismatch", ["eliminate_identity"])
     assert finding["evidence"]["sample"] == 1
-    # pinpointing judged the same two samples, so the bundle carries the wide one that shows the bug
+    # pinpointing judged the same three samples (small, wide, sign-structured), so the bundle
+    # carries the wide one that shows the bug
     repro = out / finding["repro"]
-    assert len(np.load(repro / "inputs.npz").files) == 2
+    assert len(np.load(repro / "inputs.npz").files) == 3
     command = [sys.executable, str(repro / "repro.py"), "--optimizer", f"{FAKE}:optimize"]
     proc = subprocess.run(command, capture_output=True, text=True)
     assert proc.returncode == 1 and "sample 1" in proc.stdout, proc.stdout + proc.stderr
@@ -99,4 +100,4 @@ def test_the_wide_sample_s_index_follows_the_recorded_data_sets_not_samples(tmp_
     write_recorded_inputs(folder, model, [{"x": np.full((4, 8), 0.25, np.float32)}])
     ref = ModelRef("recorded", "t", str(folder / "model.onnx"), inputs_dir=str(folder))
     context = prepare(ref, EvalSettings(samples=3))
-    assert len(context.feeds) == 2 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
+    assert len(context.feeds) == 3 and context.info["wide_sample"] == {"sample": 1, "scales": {}}

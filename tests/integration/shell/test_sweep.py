@@ -57,10 +57,11 @@ def test_real_optimizer_finds_nothing_and_runs_each_original_once(corpus: Path, 
     assert statuses["truncated.onnx"] == "skipped"
     assert statuses["nested/good2.onnx"] == "ok"
     ok = sum(1 for s in statuses.values() if s == "ok")
-    # 2 samples per original and the wide-range one; each pass that rewrites produces the same
-    # Identity-free model, which is judged once per model: so 3 runs for the original, 3 more for
-    # its noise floor (ONNX Runtime's own optimizations on) and 3 for that one optimized model.
-    assert report["stats"]["runtime_runs"] == ok * 9
+    # 2 samples per original, the wide-range one and the sign-structured one; each pass that
+    # rewrites produces the same Identity-free model, which is judged once per model: so 4 runs for
+    # the original, 4 more for its noise floor (ONNX Runtime's own optimizations on) and 4 for that
+    # one optimized model.
+    assert report["stats"]["runtime_runs"] == ok * 12
     assert report["coverage"]["eliminate_identity"] == {"models_changed": ok, "models_checked": ok}
     assert report["coverage"]["fuse_bn_into_conv"]["models_changed"] == 0
     assert (tmp_path / "r" / "summary.md").read_text().count("eliminate_identity") >= 1

@@ -57,7 +57,8 @@ def test_the_outputs_a_seedless_random_op_reaches_are_read_off_the_graph():
 
 def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Path) -> None:
     """Exp overflows on the wide-range sample at full scale and not at a tenth: two samples, two
-    tries of the wide one, then the three kept samples once more for the noise floor."""
+    tries of the wide one, the sign-structured one, then the four kept samples once more for the
+    noise floor."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
     graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "g", [x], [y])
@@ -69,8 +70,9 @@ def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Pat
     context = prepare(ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2))
 
     assert context.info["wide_sample"] == {"sample": 2, "scales": {"x": 0.1}}
-    assert len(context.feeds) == 3
-    assert runner.runs_so_far() - before == 2 + 2 + 3
+    assert context.info["signed_sample"] == {"sample": 3}
+    assert len(context.feeds) == 4
+    assert runner.runs_so_far() - before == 2 + 2 + 1 + 4
 
 
 def test_a_negative_dim_is_drawn_at_the_dynamic_size_like_a_symbolic_one(tmp_path: Path) -> None:

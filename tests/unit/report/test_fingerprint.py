@@ -28,3 +28,13 @@ def test_what_says_the_cause_is_kept():
         for message in ("CastLike: unsupported saturate", "Reshape: shape mismatch")
     }
     assert len(different) == 2
+
+
+def test_messages_naming_different_op_types_are_different_causes():
+    """onnxslim lacked a handler for CastLike and for Reshape: two causes once shared a fingerprint
+    because the quoted op type was taken out like a tensor name."""
+    castlike, reshape = "KeyError: 'CastLike'", "KeyError: 'Reshape'"
+    assert fingerprint("optimizer-error", (), castlike, ()) != fingerprint("optimizer-error", (), reshape, ())
+    assert normalize_message(castlike) == "KeyError: 'CastLike'"
+    # a quoted tensor name is still a name
+    assert normalize_message("KeyError: 'conv1_w'") == normalize_message("KeyError: 'fc.bias'")

@@ -1,0 +1,157 @@
+"""One judged model's findings: one per failing step, except what a cause shared by many steps shows.
+
+Two causes are not any one pass's: a failure the nop control already shows is the optimizer's
+infrastructure (one finding, culprit scope `infrastructure`), and the same failure under most
+single passes but not in the control is the optimizer's shared code, the code every pass goes
+through (one bug, culprit scope `shared`). Both are decided here, on the sweep's outcomes alone.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ditox_ci.engine.outcome import Outcome, failure_fingerprint
+from ditox_ci.engine.plan import NOP_LABEL, Step
+from ditox_ci.engine.worker import JobResult
+from ditox_ci.report.model import Culprit, Finding
+
+# a failure is the shared code's when more than half of the single passes a model ran show it, and
+# at least this many: two passes that fail alike may share a helper, or a mistake, of their own
+SHARED_MIN_PASSES = 3
+# what a shared-code fingerprint blames in place of pass names (no pass has spaces in its name)
+SHARED_BLAME = ("the optimizer's shared code",)
+
+
+def culprit_for(step: Step) -> Culprit:
+    """What the sweep alone can say; multi-pass configs are narrowed by localization later."""
+    if step.label == NOP_LABEL:
+        return Culprit("infrastructure", (), "nop-control", 0)
+    if step.single_pass:
+        return Culprit("pass", step.passes, "single-pass", 0)
+    return Culprit("unknown", (), "not-localized: multi-pass config", 0)
+
+
+def culprit_fingerprint(
+    failure: Outcome, culprit: Culprit, config: str = "", rewrites: Outcome | None = None
+) -> str:
+    """The fingerprint of `failure` blamed on `culprit`: its passes, the shared code, or the sweep's
+    `config` while it is not localized (pinpointing passes none: its culprit is final). A
+    shared-code failure keys on no rewritten ops: each pass rewrites others, the cause is one."""
+    if culprit.scope == "shared":
+        return failure_fingerprint(failure, SHARED_BLAME, Outcome(None))
+    blame = culprit.passes or ((config,) if culprit.scope == "unknown" and config else ())
+    return failure_fingerprint(failure, blame, rewrites)
+
+
+def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool:
+    """Whether `outcome` is what the nop control already shows: the same failure, or, when ONNX
+    Runtime cannot load or run the original itself, a failure of the same kind whatever its message
+    says (an optimizer that loads the model in ONNX Runtime fails on the first op ONNX Runtime
+    refuses, which differs with the passes run before): the original's limitation, not the
+    optimizer's. A mismatch found by the runner that could judge it is never folded this way."""
+    if nop is None or nop.kind is None:
+        return False
+    if outcome.same_failure(nop):
+        return True
+    original_fails = bool(result.info.get("runner_fallback"))
+    return original_fails and outcome.kind == nop.kind and outcome.kind != "output-mismatch"
+
+
+@dataclass(frozen=True)
+class SharedFailure:
+    """A failure most of a model's single passes show alike: `seen_under` of the `passes_run`."""
+
+    failure: Outcome
+    seen_under: tuple[str, ...]
+    passes_run: int
+
+    def culprit(self) -> Culprit:
+        method = (
+            f"single-pass results: the same failure under {len(self.seen_under)} of {self.passes_run} "
+            "single passes, not in the nop control"
+        )
+        return Culprit("shared", (), method, 0, self.seen_under)
+
+
+def shared_failure(result: JobResult, steps: Sequence[Step]) -> SharedFailure | None:
+    """The failure most of the model's single passes show alike; None when no failure is shown by
+    more than half of the single passes it ran (and by SHARED_MIN_PASSES at least)."""
+    singles = [step for step in steps if step.single_pass and step.label in result.outcomes]
+    groups: list[tuple[Outcome, list[str]]] = []
+    for step in singles:
+        outcome = result.outcomes[step.label]
+        if outcome.kind is None:
+            continue
+        group = next((g for g in groups if outcome.same_failure(g[0])), None)
+        if group is None:
+            groups.append((outcome, [step.passes[0]]))
+        else:
+            group[1].append(step.passes[0])
+    largest = max(groups, key=lambda group: len(group[1]), default=None)
+    if largest is None or len(largest[1]) < SHARED_MIN_PASSES or 2 * len(largest[1]) <= len(singles):
+        return None
+    return SharedFailure(largest[0], tuple(largest[1]), len(singles))
+
+
+def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
+    """One finding per failing step, except that what the nop control already shows is reported once,
+    as infrastructure, with the configs that showed it too; and that the failure most single passes
+    show alike (`shared_failure`) is blamed on the shared code in every config that shows it."""
+    nop = result.outcomes.get(NOP_LABEL)
+    shared = shared_failure(result, steps)
+    shared_with_nop: list[str] = []
+    findings: list[Finding] = []
+    for step in steps:
+        outcome = result.outcomes.get(step.label)
+        if outcome is None or outcome.kind is None:
+            continue
+        if step.label != NOP_LABEL and _as_in_nop(outcome, nop, result):
+            shared_with_nop.append(step.label)
+            continue
+        culprit = culprit_for(step)
+        if shared is not None and step.label != NOP_LABEL and outcome.same_failure(shared.failure):
+            culprit = shared.culprit()
+        findings.append(
+            Finding(
+                fingerprint=culprit_fingerprint(outcome, culprit, step.label),
+                kind=outcome.kind,
+                model=result.ref.id,
+                config=step.label,
+                culprit=culprit,
+                evidence=dict(outcome.evidence),
+            )
+        )
+    if shared_with_nop:
+        extra: dict[str, Any] = {"also_in": shared_with_nop}
+        if result.info.get("runner_fallback"):  # why messages that differ were folded
+            extra["original_fails"] = str(result.info["runner_fallback"])
+        findings = [
+            replace(f, evidence={**f.evidence, **extra}) if f.config == NOP_LABEL else f for f in findings
+        ]
+    return findings
+
+
+def coverage_of(
+    results: Iterable[JobResult], steps: Sequence[Step]
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Per pass: models it changed beyond what the nop control changes, and models checked."""
+    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
+    by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for result in results:
+        if result.status != "ok":
+            continue
+        nop = result.outcomes.get(NOP_LABEL)
+        unchanged = {result.sha256, nop.digest if nop else ""}
+        for step in steps:
+            name = step.single_pass
+            outcome = result.outcomes.get(step.label)
+            if name is None or outcome is None:
+                continue
+            coverage[name]["models_checked"] += 1
+            changed = outcome.changed and outcome.digest not in unchanged
+            coverage[name]["models_changed"] += int(changed)
+            by_family[name][result.ref.family or "other"] += int(changed)
+    return coverage, {name: dict(families) for name, families in by_family.items()}
