@@ -352,6 +352,7 @@ def _worker_config(options: SweepOptions, info: OptimizerInfo) -> WorkerConfig:
             atol=options.atol,
             calibrate=options.calibrate,
             runner=options.runner,
+            noise_floor=info.noise_floor,
         ),
         comparators=comparators,
         timeout_s=options.timeout,

@@ -86,7 +86,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError("--passes is empty; give the culprit passes, e.g. --passes fuse_bn_into_conv")
     if args.samples < 1 or args.budget <= 0:
         raise UsageError("--samples must be >= 1 and --budget > 0")
-    check_passes(passes, load_optimizer(args.optimizer).info)
+    info = load_optimizer(args.optimizer).info
+    check_passes(passes, info)
     try:
         model = onnx.load(str(args.model))
     except FileNotFoundError:
@@ -101,7 +102,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     step = Step("passes:" + ",".join(passes), passes, args.fixed_point)
     config = WorkerConfig(
         optimizer=args.optimizer,
-        settings=EvalSettings(samples=args.samples, seed=args.seed, rtol=args.rtol, atol=args.atol),
+        settings=EvalSettings(
+            samples=args.samples, seed=args.seed, rtol=args.rtol, atol=args.atol, noise_floor=info.noise_floor
+        ),
         timeout_s=args.timeout,
     )
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:

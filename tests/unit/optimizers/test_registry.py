@@ -19,7 +19,14 @@ from ditox_ci.pinpoint.repro import requirements
 from ditox_ci.triage.baseline import load_baseline
 from tests.helpers import ROOT
 
-BUILT_IN = {"onnxsim": "onnxsim", "onnxscript": "onnxscript", "onnx-ir": "onnx-ir"}
+# each built-in and the distribution it is a version of
+BUILT_IN = {
+    "onnxsim": "onnxsim",
+    "onnxscript": "onnxscript",
+    "onnx-ir": "onnx-ir",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime-extended": "onnxruntime",
+}
 
 
 def _relu_model() -> onnx.ModelProto:
@@ -53,6 +60,9 @@ def test_order_and_fixed_point_are_declared_per_optimizer() -> None:
     assert load_optimizer("onnxsim").info.fixed_point.startswith("always")
     assert load_optimizer("onnxscript").info.order_matters is True
     assert load_optimizer("onnxoptimizer").info.fixed_point.startswith("native")
+    for name in ("onnxruntime", "onnxruntime-extended"):
+        assert load_optimizer(name).info.order_matters is False
+        assert load_optimizer(name).info.fixed_point.startswith("always")
 
 
 def test_onnxsims_stamped_metadata_is_normalized_away() -> None:
@@ -152,9 +162,10 @@ def test_baseline_entries_apply_to_the_optimizer_they_name(tmp_path: Path) -> No
 
 def test_help_says_which_builtins_are_installed() -> None:
     text = optimizer_help()
-    assert "onnxoptimizer | onnxsim | onnxscript | onnx-ir" in text
-    assert "installed here: onnxoptimizer, onnxsim, onnxscript, onnx-ir" in text
-    assert set(ADAPTERS) == {"onnxsim", "onnxscript", "onnx-ir"}
+    builtins = "onnxsim, onnxscript, onnx-ir, onnxruntime, onnxruntime-extended"
+    assert f"onnxoptimizer | {builtins.replace(', ', ' | ')}" in text
+    assert f"installed here: onnxoptimizer, {builtins}" in text
+    assert set(ADAPTERS) == set(builtins.split(", "))
 
 
 def test_repro_requirements_pin_every_distribution_the_optimizer_imports() -> None:
