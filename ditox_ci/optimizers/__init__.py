@@ -237,6 +237,13 @@ ADAPTERS = {
             "onnxruntime",
             "onnxruntime>=1.18",
         ),
+        BuiltinAdapter(
+            "onnxslim",
+            "ditox_ci.optimizers.adapters.onnxslim_adapter",
+            "onnxslim",
+            "onnxslim",
+            "onnxslim>=0.1.98",
+        ),
     )
 }
 OPTIMIZERS: Registry[Callable[[], LoadedOptimizer]] = Registry(

@@ -26,6 +26,7 @@ BUILT_IN = {
     "onnx-ir": "onnx-ir",
     "onnxruntime": "onnxruntime",
     "onnxruntime-extended": "onnxruntime",
+    "onnxslim": "onnxslim",
 }
 
 
@@ -60,7 +61,7 @@ def test_order_and_fixed_point_are_declared_per_optimizer() -> None:
     assert load_optimizer("onnxsim").info.fixed_point.startswith("always")
     assert load_optimizer("onnxscript").info.order_matters is True
     assert load_optimizer("onnxoptimizer").info.fixed_point.startswith("native")
-    for name in ("onnxruntime", "onnxruntime-extended"):
+    for name in ("onnxruntime", "onnxruntime-extended", "onnxslim"):
         assert load_optimizer(name).info.order_matters is False
         assert load_optimizer(name).info.fixed_point.startswith("always")
 
@@ -162,7 +163,7 @@ def test_baseline_entries_apply_to_the_optimizer_they_name(tmp_path: Path) -> No
 
 def test_help_says_which_builtins_are_installed() -> None:
     text = optimizer_help()
-    builtins = "onnxsim, onnxscript, onnx-ir, onnxruntime, onnxruntime-extended"
+    builtins = "onnxsim, onnxscript, onnx-ir, onnxruntime, onnxruntime-extended, onnxslim"
     assert f"onnxoptimizer | {builtins.replace(', ', ' | ')}" in text
     assert f"installed here: onnxoptimizer, {builtins}" in text
     assert set(ADAPTERS) == set(builtins.split(", "))
