@@ -304,6 +304,8 @@ def measure_noise(plain: PlainRun, against: str = NOISE_FLOORS[0]) -> list[list[
     may come from a random op: when a second plain run moves it too, its noise is infinite, and the
     tensor oracle checks only its shape and dtype (random_output_positions finds the outputs a
     seedless random op reaches without running anything)."""
+    if against == "reference" and len(plain.data) > REFERENCE_NOISE_MAX_BYTES:
+        return []
     try:
         session = (
             runner.load_session(plain.data, plain.threads, "reference")
@@ -337,6 +339,9 @@ def measure_noise(plain: PlainRun, against: str = NOISE_FLOORS[0]) -> list[list[
     return noise
 
 
+# The reference runner is numpy, op by op: on a model with megabytes of weights (onnx-data's
+# light/* networks) one run takes minutes, so such a model's noise is not measured against it
+REFERENCE_NOISE_MAX_BYTES = 2 * 2**20
 # an output the runtime's own optimizations move by this share of its magnitude is run again
 NONDETERMINISM_SUSPECT = 1e-3
 
