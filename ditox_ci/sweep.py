@@ -269,6 +269,7 @@ def _worker_config(options: SweepOptions, build: Installation) -> WorkerConfig:
             atol=options.atol,
             calibrate=options.calibrate,
             runner=options.runner,
+            noise_floor=info.noise_floor,
         ),
         comparators=comparators,
         timeout_s=options.timeout,

@@ -108,7 +108,13 @@ def _reduce(args: argparse.Namespace, passes: tuple[str, ...], build: Installati
     config = WorkerConfig(
         optimizer=build.optimizer,
         optimizer_path=build.path,
-        settings=EvalSettings(samples=args.samples, seed=args.seed, rtol=args.rtol, atol=args.atol),
+        settings=EvalSettings(
+            samples=args.samples,
+            seed=args.seed,
+            rtol=args.rtol,
+            atol=args.atol,
+            noise_floor=build.info.noise_floor,
+        ),
         timeout_s=args.timeout,
     )
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:

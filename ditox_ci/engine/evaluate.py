@@ -39,7 +39,7 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import NOP_LABEL, Step, nop_step
 from ditox_ci.engine.saturation import finite_version, precision_warning, saturated_tensors
-from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
+from ditox_ci.optimizers import NOISE_FLOORS, LoadedOptimizer, optimizer_error
 from ditox_ci.report.fingerprint import normalize_message
 
 MAX_REDRAWS = 3
@@ -59,6 +59,8 @@ class EvalSettings:
     runner: str = "auto"
     # judge float outputs against the model's own noise floor too (see measure_noise)
     calibrate: bool = True
+    # what that floor is measured against (ditox_ci.optimizers.NOISE_FLOORS)
+    noise_floor: str = NOISE_FLOORS[0]
 
 
 @dataclass
@@ -269,8 +271,10 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     noise: list[list[float | None]] = []
     plain = PlainRun(data, feeds, outputs, settings.threads, info["runner"])
     if settings.calibrate and plain.runner_name == "onnxruntime":
-        noise = measure_noise(plain)
-        info["noise_floor"] = "measured" if noise else "not measurable"
+        noise = measure_noise(plain, settings.noise_floor)
+        reference = settings.noise_floor != NOISE_FLOORS[0]
+        against = f" against the {settings.noise_floor} runner" if reference else ""
+        info["noise_floor"] = f"measured{against}" if noise else "not measurable"
     elif settings.calibrate:
         noise = random_outputs(plain)
     drawn = random_output_positions(model)
@@ -306,18 +310,27 @@ class PlainRun:
     runner_name: str
 
 
-def measure_noise(plain: PlainRun) -> list[list[float | None]]:
+def measure_noise(plain: PlainRun, against: str = NOISE_FLOORS[0]) -> list[list[float | None]]:
     """How far each float output of the original moves when ONNX Runtime runs it with all of its
-    own graph optimizations on (fusions, layout changes, reordered arithmetic: the same meaning):
-    the largest absolute difference per sample and output, the model's own numerical noise floor.
-    [] when that session cannot load or run; None for an output that is not a float tensor.
+    own graph optimizations on (fusions, layout changes, reordered arithmetic: the same meaning),
+    or, `against` "reference", when ONNX's reference implementation runs it (where ORT's own
+    optimizations are under test): the largest absolute difference per sample and output, the
+    model's own numerical noise floor. [] when that session cannot load or run; None for an output
+    that is not a float tensor.
 
     An output that moves a lot (0.1 % of its magnitude, or at all when it is not a float tensor)
     may come from a random op: when a second plain run moves it too, its noise is infinite, and the
     tensor oracle checks only its shape and dtype (random_output_positions finds the outputs a
     seedless random op reaches without running anything)."""
+    if against == "reference" and len(plain.data) > REFERENCE_NOISE_MAX_BYTES:
+        return []
     try:
-        rerun = runner.run_all(runner.load_noise_session(plain.data, plain.threads), plain.feeds)
+        session = (
+            runner.load_session(plain.data, plain.threads, "reference")
+            if against == "reference"
+            else runner.load_noise_session(plain.data, plain.threads)
+        )
+        rerun = runner.run_all(session, plain.feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return []
     noise: list[list[float | None]] = []
@@ -344,6 +357,9 @@ def measure_noise(plain: PlainRun) -> list[list[float | None]]:
     return noise
 
 
+# The reference runner is numpy, op by op: on a model with megabytes of weights (onnx-data's
+# light/* networks) one run takes minutes, so such a model's noise is not measured against it
+REFERENCE_NOISE_MAX_BYTES = 2 * 2**20
 # an output the runtime's own optimizations move by this share of its magnitude is run again
 NONDETERMINISM_SUSPECT = 1e-3
 
@@ -478,6 +494,14 @@ def unused_initializers(graph: onnx.GraphProto) -> set[str]:
     return {init.name for init in graph.initializer if init.name not in used}
 
 
+CONTRIB_DOMAIN = "com.microsoft"
+
+
+def contrib_ops(model: onnx.ModelProto) -> list[str]:
+    """The ONNX Runtime contrib op types of the main graph, sorted."""
+    return sorted({node.op_type for node in model.graph.node if node.domain == CONTRIB_DOMAIN})
+
+
 def op_changes(original: onnx.GraphProto, optimized: onnx.GraphProto) -> dict[str, list[str]]:
     """Op types whose count went down / up: what the optimizer rewrote, independent of node names."""
     before = Counter(node.op_type for node in original.node)
@@ -575,8 +599,16 @@ def _judge_changed(
         return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
+    runner_name = context.runner
+    contrib = contrib_ops(optimized)
+    if contrib:
+        # ONNX Runtime's own fusions (FusedConv, Gelu…): the reference runner has none of them
+        runner_name = "onnxruntime"
+        evidence.setdefault("info", []).append(
+            f"holds {CONTRIB_DOMAIN} ops ({', '.join(contrib[:5])}): run in ONNX Runtime only"
+        )
     try:
-        session = runner.load_session(data, settings.threads, context.runner)
+        session = runner.load_session(data, settings.threads, runner_name)
     except runner.RuntimeLoadError as exc:
         return invalid or Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
     feeds = _rebind(context.feeds, context.model, optimized)

@@ -98,5 +98,12 @@ def build_steps(
     if passes:
         check_passes(passes, info)
         steps.append(Step("passes:" + ",".join(passes), tuple(passes)))
+    asked = [name for name in configs if name != "nop"]
+    if asked and len(steps) == 1:
+        # `--configs single` on an opaque optimizer would run the control alone and say nothing
+        raise UsageError(
+            f"--configs {','.join(asked)} has nothing to run for {info.name} but the nop control: "
+            f"{info.describe_passes()}; use --configs default"
+        )
     unique = {step.label: step for step in steps}
     return tuple(unique.values())

@@ -13,6 +13,8 @@ onnxoptimizer shape. A module (built-in adapter or custom) may declare:
 - `normalize_output(model) -> model`: drops what it writes that is not the graph (stamped
   metadata), so an otherwise untouched model counts as unchanged.
 - `DISTRIBUTIONS`: the pip distributions it imports, pinned in repro bundles.
+- `NOISE_FLOOR = "reference"`: measure the original's noise against ONNX's reference runner, not
+  ONNX Runtime with its own optimizations on (an adapter over ORT's optimizer must: see NOISE_FLOORS).
 Imports happen lazily so a worker can put a different optimizer installation first on sys.path.
 """
 
@@ -46,6 +48,12 @@ OPAQUE_NOTE = (
     "run, and failures are not localized to passes"
 )
 
+# What the original's numerical noise floor is measured against: ONNX Runtime with all of its own
+# graph optimizations on (a rewrite that keeps the meaning), or ONNX's reference implementation
+# where ORT's optimizations are what is under test (with them, the floor would accept exactly the
+# changes to judge).
+NOISE_FLOORS = ("onnxruntime-optimized", "reference")
+
 
 @dataclass(frozen=True)
 class OptimizerInfo:
@@ -59,6 +67,7 @@ class OptimizerInfo:
     opaque: bool = False
     # the pip distributions the optimizer imports, pinned in repro bundles
     distributions: tuple[str, ...] = ()
+    noise_floor: str = NOISE_FLOORS[0]
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -70,6 +79,7 @@ class OptimizerInfo:
             "fixed_point": self.fixed_point,
             "opaque": self.opaque,
             "distributions": list(self.distributions),
+            "noise_floor": self.noise_floor,
         }
 
     @classmethod
@@ -83,6 +93,7 @@ class OptimizerInfo:
             fixed_point=str(data.get("fixed_point", cls.fixed_point)),
             opaque=bool(data.get("opaque", False)),
             distributions=tuple(data.get("distributions", ())),
+            noise_floor=str(data.get("noise_floor", NOISE_FLOORS[0])),
         )
 
     def describe_passes(self, limit: int = 200) -> str:
@@ -211,6 +222,28 @@ ADAPTERS = {
         BuiltinAdapter(
             "onnx-ir", "ditox_ci.optimizers.adapters.onnx_ir_adapter", "onnx_ir", "onnx-ir", "onnx-ir>=1.1.0"
         ),
+        # ONNX Runtime is a dependency: its extra installs nothing more
+        BuiltinAdapter(
+            "onnxruntime",
+            "ditox_ci.optimizers.adapters.onnxruntime_adapter",
+            "onnxruntime",
+            "onnxruntime",
+            "onnxruntime>=1.18",
+        ),
+        BuiltinAdapter(
+            "onnxruntime-extended",
+            "ditox_ci.optimizers.adapters.onnxruntime_extended_adapter",
+            "onnxruntime",
+            "onnxruntime",
+            "onnxruntime>=1.18",
+        ),
+        BuiltinAdapter(
+            "onnxslim",
+            "ditox_ci.optimizers.adapters.onnxslim_adapter",
+            "onnxslim",
+            "onnxslim",
+            "onnxslim>=0.1.98",
+        ),
     )
 }
 OPTIMIZERS: Registry[Callable[[], LoadedOptimizer]] = Registry(
@@ -260,6 +293,11 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
     distributions = _distributions(module, module.__name__)
     normalize = getattr(module, "normalize_output", None)
     source = getattr(module, "__file__", None)
+    noise_floor = str(getattr(module, "NOISE_FLOOR", NOISE_FLOORS[0]))
+    if noise_floor not in NOISE_FLOORS:
+        raise OptimizerLoadError(
+            f"optimizer '{name}': NOISE_FLOOR = '{noise_floor}' is none of {', '.join(NOISE_FLOORS)}"
+        )
     info = OptimizerInfo(
         name=name,
         version=_version_of(module, distributions[0] if distributions else name),
@@ -269,6 +307,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         fixed_point=str(getattr(module, "FIXED_POINT", OptimizerInfo.fixed_point)),
         opaque=opaque,
         distributions=distributions,
+        noise_floor=noise_floor,
     )
     return LoadedOptimizer(
         info=info,

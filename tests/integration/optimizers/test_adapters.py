@@ -1,7 +1,8 @@
-"""onnxsim, onnxscript and onnx-ir as built-in optimizers: a real sweep of each (real optimizer,
-real ONNX Runtime) finds the bugs issue 18 lists, with the right kind, pinned on that optimizer's
-own passes, and nothing on clean models. The models are built here or selected from the named
-sources; `make test` installs the optimizers through the `dev` extra, so nothing is skipped."""
+"""onnxsim, onnxscript, onnx-ir, ONNX Runtime's optimizer and onnxslim as built-in optimizers: a
+real sweep of each (real optimizer, real ONNX Runtime) finds the bugs issues 18 and 29 list, with
+the right kind, pinned on that optimizer's own passes, and nothing on clean models. The models
+are built here or selected from the named sources; `make test` installs the optimizers through the
+`dev` extra, so nothing is skipped."""
 
 from __future__ import annotations
 
@@ -75,14 +76,18 @@ def run_sweep(optimizer: str, out: Path, *args: str, code: int, timeout: float) 
 
 
 def sweep(
-    tmp_path: Path, optimizer: str, models: dict[str, onnx.ModelProto], sources: tuple[str, ...]
+    tmp_path: Path,
+    optimizer: str,
+    models: dict[str, onnx.ModelProto],
+    sources: tuple[str, ...],
+    clean: tuple[str, ...] = CLEAN,
 ) -> dict:
     folder = tmp_path / "models"
     folder.mkdir()
     for name, model in models.items():
         onnx.save(model, str(folder / f"{name}.onnx"))
     out = tmp_path / "out"
-    args = ("--models", str(folder), *sources, *CLEAN, "--configs", "default", "--jobs", "2")
+    args = ("--models", str(folder), *sources, *clean, "--configs", "default", "--jobs", "2")
     report = run_sweep(optimizer, out, *args, "--reduce-budget", "5", code=1, timeout=900)
     report["summary"] = (out / "summary.md").read_text()
     report["out"] = out
@@ -226,3 +231,71 @@ def test_a_custom_optimizer_without_pass_lists_is_opaque(tmp_path: Path) -> None
     summary = (out / "summary.md").read_text()
     assert summary.count("is opaque") == 1
     assert "eliminate_identity" not in json.dumps(report), "never onnxoptimizer's pass names"
+
+
+@pytest.fixture(scope="module")
+def onnxruntime_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return sweep(
+        tmp_path_factory.mktemp("onnxruntime"),
+        "onnxruntime",
+        {},
+        ("onnx-data:pytorch-converted/test_Linear_no_bias",),
+    )
+
+
+def test_onnxruntimes_ir3_initializer_bug_is_pinned_on_its_transformer(onnxruntime_report: dict) -> None:
+    """ORT's offline optimizer folds a constant into an initializer that an IR-3 model does not
+    list as a graph input; localization disables transformers until ConstantFolding alone is left."""
+    found = by_model(onnxruntime_report)
+    assert set(found) == {"onnx-data:pytorch-converted/test_Linear_no_bias"}
+    ir3 = found["onnx-data:pytorch-converted/test_Linear_no_bias"]
+    assert ir3["kind"] == "invalid-model"
+    assert "initializer but not in graph input" in ir3["evidence"]["message"]
+    assert ir3["culprit"] == {**ir3["culprit"], "scope": "pass", "passes": ["ConstantFolding"]}
+    assert onnxruntime_report["optimizer"]["noise_floor"] == "reference"
+    assert "EliminateIdentity" in onnxruntime_report["optimizer"]["passes"]
+
+
+def conv_bn() -> onnx.ModelProto:
+    """Conv then BatchNormalization: onnxslim's FusionConvBN folds it correctly."""
+    params = [helper.make_tensor(name, TensorProto.FLOAT, [2], [0.5, 2.0]) for name in ("s", "b", "m", "v")]
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [2, 1, 1, 1], [1.5, -1.0])
+    return _model(
+        [
+            helper.make_node("Conv", ["x", "w"], ["c"]),
+            helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"]),
+        ],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])],
+        opset=13,
+        initializer=[weight, *params],
+    )
+
+
+@pytest.fixture(scope="module")
+def onnxslim_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    sources = (
+        "onnx-node:test_squeeze_negative_axes",
+        "onnx-node:test_affine_grid_2d_expanded",
+        "onnx-node:test_flexattention_score_mod",
+    )
+    # slim's round trip drops the initializers of IR-3 models (test_Conv2d) from the graph inputs
+    clean = ("onnx-node:test_relu", "onnx-node:test_add")
+    return sweep(tmp_path_factory.mktemp("onnxslim"), "onnxslim", {"conv_bn": conv_bn()}, sources, clean)
+
+
+def test_onnxslims_bugs_are_pinned_on_its_stages(onnxslim_report: dict) -> None:
+    found = by_model(onnxslim_report)
+    squeeze = found.pop("onnx-node:test_squeeze_negative_axes")
+    assert (squeeze["kind"], squeeze["culprit"]["passes"]) == ("optimizer-error", ["shape_inference"])
+    assert squeeze["evidence"]["message"].startswith("IndexError:")
+    unsorted = found.pop("onnx-node:test_affine_grid_2d_expanded")
+    assert unsorted["kind"] == "invalid-model"
+    assert "topologically sorted" in unsorted["evidence"]["message"]
+    assert unsorted["culprit"]["passes"] == ["constant_folding"]
+    # a constant the score_mod subgraph reads is dropped: the runtime cannot find it
+    flex = found.pop("onnx-node:test_flexattention_score_mod")
+    assert (flex["kind"], flex["culprit"]["passes"]) == ("runtime-error", ["constant_folding"])
+    assert "Unable to find input 'bias'" in flex["evidence"]["message"]
+    assert found == {}, "the clean models and the correct Conv-BN fusion give nothing"
+    assert onnxslim_report["optimizer"]["order_matters"] is False

@@ -29,3 +29,16 @@ def test_unknown_pass_and_config_are_usage_errors():
         build_steps(["nop"], ["zzz"], INFO)
     with pytest.raises(UsageError, match="unknown config"):
         build_steps(["everything"], [], INFO)
+
+
+def test_single_on_an_opaque_optimizer_says_it_has_no_passes():
+    opaque = OptimizerInfo("custom.py:optimize", "unknown", (), ("default",), opaque=True)
+    with pytest.raises(UsageError, match=r"custom\.py:optimize is opaque: it has no pass names"):
+        build_steps(["single"], [], opaque)
+    with pytest.raises(UsageError, match="--configs single,fixed-point has nothing to run"):
+        build_steps(["single", "fixed-point"], [], opaque)
+    # the default configs still run its default beside the control
+    assert [s.label for s in build_steps(["default", "fixed-point", "nop", "single"], [], opaque)] == [
+        "nop",
+        "default",
+    ]

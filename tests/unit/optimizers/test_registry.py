@@ -3,7 +3,9 @@ normalization, root-cause error keys, baseline entries per optimizer, portable r
 
 from __future__ import annotations
 
+import datetime
 import importlib.metadata
+from dataclasses import replace
 from pathlib import Path
 
 import onnx
@@ -16,10 +18,19 @@ from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optimizer_help
 from ditox_ci.optimizers.adapters import onnx_ir_adapter, onnxscript_adapter, onnxsim_adapter
 from ditox_ci.pinpoint.repro import requirements
+from ditox_ci.report import Culprit, Finding
 from ditox_ci.triage.baseline import load_baseline
 from tests.helpers import ROOT
 
-BUILT_IN = {"onnxsim": "onnxsim", "onnxscript": "onnxscript", "onnx-ir": "onnx-ir"}
+# each built-in and the distribution it is a version of
+BUILT_IN = {
+    "onnxsim": "onnxsim",
+    "onnxscript": "onnxscript",
+    "onnx-ir": "onnx-ir",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime-extended": "onnxruntime",
+    "onnxslim": "onnxslim",
+}
 
 
 def _relu_model() -> onnx.ModelProto:
@@ -53,6 +64,9 @@ def test_order_and_fixed_point_are_declared_per_optimizer() -> None:
     assert load_optimizer("onnxsim").info.fixed_point.startswith("always")
     assert load_optimizer("onnxscript").info.order_matters is True
     assert load_optimizer("onnxoptimizer").info.fixed_point.startswith("native")
+    for name in ("onnxruntime", "onnxruntime-extended", "onnxslim"):
+        assert load_optimizer(name).info.order_matters is False
+        assert load_optimizer(name).info.fixed_point.startswith("always")
 
 
 def test_onnxsims_stamped_metadata_is_normalized_away() -> None:
@@ -152,9 +166,10 @@ def test_baseline_entries_apply_to_the_optimizer_they_name(tmp_path: Path) -> No
 
 def test_help_says_which_builtins_are_installed() -> None:
     text = optimizer_help()
-    assert "onnxoptimizer | onnxsim | onnxscript | onnx-ir" in text
-    assert "installed here: onnxoptimizer, onnxsim, onnxscript, onnx-ir" in text
-    assert set(ADAPTERS) == {"onnxsim", "onnxscript", "onnx-ir"}
+    builtins = "onnxsim, onnxscript, onnx-ir, onnxruntime, onnxruntime-extended, onnxslim"
+    assert f"onnxoptimizer | {builtins.replace(', ', ' | ')}" in text
+    assert f"installed here: onnxoptimizer, {builtins}" in text
+    assert set(ADAPTERS) == set(builtins.split(", "))
 
 
 def test_repro_requirements_pin_every_distribution_the_optimizer_imports() -> None:
@@ -212,3 +227,33 @@ def test_onnxscripts_folded_from_stamps_are_normalized_away() -> None:
     normalized = load_optimizer("onnxscript").normalize(folded)  # type: ignore[misc]
     assert "pkg.onnxscript" not in str(normalized)
     onnx.checker.check_model(normalized, full_check=True)
+
+
+def test_the_shipped_by_design_baselines_of_orts_extended_level_and_onnxslim() -> None:
+    """ORT extended writes LayerNormalization into opset-12 models, onnxslim drops unused inputs:
+    accepted for their own optimizer only, and only as the kind the change has."""
+    today = datetime.date.today()
+    layernorm = Finding(
+        "f" * 16,
+        "invalid-model",
+        "m",
+        "default",
+        Culprit("pass", ("LayerNormFusionL2",)),
+        evidence={"message": "No Op registered for LayerNormalization with domain_version of 12"},
+    )
+    assert load_baseline(None, "onnxruntime-extended").match(layernorm, today) is not None
+    assert load_baseline(None, "onnxruntime").match(layernorm, today) is None
+    opset17 = replace(
+        layernorm, evidence={"message": "No Op registered for LayerNormalization with domain_version of 17"}
+    )
+    assert load_baseline(None, "onnxruntime-extended").match(opset17, today) is None
+    inputs = Finding(
+        "e" * 16,
+        "interface-change",
+        "m",
+        "default",
+        Culprit("pass", ("dead_node_elimination",)),
+        evidence={"message": "graph input count changed from 2 to 1"},
+    )
+    assert load_baseline(None, "onnxslim").match(inputs, today) is not None
+    assert load_baseline(None, "onnxslim").match(replace(inputs, kind="output-mismatch"), today) is None
