@@ -29,7 +29,7 @@ from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.outcome import Outcome, failure_fingerprint
+from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.worker import (
@@ -46,11 +46,12 @@ from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.install import Installation, base_installation
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
-from ditox_ci.report import Culprit, Finding, ModelEntry, Report, read_report
+from ditox_ci.report import Finding, ModelEntry, Report, read_report
 from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.reproduce import reproduce
 
 # the options that name a file or folder
 PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
@@ -125,92 +126,6 @@ def _file_sha256(ref: ModelRef) -> str:
         return model_sha256(ref.path)
     except OSError:
         return ""
-
-
-def culprit_for(step: Step) -> Culprit:
-    """What the sweep alone can say; multi-pass configs are narrowed by localization later."""
-    if step.label == "nop":
-        return Culprit("infrastructure", (), "nop-control", 0)
-    if step.single_pass:
-        return Culprit("pass", step.passes, "single-pass", 0)
-    return Culprit("unknown", (), "not-localized: multi-pass config", 0)
-
-
-def finding_fingerprint(outcome: Outcome, culprit: Culprit, config: str) -> str:
-    """Semantic: kind, culprit passes (the config when not localized), message, ops rewritten."""
-    blame = culprit.passes or ((config,) if culprit.scope == "unknown" else ())
-    return failure_fingerprint(outcome, blame)
-
-
-def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool:
-    """Whether `outcome` is what the nop control already shows: the same failure, or, when ONNX
-    Runtime cannot load or run the original itself, a failure of the same kind whatever its message
-    says (an optimizer that loads the model in ONNX Runtime fails on the first op ONNX Runtime
-    refuses, which differs with the passes run before): the original's limitation, not the
-    optimizer's. A mismatch found by the runner that could judge it is never folded this way."""
-    if nop is None or nop.kind is None:
-        return False
-    if outcome.same_failure(nop):
-        return True
-    original_fails = bool(result.info.get("runner_fallback"))
-    return original_fails and outcome.kind == nop.kind and outcome.kind != "output-mismatch"
-
-
-def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
-    """One finding per failing step, except that what the nop control already shows is reported once,
-    as infrastructure, with the configs that showed it too."""
-    nop = result.outcomes.get("nop")
-    shared_with_nop: list[str] = []
-    findings: list[Finding] = []
-    for step in steps:
-        outcome = result.outcomes.get(step.label)
-        if outcome is None or outcome.kind is None:
-            continue
-        if step.label != "nop" and _as_in_nop(outcome, nop, result):
-            shared_with_nop.append(step.label)
-            continue
-        culprit = culprit_for(step)
-        findings.append(
-            Finding(
-                fingerprint=finding_fingerprint(outcome, culprit, step.label),
-                kind=outcome.kind,
-                model=result.ref.id,
-                config=step.label,
-                culprit=culprit,
-                evidence=dict(outcome.evidence),
-            )
-        )
-    if shared_with_nop:
-        extra: dict[str, Any] = {"also_in": shared_with_nop}
-        if result.info.get("runner_fallback"):  # why messages that differ were folded
-            extra["original_fails"] = str(result.info["runner_fallback"])
-        findings = [
-            replace(f, evidence={**f.evidence, **extra}) if f.config == "nop" else f for f in findings
-        ]
-    return findings
-
-
-def coverage_of(
-    results: Iterable[JobResult], steps: Sequence[Step]
-) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """Per pass: models it changed beyond what the nop control changes, and models checked."""
-    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
-    by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for result in results:
-        if result.status != "ok":
-            continue
-        nop = result.outcomes.get("nop")
-        unchanged = {result.sha256, nop.digest if nop else ""}
-        for step in steps:
-            name = step.single_pass
-            outcome = result.outcomes.get(step.label)
-            if name is None or outcome is None:
-                continue
-            coverage[name]["models_checked"] += 1
-            changed = outcome.changed and outcome.digest not in unchanged
-            coverage[name]["models_changed"] += int(changed)
-            by_family[name][result.ref.family or "other"] += int(changed)
-    return coverage, {name: dict(families) for name, families in by_family.items()}
 
 
 def environment_info() -> dict[str, str]:
@@ -391,6 +306,7 @@ class _Finished:
     results: list[JobResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     base_stats: dict[str, Any] | None = None
+    reproduce_stats: dict[str, Any] | None = None
     pinpoint_stats: dict[str, int] | None = None
 
 
@@ -422,12 +338,37 @@ def _sweep_models(
 
 
 def _judge_on_base(
-    finished: _Finished, plan: SweepPlan, config: WorkerConfig, base: Installation, workers: int, log: Log
+    finished: _Finished,
+    plan: SweepPlan,
+    config: WorkerConfig,
+    base: Installation,
+    workers: int,
+    deadline: float,
+    log: Log,
 ) -> None:
     """Findings the base build shows too are older than the change under test (`check_on_base`)."""
     with log.group("base optimizer"):
-        checked = check_on_base(finished.findings, finished.results, plan.steps, config, base, workers, log)
+        checked = check_on_base(
+            finished.findings, finished.results, plan.steps, config, base, workers, deadline, log
+        )
     finished.findings, finished.base_stats = list(checked.findings), checked.stats
+
+
+def _reproduce(
+    finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
+) -> None:
+    """What would gate as new is run again first: a failure no re-run shows is flaky (`reproduce`)."""
+    with log.group("reproduce"):
+        done = reproduce(
+            finished.findings,
+            finished.results,
+            plan.steps,
+            pool,
+            options.by_design,
+            time.monotonic() + options.budget_left(),
+            log,
+        )
+    finished.findings, finished.reproduce_stats = list(done.findings), done.stats
 
 
 def _pinpoint_options(
@@ -494,6 +435,7 @@ class SweepStats:
     models_planned: int | None = None
     pinpoint: Mapping[str, int] | None = None
     base_optimizer: Mapping[str, Any] | None = None
+    reproduce: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         stats: dict[str, Any] = {
@@ -519,6 +461,8 @@ class SweepStats:
             stats["pinpoint"] = dict(self.pinpoint)
         if self.base_optimizer is not None:
             stats["base_optimizer"] = dict(self.base_optimizer)
+        if self.reproduce is not None:
+            stats["reproduce"] = dict(self.reproduce)
         return stats
 
 
@@ -565,6 +509,7 @@ def _report(
         models_planned=plan.models_planned if interrupted is not None else None,
         pinpoint=finished.pinpoint_stats,
         base_optimizer=finished.base_stats,
+        reproduce=finished.reproduce_stats,
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"
@@ -620,11 +565,16 @@ def run_sweep(
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
             _sweep_models(pool, plan, finished, log, stream, on_result)
+            pinpointing = _pinpoint_options(options, plan.info, stream)
+            # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:
-                _judge_on_base(finished, plan, config, base, workers, log)
-            # localization and reduction probe through the same workers, so the pool stays open
+                deadline = time.monotonic() + pinpointing.budget_left()
+                _judge_on_base(finished, plan, config, base, workers, deadline, log)
+            # re-running, localization and reduction go through the same workers, so the pool stays open
+            if pinpointing.budget_left() > 0 and finished.findings:
+                _reproduce(finished, plan, pool, pinpointing, log)
             if options.localize != "off" and finished.findings:
-                _pinpoint_findings(finished, plan, pool, _pinpoint_options(options, plan.info, stream), log)
+                _pinpoint_findings(finished, plan, pool, pinpointing, log)
             settled()
     except Interrupted as stop:
         interrupted = stop
