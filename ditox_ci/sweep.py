@@ -51,6 +51,7 @@ from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.builds import identify, look_alike
 from ditox_ci.triage.reproduce import reproduce
 
 # the options that name a file or folder
@@ -346,12 +347,18 @@ def _judge_on_base(
     deadline: float,
     log: Log,
 ) -> None:
-    """Findings the base build shows too are older than the change under test (`check_on_base`)."""
+    """Findings the base build shows too are older than the change under test (`check_on_base`);
+    the base's identity is recorded beside it, with a warning when it looks like the head's."""
     with log.group("base optimizer"):
         checked = check_on_base(
             finished.findings, finished.results, plan.steps, config, base, workers, deadline, log
         )
-    finished.findings, finished.base_stats = list(checked.findings), checked.stats
+        build = identify(base.info, base.optimizer, base.path)
+        warning = look_alike(identify(plan.info, config.optimizer), build)
+        if warning:
+            log.warning(warning)
+    stats = {**checked.stats, "build": build.to_json(), **({"look_alike": warning} if warning else {})}
+    finished.findings, finished.base_stats = list(checked.findings), stats
 
 
 def _reproduce(
@@ -520,7 +527,7 @@ def _report(
     index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},
-        optimizer=plan.info.to_json(),
+        optimizer={**plan.info.to_json(), "build": identify(plan.info, options.optimizer).to_json()},
         environment=environment_info(),
         shard={"index": index, "count": count},
         models=models,

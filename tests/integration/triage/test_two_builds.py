@@ -122,3 +122,20 @@ def test_a_failure_the_base_shows_in_any_try_is_known(tmp_path: Path):
     (known,) = report["findings"]
     assert (known["status"], known["evidence"]["known_by"]) == ("known", "base-optimizer")
     assert report["stats"]["base_optimizer"]["tries"] == 2
+
+
+def test_two_builds_of_one_version_are_told_apart_and_the_summary_warns(tmp_path: Path):
+    args = ("--optimizer", HEAD, "--configs", "pass:eliminate_identity", "--base-optimizer", BASE)
+    code, report, stderr = sweep(tmp_path, plain_model("fine"), *args, out="pr")
+    assert code == 0, stderr
+    head, base = report["optimizer"]["build"], report["stats"]["base_optimizer"]["build"]
+    assert head["version"] == base["version"] == "0.4.2"
+    assert head["passes_sha256"] != base["passes_sha256"] and head["files_sha256"] != base["files_sha256"]
+    warning = report["stats"]["base_optimizer"]["look_alike"]
+    assert "both report version 0.4.2 but differ in pass list and files" in warning
+    assert "differ in pass list and files" in stderr
+    summary = (tmp_path / "pr" / "summary.md").read_text()
+    # the fakes' checkout is this one: both rows name its commit, and differ in their hashes
+    assert f"| head | 0.4.2 | {head['git_describe']} | {head['files_sha256'][:12]} |" in summary
+    assert f"| {base['files_sha256'][:12]} | {base['passes_sha256'][:12]} |" in summary
+    assert "**Warning:** head and base both report version 0.4.2" in summary
