@@ -51,6 +51,8 @@ from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.builds import identify, look_alike
+from ditox_ci.triage.reproduce import reproduce
 
 # the options that name a file or folder
 PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
@@ -309,6 +311,7 @@ class _Finished:
     results: list[JobResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     base_stats: dict[str, Any] | None = None
+    reproduce_stats: dict[str, Any] | None = None
     pinpoint_stats: dict[str, int] | None = None
 
 
@@ -340,12 +343,43 @@ def _sweep_models(
 
 
 def _judge_on_base(
-    finished: _Finished, plan: SweepPlan, config: WorkerConfig, base: Installation, workers: int, log: Log
+    finished: _Finished,
+    plan: SweepPlan,
+    config: WorkerConfig,
+    base: Installation,
+    workers: int,
+    deadline: float,
+    log: Log,
 ) -> None:
-    """Findings the base build shows too are older than the change under test (`check_on_base`)."""
+    """Findings the base build shows too are older than the change under test (`check_on_base`);
+    the base's identity is recorded beside it, with a warning when it looks like the head's."""
     with log.group("base optimizer"):
-        checked = check_on_base(finished.findings, finished.results, plan.steps, config, base, workers, log)
-    finished.findings, finished.base_stats = list(checked.findings), checked.stats
+        checked = check_on_base(
+            finished.findings, finished.results, plan.steps, config, base, workers, deadline, log
+        )
+        build = identify(base.info, base.optimizer, base.path)
+        warning = look_alike(identify(plan.info, config.optimizer), build)
+        if warning:
+            log.warning(warning)
+    stats = {**checked.stats, "build": build.to_json(), **({"look_alike": warning} if warning else {})}
+    finished.findings, finished.base_stats = list(checked.findings), stats
+
+
+def _reproduce(
+    finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
+) -> None:
+    """What would gate as new is run again first: a failure no re-run shows is flaky (`reproduce`)."""
+    with log.group("reproduce"):
+        done = reproduce(
+            finished.findings,
+            finished.results,
+            plan.steps,
+            pool,
+            options.by_design,
+            time.monotonic() + options.budget_left(),
+            log,
+        )
+    finished.findings, finished.reproduce_stats = list(done.findings), done.stats
 
 
 def _pinpoint_options(
@@ -412,6 +446,7 @@ class SweepStats:
     models_planned: int | None = None
     pinpoint: Mapping[str, int] | None = None
     base_optimizer: Mapping[str, Any] | None = None
+    reproduce: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         stats: dict[str, Any] = {
@@ -437,6 +472,8 @@ class SweepStats:
             stats["pinpoint"] = dict(self.pinpoint)
         if self.base_optimizer is not None:
             stats["base_optimizer"] = dict(self.base_optimizer)
+        if self.reproduce is not None:
+            stats["reproduce"] = dict(self.reproduce)
         return stats
 
 
@@ -483,6 +520,7 @@ def _report(
         models_planned=plan.models_planned if interrupted is not None else None,
         pinpoint=finished.pinpoint_stats,
         base_optimizer=finished.base_stats,
+        reproduce=finished.reproduce_stats,
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"
@@ -493,7 +531,7 @@ def _report(
     index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},
-        optimizer=plan.info.to_json(),
+        optimizer={**plan.info.to_json(), "build": identify(plan.info, options.optimizer).to_json()},
         environment=environment_info(),
         shard={"index": index, "count": count},
         models=models,
@@ -557,11 +595,16 @@ def _sweep_planned(
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
             _sweep_models(pool, plan, finished, log, stream, on_result)
+            pinpointing = _pinpoint_options(options, plan.info, stream)
+            # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:
-                _judge_on_base(finished, plan, config, base, workers, log)
-            # localization and reduction probe through the same workers, so the pool stays open
+                deadline = time.monotonic() + pinpointing.budget_left()
+                _judge_on_base(finished, plan, config, base, workers, deadline, log)
+            # re-running, localization and reduction go through the same workers, so the pool stays open
+            if pinpointing.budget_left() > 0 and finished.findings:
+                _reproduce(finished, plan, pool, pinpointing, log)
             if options.localize != "off" and finished.findings:
-                _pinpoint_findings(finished, plan, pool, _pinpoint_options(options, plan.info, stream), log)
+                _pinpoint_findings(finished, plan, pool, pinpointing, log)
             settled()
     except Interrupted as stop:
         interrupted = stop

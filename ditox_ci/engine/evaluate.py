@@ -37,10 +37,9 @@ from ditox_ci.corpus.inputs import (
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.plan import NOP_LABEL, Step, nop_step
+from ditox_ci.engine.plan import Step
 from ditox_ci.engine.saturation import finite_version, precision_warning, saturated_tensors
 from ditox_ci.optimizers import NOISE_FLOORS, LoadedOptimizer, optimizer_error
-from ditox_ci.report.fingerprint import normalize_message
 
 MAX_REDRAWS = 3
 PhaseCallback = Callable[[str], None]
@@ -84,10 +83,6 @@ class ModelContext:
     runner: str = "onnxruntime"
     # per sample, per output: the original's numerical noise (measure_noise); [] when not measured
     noise: list[list[float | None]] = field(default_factory=list)
-    # the checker's verdict on the optimizer's own round trip (its nop control) of the original:
-    # recorded by the nop step, or found when a result needs it (see _beyond_round_trip)
-    round_trip_known: bool = False
-    round_trip_error: str | None = None
     # per sample: the original's intermediates that are NaN/Inf on it, found once a mismatch needs it
     saturated: dict[int, list[str]] = field(default_factory=dict)
 
@@ -592,10 +587,12 @@ def _judge_changed(
         if error is not None:
             evidence["checker"] = error
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})
+    # An interface change is the finding whether or not the result also fails the checker (its
+    # verdict stays in evidence.checker): the kind follows from this result alone, never from
+    # whether the nop control failed, or one output would be two bugs across two builds whose
+    # round trips differ (split_init on 0.4.2 and on a head that fixed the round trip)
     change = interface_change(context.model, optimized)
     if change is not None:
-        if invalid is not None:  # whose invalid model it is, run_step decides (_beyond_round_trip)
-            return Outcome("invalid-model", invalid.message, {**invalid.evidence, "interface_change": change})
         return Outcome("interface-change", change, {**evidence, "message": change})
     if on_phase:
         on_phase("run")
@@ -744,17 +741,6 @@ def optimizer_input(context: ModelContext, optimizer: LoadedOptimizer) -> onnx.M
     return model
 
 
-def _round_trip_error(context: ModelContext, optimizer: LoadedOptimizer) -> str | None:
-    """The checker's verdict on the optimizer's nop control of the original (None: it passes, or
-    the optimizer fails on it, which the nop step itself reports)."""
-    passes = list(nop_step(optimizer.info).passes)
-    try:
-        round_trip = optimizer.optimize(optimizer_input(context, optimizer), passes, False)
-    except Exception:
-        return None
-    return _check(round_trip) if isinstance(round_trip, onnx.ModelProto) else None
-
-
 def run_step(
     context: ModelContext,
     optimizer: LoadedOptimizer,
@@ -764,31 +750,7 @@ def run_step(
     on_phase: PhaseCallback | None = None,
 ) -> Outcome:
     """Optimize the original with the step's passes and judge the result."""
-    outcome = _optimized_outcome(context, optimizer, step, comparators, settings, on_phase)
-    if step.label == NOP_LABEL:
-        # a sweep's Job runs nop first: its later steps never run the round trip again
-        context.round_trip_known = True
-        context.round_trip_error = outcome.evidence.get("checker")  # set when the checker fails
-        return outcome
-    return _beyond_round_trip(context, optimizer, outcome)
-
-
-def _beyond_round_trip(context: ModelContext, optimizer: LoadedOptimizer, outcome: Outcome) -> Outcome:
-    """An invalid model whose interface also changed is the pass's own invalid model, unless the
-    optimizer's own round trip of the original (its nop control) fails the checker the same way:
-    then the interface change is what the pass did. A probe or a reduction candidate has no nop
-    step before it, and runs the round trip here, once per model."""
-    change = outcome.evidence.get("interface_change")
-    if outcome.kind != "invalid-model" or change is None:
-        return outcome
-    if not context.round_trip_known:
-        context.round_trip_error = _round_trip_error(context, optimizer)
-        context.round_trip_known = True
-    error = context.round_trip_error
-    if error is None or normalize_message(error) != normalize_message(outcome.message):
-        return outcome
-    evidence = {key: value for key, value in outcome.evidence.items() if key != "interface_change"}
-    return replace(outcome, kind="interface-change", message=change, evidence={**evidence, "message": change})
+    return _optimized_outcome(context, optimizer, step, comparators, settings, on_phase)
 
 
 def _optimized_outcome(

@@ -18,6 +18,8 @@ from ditox_ci.engine.plan import NOP_LABEL, Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.report.model import Culprit, Finding
 
+# evidence of a finding on a model whose nop control failed too: what the control did
+CONTROL_KEY = "control"
 # a failure is the shared code's when more than half of the single passes a model ran show it, and
 # at least this many: two passes that fail alike may share a helper, or a mistake, of their own
 SHARED_MIN_PASSES = 3
@@ -114,6 +116,10 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         culprit = culprit_for(step)
         if shared is not None and step.label != NOP_LABEL and outcome.same_failure(shared.failure):
             culprit = shared.culprit()
+        evidence = dict(outcome.evidence)
+        if step.label != NOP_LABEL and nop is not None and nop.kind is not None:
+            # context only: the finding's kind and fingerprint come from this config's own result
+            evidence[CONTROL_KEY] = f"{nop.kind}: {nop.message}"[:300]
         findings.append(
             Finding(
                 fingerprint=culprit_fingerprint(outcome, culprit, step.label),
@@ -121,7 +127,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
                 model=result.ref.id,
                 config=step.label,
                 culprit=culprit,
-                evidence=dict(outcome.evidence),
+                evidence=evidence,
             )
         )
     if shared_with_nop:

@@ -107,6 +107,9 @@ class Job:
     steps: tuple[Step, ...]
     # (rtol, atol): also find where inside the graph each step's output mismatch starts
     divergence: tuple[float, float] | None = None
+    # prepare the original again and judge every step anew, even when the worker holds the model:
+    # a re-run that asks whether a failure reproduces must not be answered from its cache
+    fresh: bool = False
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,7 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         conn.send(PhaseStarted(-1, "prepare"))
         runs_before = runner.runs_so_far()
         key = (job.ref.id, job.ref.path)
-        context = contexts.get(key)
+        context = None if job.fresh else contexts.get(key)
         if context is None:
             # the next model gets the worker's memory (its allowance) to itself
             for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:

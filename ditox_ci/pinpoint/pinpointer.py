@@ -49,7 +49,7 @@ from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
-from ditox_ci.report.model import INTERNAL_ERROR, Culprit, Finding
+from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
 from ditox_ci.report.standalone import STANDALONE_KEY
 
 LOCALIZE_MODES = ("auto", "off")
@@ -322,11 +322,14 @@ class _Pinpointer:
             if self.options.deadline is not None and self.options.budget_left() <= 0:
                 return replace(finding, evidence={**finding.evidence, "pinpoint_skipped": "out of time"})
             culprit = self._localize(result, step, failure)
-        localized = replace(finding, culprit=culprit)
-        if self.options.by_design(localized):
-            return localized
-        # the fingerprint comes before reduction and never from it: see failure_fingerprint
+        # the fingerprint comes before reduction and never from it (see failure_fingerprint), and
+        # whether or not the finding is reduced: a bug the base build shows too has the same id in
+        # the PR check as in the nightly's plain sweep
         same_bug = culprit_fingerprint(failure, culprit, rewrites=self._rewrites(result, culprit, failure))
+        localized = replace(finding, culprit=culprit, fingerprint=same_bug)
+        # by design or older than this build: nobody will read its repro; flaky: no re-run showed it
+        if self.options.by_design(localized) or localized.status == FLAKY:
+            return localized
         earlier = self.reduced.get(same_bug)
         if earlier is not None:
             self.reused += 1

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.model import FLAKY, Culprit, Finding
 
 MODELS_SHOWN = 3
 
@@ -163,11 +163,12 @@ def _count(bugs: Sequence[Bug], noun: str) -> str:
 
 
 def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[str, Any]:
-    """What every bug-centric template takes: new bugs and warnings, fixed bugs, known groups."""
+    """What every bug-centric template takes: new bugs and warnings, fixed and flaky bugs, known groups."""
     new = group_bugs(f for f in findings if f.status == "new")
     known = [f for f in findings if f.status == "known"]
     fixed = group_bugs(f for f in findings if f.status == "fixed")
     return {
+        "flaky_bugs": group_bugs(f for f in findings if f.status == FLAKY),
         "new_bugs": new,
         "new_failures": [bug for bug in new if not bug.is_warning],
         "new_warnings": [bug for bug in new if bug.is_warning],

@@ -47,7 +47,10 @@ FINDING_KINDS = (
 # `shared`: the same failure under most single passes but not in the nop control, one bug in the
 # code every pass goes through (`Culprit.seen_under` names those passes), not one per pass
 CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "unknown")
-STATUSES = ("new", "known", "fixed")
+# flaky: a failure the sweep saw once that no re-run showed again (triage/reproduce.py): kept with
+# its evidence, listed apart, never closes the gate
+FLAKY = "flaky"
+STATUSES = ("new", "known", "fixed", FLAKY)
 # a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
 # failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
 # goes on, and the run exits 70 once the report is written

@@ -5,6 +5,8 @@ runs again, only the configs that failed (and the nop control), through a worker
 the `--base-optimizer` build instead of the one under test. A finding whose config fails the same
 way on the base (`Outcome.same_failure`) is `known`, with `evidence["known_by"] = "base-optimizer"`;
 the others keep what the base did instead in `evidence["on_base"]`, so the PR comment can say so.
+A failure the base does not show is tried again (`reproduce.retry`): one it shows in any try is
+known, since a failure that comes and goes (a heap-dependent read) is no less the base's.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
-from ditox_ci.progress import Progress
 from ditox_ci.report.model import Finding
+from ditox_ci.triage.reproduce import retry, tries_of
 
 KNOWN_BY = "base-optimizer"
 
@@ -32,21 +34,11 @@ class BaseCheck:
     stats: dict[str, Any]
 
 
-def base_jobs(
-    findings: Sequence[Finding], results: Sequence[JobResult], steps: Sequence[Step], info: OptimizerInfo
-) -> list[Job]:
-    """One job per model with a finding: the nop control, then each failing config the base can run."""
-    failing: dict[str, set[str]] = {}
-    for finding in findings:
-        failing.setdefault(finding.model, set()).add(finding.config)
-    jobs = []
-    for result in results:
-        wanted = failing.get(result.ref.id)
-        if wanted is None:
-            continue
-        on_base = (step_on_build(s, info) for s in steps if s.label == "nop" or s.label in wanted)
-        jobs.append(Job(result.ref, tuple(step for step in on_base if step is not None)))
-    return jobs
+def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], info: OptimizerInfo) -> Job:
+    """A model's job on the base build: the nop control, then each failing config the base can run,
+    each on a freshly prepared model (a try must not be answered from the worker's cache)."""
+    on_base = (step_on_build(s, info) for s in steps if s.label == "nop" or s.label in configs)
+    return Job(result.ref, tuple(step for step in on_base if step is not None), fresh=True)
 
 
 def _on_base(outcome: Outcome | None, base: JobResult | None) -> str:
@@ -64,20 +56,29 @@ def judge_on_base(
     base_results: Sequence[JobResult],
     label: str,
 ) -> list[Finding]:
-    """Mark the findings the base build reproduces as known; note on the others what it did."""
+    """Mark the findings the base build showed in any try (`base_results` may hold several results
+    of a model, one per try) as known; note on the others what it did in its last try."""
     ours = {result.ref.id: result for result in results}
-    theirs = {result.ref.id: result for result in base_results}
+    wanted = {
+        (f.model, f.config): ours[f.model].outcomes[f.config]
+        for f in findings
+        if f.model in ours and f.config in ours[f.model].outcomes
+    }
+    tried = tries_of(wanted, base_results)
+    last = {result.ref.id: result for result in base_results}
     judged = []
     for finding in findings:
-        outcome = ours[finding.model].outcomes.get(finding.config)
-        base = theirs.get(finding.model)
-        base_outcome = base.outcomes.get(finding.config) if base and base.status == "ok" else None
-        if outcome is not None and base_outcome is not None and outcome.same_failure(base_outcome):
+        seen = tried.get((finding.model, finding.config))
+        if seen is not None and seen.reproduced:
             evidence = {**finding.evidence, "known_by": KNOWN_BY, "base_optimizer": label}
             judged.append(replace(finding, status="known", evidence=evidence))
-        else:
-            evidence = {**finding.evidence, "on_base": _on_base(base_outcome, base)}
-            judged.append(replace(finding, evidence=evidence))
+            continue
+        base = last.get(finding.model)
+        outcome = base.outcomes.get(finding.config) if base and base.status == "ok" else None
+        evidence = {**finding.evidence, "on_base": _on_base(outcome, base)}
+        if seen is not None and seen.tries > 1:
+            evidence["base_tries"] = seen.tries
+        judged.append(replace(finding, evidence=evidence))
     return judged
 
 
@@ -88,31 +89,38 @@ def check_on_base(
     config: WorkerConfig,
     installation: Installation,
     jobs: int,
+    deadline: float,
     log: Log,
 ) -> BaseCheck:
-    """Re-run each finding's model and config on the base build; see the module docstring."""
+    """Re-run each finding's model and config on the base build, up to `reproduce.TRIES` times
+    for those it does not show (the later tries while `deadline` allows); see the module docstring."""
     started = time.monotonic()
     label = installation.label
     base_config = replace(config, optimizer=installation.optimizer, optimizer_path=installation.path)
-    work = base_jobs(findings, results, steps, installation.info)
+    ours = {result.ref.id: result for result in results}
+    wanted = {
+        (f.model, f.config): ours[f.model].outcomes[f.config]
+        for f in findings
+        if f.model in ours and f.config in ours[f.model].outcomes
+    }
+
+    def job_for(model: str, configs: Sequence[str]) -> Job:
+        return base_job(ours[model], configs, steps, installation.info)
+
     base_results: list[JobResult] = []
-    if work:
-        with (
-            WorkerPool(base_config, min(jobs, len(work))) as pool,
-            Progress(log, len(work), "models on base") as progress,
-        ):
-            for result in pool.run(work):
-                base_results.append(result)
-                progress.advance()
+    if wanted:
+        with WorkerPool(base_config, min(jobs, len({model for model, _ in wanted}))) as pool:
+            base_results = retry(pool.run, wanted, job_for, deadline)
     judged = judge_on_base(findings, results, base_results, label)
     reproduced = sum(1 for f in judged if f.evidence.get("known_by") == KNOWN_BY)
     log.info(f"base optimizer {label}: {reproduced} of {len(judged)} findings reproduce there")
     stats = {
         "spec": installation.spec,
         "version": installation.info.version,
-        "models": len(work),
+        "models": len({model for model, _ in wanted}),
         "findings_checked": len(judged),
         "reproduced": reproduced,
+        "tries": len(base_results),
         "optimizer_runs": sum(r.optimizer_runs for r in base_results),
         "wall_s": round(time.monotonic() - started, 2),
     }

@@ -1,4 +1,6 @@
 """Classification: each finding becomes `new` or `known`, and what no longer reproduces `fixed`.
+A `flaky` finding (no re-run showed it, triage/reproduce.py) stays flaky unless the baseline or
+the previous report knows it.
 
 Sources of "known", strongest first: an unexpired baseline entry, the engine itself (a finding it
 already marked known, e.g. because it reproduces on `--base-optimizer`), the previous report.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
-from ditox_ci.report.model import Culprit, Finding, Report
+from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
 
@@ -82,6 +84,8 @@ def classify(
             findings.append(_known(finding, known_by))
         elif finding.fingerprint in previous_open:
             findings.append(_known(finding, "previous"))
+        elif finding.status == FLAKY:  # no re-run showed it: it stays apart, and does not gate
+            findings.append(finding)
         else:
             findings.append(_new(finding))
         expired = baseline.expired_match(finding, today)
@@ -129,11 +133,11 @@ def classify(
 
 
 def issue_worthy(finding: Finding) -> bool:
-    """A real, open bug: not fixed, not by design (baseline), not a warning. Infrastructure
-    findings (the optimizer's own round trip fails, whatever the passes) are bugs of the optimizer
-    like any other and get an issue too."""
+    """A real, open bug: not fixed, not flaky (nothing to reproduce it by), not by design
+    (baseline), not a warning. Infrastructure findings (the optimizer's own round trip fails,
+    whatever the passes) are bugs of the optimizer like any other and get an issue too."""
     return (
-        finding.status != "fixed"
+        finding.status not in ("fixed", FLAKY)
         and finding.kind != "warning"
         and not str(finding.evidence.get("known_by", "")).startswith("baseline:")
     )

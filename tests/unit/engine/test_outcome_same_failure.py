@@ -6,12 +6,12 @@ import numpy as np
 
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.findings import findings_for
 from ditox_ci.engine.outcome import Outcome, magnitude_band
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.sweep import findings_for
 from ditox_ci.triage.base_optimizer import KNOWN_BY, judge_on_base
 
 EXPECTED = [np.linspace(1.0, 2.0, 8, dtype=np.float32), np.linspace(-3.0, 3.0, 8, dtype=np.float32)]

@@ -9,7 +9,7 @@ from ditox_ci.engine.worker import JobResult
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import cache_key
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.triage.base_optimizer import KNOWN_BY, base_jobs, judge_on_base
+from ditox_ci.triage.base_optimizer import KNOWN_BY, base_job, judge_on_base
 
 HEAD = OptimizerInfo("onnxoptimizer", "0.4", ("nop", "a", "b", "new"), ("a", "new"))
 BASE = OptimizerInfo("onnxoptimizer", "0.3", ("nop", "a", "b"), ("a", "b"))
@@ -43,13 +43,20 @@ def test_role_configs_use_the_base_builds_own_lists_and_explicit_ones_need_every
     assert by_label["pass:new"] is None
 
 
-def test_only_models_with_findings_and_only_their_failing_configs_run_on_the_base():
-    findings = [_finding("m0", "pass:a"), _finding("m0", "pass:new"), _finding("m2", "default")]
-    results = [_result(ref) for ref in REFS]
-    jobs = base_jobs(findings, results, STEPS, BASE)
-    assert [job.ref.id for job in jobs] == ["m0", "m2"]
-    assert [step.label for step in jobs[0].steps] == ["nop", "pass:a"]
-    assert jobs[1].steps == (Step("nop", ("nop",)), Step("default", ("a", "b")))
+def test_a_model_runs_on_the_base_only_its_failing_configs_the_base_has_afresh():
+    first = base_job(_result(REFS[0]), ["pass:a", "pass:new"], STEPS, BASE)
+    assert [step.label for step in first.steps] == ["nop", "pass:a"] and first.fresh
+    second = base_job(_result(REFS[2]), ["default"], STEPS, BASE)
+    assert second.steps == (Step("nop", ("nop",)), Step("default", ("a", "b")))
+
+
+def test_a_failure_the_base_shows_in_a_later_try_is_known():
+    ours = [_result(REFS[0], pass_a=CRASH)]
+    tries = [_result(REFS[0], pass_a=Outcome(None)), _result(REFS[0], pass_a=CRASH)]
+    (judged,) = judge_on_base([_finding("m0", "pass:a")], ours, tries, "base")
+    assert judged.status == "known"
+    (judged,) = judge_on_base([_finding("m0", "pass:a")], ours, tries[:1] * 3, "base")
+    assert judged.status == "new" and judged.evidence["base_tries"] == 3
 
 
 def test_the_same_failure_on_the_base_is_known_and_anything_else_stays_new():

@@ -1,10 +1,10 @@
 """The nop control: a failure it already shows becomes ONE infrastructure finding."""
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
-from ditox_ci.sweep import coverage_of, findings_for
 
 STEPS = (
     Step("nop", ("nop",)),
