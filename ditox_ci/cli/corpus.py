@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import inputs_kind
+from ditox_ci.errors import InputError
 from ditox_ci.log import Log, inert, printable
 from ditox_ci.options import resolve
 
@@ -74,6 +75,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         Path(options.cache_dir).expanduser() if options.cache_dir else default_cache_dir(env)
     )
     refs = resolve_sources(options.models, CorpusContext(cache_dir), log)
+    if not refs:  # a folder without .onnx files: what a sweep would refuse, said here too
+        raise InputError(f"{' '.join(options.models)} holds no .onnx model")
     rows = [_row(ref) for ref in refs]
     if options.json:
         print(json.dumps(rows, indent=1))

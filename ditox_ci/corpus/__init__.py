@@ -7,6 +7,7 @@ file on disk, and where its recorded inputs live (ONNX backend-test layout), if 
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +46,29 @@ SOURCES: Registry[SourceFunc] = Registry(
 )
 
 
+# the names a source's pattern is matched against, listed without materializing any model: what an
+# error shows when a pattern selects nothing
+SOURCE_NAMES: dict[str, Callable[[CorpusContext], list[str]]] = {}
+
+
 def register_source(name: str) -> Callable[[SourceFunc], SourceFunc]:
     return SOURCES.register(name)
+
+
+def nothing_selected(spec: str, ctx: CorpusContext) -> InputError:
+    """The error for a named source whose pattern selects no model, naming what exists: a folder
+    name (`onnx-data:simple`) is not a glob of its models (`onnx-data:simple/*`)."""
+    name, _, pattern = spec.partition(":")
+    names = SOURCE_NAMES[name](ctx) if name in SOURCE_NAMES else []
+    hints = []
+    inside = [n for n in names if n.startswith(pattern.rstrip("/") + "/")]
+    if inside:
+        hints.append(f"'{name}:{pattern.rstrip('/')}/*' ({len(inside)} models)")
+    hints += [f"'{name}:{close}'" for close in difflib.get_close_matches(pattern, names, n=3, cutoff=0.6)]
+    said = f"; did you mean {' or '.join(hints)}?" if hints else ""
+    shown = ", ".join(names[:3]) + (f", … ({len(names)} in all)" if len(names) > 3 else "")
+    listing = f" (a glob over names such as {shown}; `ditox-ci corpus list --models {name}` lists them)"
+    return InputError(f"model source {spec!r} selects no model{said}{listing if names else ''}")
 
 
 def default_cache_dir(env: Mapping[str, str]) -> Path:
@@ -72,13 +94,17 @@ def resolve_sources(
 ) -> list[ModelRef]:
     """Every model the specs select, in spec order; an id seen twice keeps its first model.
 
-    No specs means DEFAULT_SOURCES. Unknown names raise UsageError, missing paths InputError.
+    No specs means DEFAULT_SOURCES. Unknown names raise UsageError; missing paths, and a named
+    source that selects no model, InputError.
     """
     refs: list[ModelRef] = []
     seen: set[str] = set()
     for spec in specs or DEFAULT_SOURCES:
         repeated = []
-        for ref in _models_for_spec(spec, ctx):
+        found = _models_for_spec(spec, ctx)
+        if not found and spec.partition(":")[0] in SOURCES:
+            raise nothing_selected(spec, ctx)
+        for ref in found:
             if ref.id in seen:
                 repeated.append(ref.id)
                 continue

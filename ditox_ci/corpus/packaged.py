@@ -20,9 +20,9 @@ from typing import Any
 
 import yaml
 
-from ditox_ci.corpus import CorpusContext, ModelRef, register_source
+from ditox_ci.corpus import SOURCE_NAMES, CorpusContext, ModelRef, register_source
 from ditox_ci.corpus.loading import model_sha256
-from ditox_ci.errors import ConfigError, UsageError
+from ditox_ci.errors import ConfigError
 
 MANIFEST = Path(__file__).resolve().parent.parent / "data" / "packaged-models.yml"
 INSTALL_HINT = (
@@ -168,10 +168,10 @@ def packaged_models(
     """Every manifest model whose name matches `pattern` (a glob; all when None)."""
     models = load_manifest(manifest)
     selected = [m for m in models if pattern is None or fnmatch.fnmatchcase(m.name, pattern)]
-    if not selected:
-        known = ", ".join(m.name for m in models)
-        raise UsageError(f"packaged:{pattern} matches no packaged model (known: {known})")
     return [model_ref(model) for model in selected]
+
+
+SOURCE_NAMES["packaged"] = lambda ctx: [model.name for model in load_manifest(MANIFEST)]
 
 
 if __name__ == "__main__":

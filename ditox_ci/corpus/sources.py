@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ditox_ci.corpus import CorpusContext, ModelRef, register_source
+from ditox_ci.corpus import SOURCE_NAMES, CorpusContext, ModelRef, register_source
 from ditox_ci.log import printable
 
 INDEX_FILE = "index.json"
@@ -282,6 +282,18 @@ def _onnx_data_models(ctx: CorpusContext) -> list[tuple[str, Path, Builder | Non
         name = source.stem.removeprefix("light_")
         found.append((f"{LIGHT_FAMILY}/{name}", light_root / name, _light_builder(source)))
     return found
+
+
+def _onnx_data_names(ctx: CorpusContext) -> list[str]:
+    return [name for name, _, _ in _onnx_data_models(ctx)]
+
+
+def _onnx_node_names(ctx: CorpusContext) -> list[str]:
+    return [entry["name"] for entry in materialize_once(onnx_node_dir(ctx), _build_node_cases)]
+
+
+SOURCE_NAMES["onnx-data"] = _onnx_data_names
+SOURCE_NAMES["onnx-node"] = _onnx_node_names
 
 
 @register_source("onnx-data")

@@ -92,3 +92,21 @@ def test_repeated_ids_keep_the_first_and_say_so(tmp_path: Path) -> None:
     assert [ref.path for ref in refs] == [str(first)]
     assert "m.onnx" in stream.getvalue()
     assert "keeping the first" in stream.getvalue()
+
+
+def test_a_named_source_that_selects_nothing_is_an_input_error_naming_what_exists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder name is not a glob of its models: the sweep must not go on with the other sources
+    as if the corpus were whole."""
+    from ditox_ci.corpus import SOURCE_NAMES, SOURCES
+
+    names = ["simple/test_a", "simple/test_b", "light/resnet50"]
+    monkeypatch.setitem(SOURCES._entries, "fake", lambda pattern, ctx: [])
+    monkeypatch.setitem(SOURCE_NAMES, "fake", lambda ctx: names)
+    with pytest.raises(InputError) as caught:
+        resolve_sources(["fake:simple"], _ctx(tmp_path))
+    said = str(caught.value)
+    assert "'fake:simple' selects no model" in said and "did you mean 'fake:simple/*' (2 models)" in said
+    with pytest.raises(InputError, match="did you mean 'fake:light/resnet50'"):
+        resolve_sources(["fake:light/resnet5"], _ctx(tmp_path))

@@ -10,7 +10,7 @@ import yaml
 
 from ditox_ci.corpus import SOURCES, CorpusContext
 from ditox_ci.corpus.packaged import MANIFEST, load_manifest, packaged_models, requirements
-from ditox_ci.errors import ConfigError, UsageError
+from ditox_ci.errors import ConfigError
 from tests.helpers import ROOT
 
 MODEL_BYTES = b"not parsed by the source, only hashed"
@@ -84,7 +84,7 @@ def test_missing_other_version_and_bad_checksum_are_listed_unavailable(
     assert "sha256" in refs["packaged:tampered"].meta["unavailable"]
 
 
-def test_glob_selects_and_unmatched_glob_is_usage_error(site: Path, tmp_path: Path) -> None:
+def test_glob_selects_and_an_unmatched_glob_selects_nothing(site: Path, tmp_path: Path) -> None:
     sha = hashlib.sha256(MODEL_BYTES).hexdigest()
     manifest = _manifest(
         tmp_path / "m.yml",
@@ -92,8 +92,8 @@ def test_glob_selects_and_unmatched_glob_is_usage_error(site: Path, tmp_path: Pa
     )
     refs = packaged_models("vad-*", CorpusContext(tmp_path), manifest)
     assert [ref.id for ref in refs] == ["packaged:vad-a"]
-    with pytest.raises(UsageError, match="vad-a, ocr-b"):
-        packaged_models("nothing*", CorpusContext(tmp_path), manifest)
+    # resolve_sources turns an empty selection into one input error naming what exists
+    assert packaged_models("nothing*", CorpusContext(tmp_path), manifest) == []
 
 
 def test_malformed_manifests_are_config_errors(tmp_path: Path) -> None:
