@@ -8,7 +8,7 @@ MODELS ?= onnx-node onnx-data packaged
 SWEEP_ARGS ?=
 MODELS_STAMP := $(VENV)/.models-$(shell cksum < ditox_ci/data/packaged-models.yml | cut -d' ' -f1)
 
-.PHONY: install models sweep test test-unit test-integration lint bench clean
+.PHONY: install models sweep test test-unit test-integration image-test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,14 @@ sweep: $(MODELS_STAMP)
 	test $$code -le 1
 
 test: $(MODELS_STAMP) lint
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration
+
+# The Action as GitHub runs it: the image built from the Dockerfile (podman; a Debian stand-in for
+# the base where no registry answers), the example workflows replayed job by job in it
+image-test: $(STAMP)
+	bash scripts/image-build.sh $(VENV)/image.env
+	set -a && . ./$(VENV)/image.env && set +a && \
+	$(BIN)/python -m pytest -q -p no:cacheprovider --basetemp=$$DITOX_IMAGE_DIR/runs tests/image
 
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

@@ -47,11 +47,15 @@ def minimal_report(*findings: Finding) -> Report:
 
 
 def parse_github_output(text: str) -> dict[str, str]:
-    """What the runner reads from GITHUB_OUTPUT: `name<<DELIMITER` blocks."""
+    """What the runner reads from GITHUB_OUTPUT: `name<<DELIMITER` blocks and `name=value` lines."""
     values: dict[str, str] = {}
     lines = iter(text.split("\n"))
     for line in lines:
         if not line:
+            continue
+        if "<<" not in line:
+            name, _, value = line.partition("=")
+            values[name] = value
             continue
         name, delimiter = line.split("<<", 1)
         body = []
