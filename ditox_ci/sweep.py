@@ -50,7 +50,7 @@ from ditox_ci.report import Finding, ModelEntry, Report, read_report
 from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
-from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.baseline import check_entry_passes, load_baseline
 from ditox_ci.triage.builds import identify, look_alike
 from ditox_ci.triage.reproduce import reproduce
 
@@ -558,6 +558,9 @@ def run_sweep(
     with contextlib.ExitStack() as builds:
         with log.group("plan"):
             build = builds.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))
+            if options.baseline:  # an entry that could never match is said before the sweep, not after
+                baseline = load_baseline(Path(options.baseline), build.info.name)
+                check_entry_passes(baseline, f"{build.info.name} {build.info.version}", build.info.passes)
             if stream is None:
                 plan = _plan_corpus(options, build, log)
             else:

@@ -26,9 +26,10 @@ entries:
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import fnmatch
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -171,8 +172,8 @@ class BaselineEntry:
         kinds = _string_list(data.get("kind"), f"{where}: kind")
         bad = [k for k in kinds if k not in FINDING_KINDS]
         if bad:
-            kinds_text = ", ".join(FINDING_KINDS)
-            raise ConfigError(f"{where}: unknown kind '{bad[0]}' (kinds: {kinds_text})")
+            hint = _did_you_mean(bad[0], FINDING_KINDS)
+            raise ConfigError(f"{where}: unknown kind '{bad[0]}'{hint} (kinds: {', '.join(FINDING_KINDS)})")
         message = data.get("message")
         if message is not None:
             try:
@@ -192,6 +193,24 @@ class BaselineEntry:
             origin=where.split(" entry")[0],
             optimizer=str(data.get("optimizer") or DEFAULT_OPTIMIZER),
         )
+
+
+def _did_you_mean(name: str, known: Collection[str]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def check_entry_passes(baseline: Baseline, optimizer: str, passes: Collection[str]) -> None:
+    """An entry of the user's that names a pass `optimizer` does not have (`passes`) would never
+    match, and the finding it was written for would stay new: a ConfigError (exit 3) before any
+    sweep. An opaque optimizer (no pass names) is not checked."""
+    for entry in baseline.entries if passes else ():
+        unknown = [name for name in entry.passes if name not in passes]
+        if unknown and not entry.shipped:
+            raise ConfigError(
+                f"baseline {entry.origin} entry {entry.id}: {optimizer} has no pass "
+                f"'{unknown[0]}'{_did_you_mean(unknown[0], passes)}"
+            )
 
 
 def _string_list(value: Any, where: str) -> tuple[str, ...]:
@@ -257,7 +276,8 @@ def parse_baseline(text: str, origin: str) -> tuple[Baseline, bool]:
 
 
 def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
-    text = read_text(path, "baseline", "create it with `ditox-ci baseline update` or fix the path")
+    fix = "create it with `ditox-ci baseline init` (docs/action.md) or fix the path"
+    text = read_text(path, "baseline", fix)
     return parse_baseline(text, str(path))
 
 
@@ -375,3 +395,17 @@ def _appendable_item_indent(text: str) -> str | None:
 
 def _indent(block: str, indent: str) -> str:
     return "".join(f"{indent}{line}\n" for line in block.splitlines())
+
+
+def init_baseline(
+    path: Path, findings: Iterable[Finding], reason: str, today: dt.date, optimizer: str = DEFAULT_OPTIMIZER
+) -> UpdateResult:
+    """A new baseline at `path` that accepts every finding of today's report the shipped default
+    does not (none: an empty one), so the first pull request checked is judged on what it adds."""
+    if path.exists():
+        raise ConfigError(f"baseline {path} exists already; add to it with `ditox-ci baseline update`")
+    result = update_baseline(path, findings, reason, None, today, optimizer)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_NEW_FILE_HEADER + f"version: {BASELINE_VERSION}\nentries: []\n")
+    return result

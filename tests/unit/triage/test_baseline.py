@@ -7,7 +7,13 @@ import pytest
 
 from ditox_ci.errors import ConfigError
 from ditox_ci.report.model import Culprit, Finding, Report
-from ditox_ci.triage.baseline import load_baseline, parse_baseline, update_baseline
+from ditox_ci.triage.baseline import (
+    check_entry_passes,
+    init_baseline,
+    load_baseline,
+    parse_baseline,
+    update_baseline,
+)
 from ditox_ci.triage.classify import classify
 
 TODAY = dt.date(2025, 6, 1)
@@ -55,6 +61,7 @@ def test_expired_entry_no_longer_applies():
         ("entries:\n- {id: e}\n", "'reason' is required"),
         ("entries:\n- {id: e, reason: r, kinds: x}\n", "unknown key 'kinds'"),
         ("entries:\n- {id: e, reason: r, kind: crash}\n", "unknown kind 'crash'"),
+        ("entries:\n- {id: e, reason: r, kind: output-mismatches}\n", "did you mean 'output-mismatch'"),
         ("entries:\n- {id: e, reason: r, message: '('}\n", "not a valid regex"),
         ("entries:\n- {id: e, reason: r}\n- {id: e, reason: r}\n", "used twice"),
         ("version: 2\n", "version 1"),
@@ -138,3 +145,30 @@ def test_classify_calls_a_crash_in_a_by_design_pass_new_and_its_interface_change
     report = Report({}, {}, {}, {"index": 0, "count": 1}, (), (crash, change), {}, {})
     statuses = {f.kind: f.status for f in classify(report, load_baseline(None), None).findings}
     assert statuses == {"optimizer-crash": "new", "interface-change": "known"}
+
+
+def test_an_entry_naming_a_pass_the_optimizer_lacks_is_refused_with_a_suggestion(tmp_path: Path):
+    path = tmp_path / "b.yml"
+    path.write_text("entries:\n- {id: typo, reason: r, passes: [fuse_bn_into_cnv]}\n")
+    baseline = load_baseline(path)
+    passes = ("fuse_bn_into_conv", "eliminate_identity", "split_init", "split_predict")
+    said = r"typo: onnxoptimizer 0.4.2 has no pass 'fuse_bn_into_cnv'; did you mean 'fuse_bn_into_conv'\?"
+    with pytest.raises(ConfigError, match=said) as caught:
+        check_entry_passes(baseline, "onnxoptimizer 0.4.2", passes)
+    assert caught.value.exit_code == 3
+    check_entry_passes(baseline, "opaque-optimizer", ())  # no pass names: nothing to check
+    # the shipped entries are not the user's to fix (they name passes of other versions too)
+    check_entry_passes(load_baseline(None), "onnxoptimizer 0.4.2", passes[:1])
+
+
+def test_init_starts_a_baseline_of_todays_findings_and_never_overwrites_one(tmp_path: Path):
+    path = tmp_path / ".github" / "ditox-baseline.yml"
+    split = make(fp="s" * 20, kind="interface-change", passes=("split_init",))
+    result = init_baseline(path, [make(), split], "known at adoption", TODAY)
+    assert [e.fingerprint for e in result.added] == ["f" * 20]
+    assert load_baseline(path).match(make(), TODAY).reason == "known at adoption"
+    with pytest.raises(ConfigError, match="exists already"):
+        init_baseline(path, [], "x", TODAY)
+    empty = tmp_path / "empty.yml"
+    assert init_baseline(empty, [], "x", TODAY).added == ()
+    assert parse_baseline(empty.read_text(), "empty")[0].entries == ()
