@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ditox_ci.ci.action import write_outputs
-from ditox_ci.errors import EXIT_OK, GitHubError, UsageError
+from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
 from ditox_ci.github import GitHubContext, PublishOptions, PublishResult, Texts, publish
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
@@ -102,6 +102,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env)
     context = GitHubContext.from_env(env)
     log.mask(context.token)
+    _require_a_github_context(context, settings.dry_run)
     if settings.pr is not None and settings.pr != context.pr_number:
         if settings.pr < 1:
             raise UsageError(f"--pr must be a pull request number, got {settings.pr}")
@@ -148,6 +149,25 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.summary(_held_back(result, settings.max_new_issues))
     write_outputs(_outputs(result, settings), env)
     return EXIT_OK
+
+
+def _require_a_github_context(context: GitHubContext, dry_run: bool) -> None:
+    """What publishing needs, said at once (a dry run plans against the same repository and
+    commit): not a run that retries the network for a token it never had."""
+    needed = (("GITHUB_REPOSITORY", context.repository), ("GITHUB_SHA", context.sha))
+    missing = [name for name, value in needed if not value]
+    if missing:
+        raise ConfigError(
+            f"publish needs the GitHub context of a workflow run; {' and '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not set (a GitHub Actions job sets them; "
+            "elsewhere set them, with GITHUB_EVENT_PATH for a pull request, to "
+            f"{'plan' if dry_run else 'publish'} against that repository and commit)"
+        )
+    if not dry_run and not context.token:
+        raise ConfigError(
+            "no GitHub token: set the Action's github_token input (default: the job's token) or "
+            "GITHUB_TOKEN, or use --dry-run to see what would be published"
+        )
 
 
 def _held_back(result: PublishResult, cap: int) -> str:

@@ -82,6 +82,7 @@ def test_reports_of_real_sweeps_and_merges_follow_the_schema(tmp_path: Path):
     merged = json.loads((tmp_path / "merged" / "report.json").read_text())
     assert any(f["status"] == "new" for f in merged["findings"])  # the planted bug was found
 
+    env.update(GITHUB_REPOSITORY="octo/optimizer", GITHUB_SHA="c" * 40)  # what the dry run plans against
     published = cli("publish", "--report", "merged/report.json", "--dry-run", "--sarif", "out.sarif")
     assert published.returncode == 0, published.stderr
     assert json.loads((tmp_path / "out.sarif").read_text())["runs"][0]["results"]

@@ -94,7 +94,7 @@ def test_installed_wheel_sweeps_and_renders_from_another_folder(tmp_path: Path) 
     published = subprocess.run(
         [str(site / "bin" / "ditox-ci"), "publish", "--report", "out/report.json", "--dry-run"],
         cwd=elsewhere,
-        env={**env, "GITHUB_SHA": "a" * 40},
+        env={**env, "GITHUB_REPOSITORY": "onnx/optimizer", "GITHUB_SHA": "a" * 40},
         capture_output=True,
         text=True,
         timeout=120,
