@@ -17,6 +17,7 @@ from ditox_ci.corpus.inputs import has_recorded_inputs, make_feeds
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.corpus.sources import ONNX_DATA_DIR, onnx_node_dir
 from ditox_ci.engine import runner
+from ditox_ci.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +52,8 @@ def test_onnx_node_glob_selects_matching_cases(ctx: CorpusContext, node_refs: li
     expected = [ref for ref in node_refs if ref.id.startswith("onnx-node:test_conv")]
     assert refs == expected and refs
     assert {ref.family for ref in refs} >= {"Conv", "ConvTranspose", "ConvInteger"}
-    assert resolve_sources(["onnx-node:no_such_case*"], ctx) == []
+    with pytest.raises(InputError, match=r"'onnx-node:no_such_case\*' selects no model"):
+        resolve_sources(["onnx-node:no_such_case*"], ctx)
 
 
 def test_onnx_node_inputs_reproduce_recorded_outputs(ctx: CorpusContext) -> None:

@@ -123,14 +123,17 @@ def test_a_wheel_is_installed_once_per_cache(builds: dict[str, Path], tmp_path: 
     assert [f["status"] for f in first[1]["findings"]] == [f["status"] for f in second[1]["findings"]]
 
 
-def test_a_base_pip_cannot_install_is_a_one_line_error(builds: dict[str, Path], tmp_path: Path):
-    code, report, stderr = sweep(
-        builds, tmp_path, "--base-optimizer", str(tmp_path / "missing.whl"), "--quiet"
-    )
-    assert code == 5
-    assert report == {}
+def test_a_base_build_that_cannot_be_had_is_a_one_line_error(builds: dict[str, Path], tmp_path: Path):
+    missing = tmp_path / "onnxoptimizer-9.9-py3-none-any.whl"
+    code, report, stderr = sweep(builds, tmp_path, "--base-optimizer", str(missing), "--quiet")
+    assert (code, report) == (5, {})
     lines = stderr.strip().splitlines()
-    assert len(lines) == 1 and "pip could not install" in lines[0], stderr
+    assert len(lines) == 1 and f"--base-optimizer {missing}: no such wheel file" in lines[0], stderr
+    broken = tmp_path / "broken-1.0-py3-none-any.whl"
+    broken.write_bytes(b"not a zip")
+    code, report, stderr = sweep(builds, tmp_path, "--base-optimizer", str(broken), "--quiet")
+    lines = stderr.strip().splitlines()
+    assert (code, report) == (5, {}) and len(lines) == 1 and "pip could not install" in lines[0], stderr
 
 
 def test_a_base_that_does_not_provide_the_module_is_a_one_line_error(builds: dict[str, Path], tmp_path: Path):
