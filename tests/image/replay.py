@@ -97,6 +97,8 @@ class Runner:
     artifacts: dict[int, dict[str, Path]] = field(default_factory=dict)
     runs: int = 0
     containers: int = 0
+    # containers started with background=True, by job folder name
+    background: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def new_run(self) -> int:
         self.runs += 1
@@ -246,7 +248,8 @@ class Runner:
         with log.open("w") as handle:
             process = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
             if background:
-                return StepResult(-1, {}, str(process.pid), "")
+                self.background[base.name] = process
+                return StepResult(-1, {}, "", "")
             code = process.wait(timeout=1800)
         return StepResult(
             code,
