@@ -24,8 +24,9 @@ WHY_CHANGED = "changed"
 
 @dataclass(frozen=True)
 class ExercisedPass:
-    """One pass the PR adds or changes: the generators whose models it got, and what it did to them
-    (`models_changed` beyond the nop control, of `models_checked`); `not_run` says why it got none."""
+    """One pass the PR adds or changes: the generators chosen for it, and what it did to the
+    generated models (every exercised pass runs on all of them): `models_changed` beyond the nop
+    control, of `models_checked`; `not_run` says why it ran on none."""
 
     name: str
     why: str
@@ -73,8 +74,8 @@ def never_fired_warnings(report: Report) -> list[str]:
         else:
             generators = ", ".join(exercised.generators)
             how = (
-                f"it changed none of the {exercised.models_checked} models generated for it "
-                f"(generators {generators}) and no corpus model"
+                f"it changed none of the {exercised.models_checked} generated models (its generators: "
+                f"{generators}) and no corpus model"
             )
         warnings.append(
             f"{exercised.why} pass {exercised.name} never fired: {how}; this check did not test it. "
