@@ -47,13 +47,17 @@ from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report, read_report
+from ditox_ci.report.exercised import EXERCISED_KEY
 from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
 from ditox_ci.triage.baseline import check_entry_passes, load_baseline
 from ditox_ci.triage.builds import identify, look_alike
+from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
 from ditox_ci.triage.reproduce import reproduce
 
+# where the models made for the passes a PR adds or changes go, below --out
+EXERCISED_DIR = "exercised"
 # the options that name a file or folder
 PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
 
@@ -84,6 +88,11 @@ class SweepOptions:
     out: str = "ditox-report"
     localize: str = "auto"
     reduce_budget: float = 30.0
+    # with a base build: seconds for making models for the passes the head adds or changes (0: off)
+    exercise_budget: float = 60.0
+    # the PR's base commit: passes whose source changed since it, in the working directory's
+    # checkout, are exercised too
+    changed_since: str | None = None
     # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
     max_skipped: float | None = None
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
@@ -112,6 +121,8 @@ class SweepOptions:
             raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
         if self.runner not in RUNNER_CHOICES:
             raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
+        if self.exercise_budget < 0:
+            raise UsageError(f"--exercise-budget must be >= 0 seconds, got {self.exercise_budget}")
         if self.reduce_budget < 0:
             raise UsageError(f"--reduce-budget must be >= 0 seconds, got {self.reduce_budget}")
         if self.comparator is not None:
@@ -313,6 +324,7 @@ class _Finished:
     base_stats: dict[str, Any] | None = None
     reproduce_stats: dict[str, Any] | None = None
     pinpoint_stats: dict[str, int] | None = None
+    exercise_stats: dict[str, Any] | None = None
 
 
 def _sweep_models(
@@ -363,6 +375,31 @@ def _judge_on_base(
             log.warning(warning)
     stats = {**checked.stats, "build": build.to_json(), **({"look_alike": warning} if warning else {})}
     finished.findings, finished.base_stats = list(checked.findings), stats
+
+
+def _exercise(
+    options: SweepOptions,
+    plan: SweepPlan,
+    base: Installation,
+    pool: WorkerPool,
+    finished: _Finished,
+    log: Log,
+) -> SweepPlan:
+    """The passes the head adds or changes get models made for them (`triage.exercise`), in shard 0
+    only: every shard would make the same ones. Their models join the sweep's, with their configs."""
+    if options.exercise_budget <= 0 or parse_shard(options.shard)[0] != 0:
+        return plan
+    changed = changed_passes(Path.cwd(), options.changed_since, plan.info.passes, log)
+    targets = passes_to_exercise(plan.info, base.info, changed)
+    if not targets:
+        return plan
+    with log.group("exercise new and changed passes"):
+        out = Path(options.out) / EXERCISED_DIR
+        done = exercise(targets, plan.steps, pool, out, options.seed, options.exercise_budget, log)
+    finished.results.extend(done.results)
+    finished.findings.extend(done.findings)
+    finished.exercise_stats = done.stats
+    return replace(plan, labels_run={**plan.labels_run, **done.labels_run()})
 
 
 def _reproduce(
@@ -447,6 +484,7 @@ class SweepStats:
     pinpoint: Mapping[str, int] | None = None
     base_optimizer: Mapping[str, Any] | None = None
     reproduce: Mapping[str, Any] | None = None
+    exercised: Mapping[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         stats: dict[str, Any] = {
@@ -474,6 +512,8 @@ class SweepStats:
             stats["base_optimizer"] = dict(self.base_optimizer)
         if self.reproduce is not None:
             stats["reproduce"] = dict(self.reproduce)
+        if self.exercised is not None:
+            stats[EXERCISED_KEY] = dict(self.exercised)
         return stats
 
 
@@ -521,6 +561,7 @@ def _report(
         pinpoint=finished.pinpoint_stats,
         base_optimizer=finished.base_stats,
         reproduce=finished.reproduce_stats,
+        exercised=finished.exercise_stats,
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"
@@ -598,6 +639,8 @@ def _sweep_planned(
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
             _sweep_models(pool, plan, finished, log, stream, on_result)
+            if base is not None and stream is None:
+                plan = _exercise(options, plan, base, pool, finished, log)
             pinpointing = _pinpoint_options(options, plan.info, stream)
             # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:

@@ -17,17 +17,19 @@ FAKES = ROOT / "tests" / "fakes"
 
 
 def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`ditox-ci ARGS` in a subprocess of this Python, output captured."""
     command = [sys.executable, "-m", "ditox_ci", *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
 
-def sweep(*args: str, out: Path, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
-    """`ditox-ci sweep --out OUT --quiet ARGS`: its exit code, its report (empty when it wrote
-    none) and its stderr."""
-    proc = run_cli("sweep", "--out", str(out), "--quiet", *args, env=env)
+def sweep(
+    *args: str, out: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> tuple[int, dict[str, Any], str]:
+    """`ditox-ci sweep --out OUT --quiet ARGS` (in `cwd`): its exit code, its report (empty when
+    it wrote none) and its stderr."""
+    proc = run_cli("sweep", "--out", str(out), "--quiet", *args, env=env, cwd=cwd)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     return proc.returncode, report, proc.stderr
 

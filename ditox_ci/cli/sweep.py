@@ -12,10 +12,12 @@ from typing import Any
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError, InternalError
+from ditox_ci.github.context import pull_request_base
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report import STATUSES, Report, read_report
+from ditox_ci.report.exercised import never_fired_warnings
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
 from ditox_ci.triage.baseline import load_baseline
@@ -160,6 +162,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="paths or named sources (default: onnx-node onnx-data)",
     )
     parser.add_argument("--shard", help="I/N: run shard I (0-based) of N (default 0/1)")
+    parser.add_argument(
+        "--exercise-budget",
+        dest="exercise_budget",
+        type=float,
+        metavar="SECONDS",
+        help="with --base-optimizer: seconds for making models for the passes the head adds or "
+        "changes (as `ditox-ci fuzz --passes` does), on shard 0 (default 60; 0: off)",
+    )
+    parser.add_argument(
+        "--changed-since",
+        dest="changed_since",
+        metavar="COMMIT",
+        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h) changed "
+        "since COMMIT in the working directory's checkout are exercised too (default: the "
+        "pull_request event's base.sha)",
+    )
     add_sweep_arguments(parser)
 
 
@@ -187,6 +205,9 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
+    if report.shard.get("count", 1) == 1:  # a shard's coverage is its share's: the merge's summary says
+        for warning in never_fired_warnings(report):
+            log.warning(warning)
     new = report.new_failures()
     for finding in new:
         log.error(
@@ -252,6 +273,8 @@ def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: P
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env, quiet=args.quiet)
     options = sweep_options(args, env)
+    if options.changed_since is None:
+        options = replace(options, changed_since=pull_request_base(env) or None)
     with stop_on_signals() as stop:
         # from the end of its work on, a signal must not cut the report short (it is only noted)
         report = run_sweep(options, log, settled=stop.disarm)

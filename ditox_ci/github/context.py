@@ -92,6 +92,14 @@ class GitHubContext:
         )
 
 
+def pull_request_base(env: Mapping[str, str]) -> str:
+    """The commit a pull_request event's PR starts from (`pull_request.base.sha`), "" otherwise."""
+    if env.get("GITHUB_EVENT_NAME", "") not in _PR_EVENTS:
+        return ""
+    pull = _read_event(env.get("GITHUB_EVENT_PATH")).get("pull_request")
+    return str((pull.get("base") or {}).get("sha") or "") if isinstance(pull, dict) else ""
+
+
 def _workflow_path(workflow_ref: str, repository: str) -> str:
     """`.github/workflows/x.yml` of `owner/repo/.github/workflows/x.yml@refs/…` (a reusable
     workflow of another repository has no file here: "")."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import jinja2
 
+from ditox_ci.report.exercised import exercised_passes, never_fired_warnings
 from ditox_ci.report.standalone import mermaid, script, standalone_of
 
 # A source checkout (and the Action's image) has the templates beside the package; an installed
@@ -97,6 +98,8 @@ def _environment(templates_override: str | None) -> jinja2.Environment:
     env.filters["truncate_text"] = truncate
     # an issue carries its bug's standalone repro: the reduced model, a script, a diagram
     env.globals.update(standalone=standalone_of, standalone_script=script, mermaid=mermaid)
+    # the PR check's exercised passes, in the summary and the comment alike
+    env.globals.update(exercised_passes=exercised_passes, never_fired_warnings=never_fired_warnings)
     return env
 
 

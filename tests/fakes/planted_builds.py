@@ -7,8 +7,9 @@ the same version (as a head wheel built from a checkout of 0.4.2-and-more does):
   on the calls numbered in $PLANTED_FLAKY_CRASHES (counted in the file $PLANTED_FLAKY_COUNT, over
   every process of a run), a heap-dependent read made countable;
 - the head (`planted_head`) also restores the sequence output types its round trip dropped (the
-  fix of onnx/optimizer#271), and has a pass the base lacks, NEW_PASS (the real
-  fuse_consecutive_squeezes under a new name, so only a model with two Squeezes makes it fire).
+  fix of onnx/optimizer#271), and has two passes the base lacks: NEW_PASS (the real
+  fuse_consecutive_squeezes under a new name, so only a model with two Squeezes makes it fire) and
+  IDLE_PASS (the real nop: it never changes a model).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ VERSION = "0.4.2"
 BROKEN_PASS = "eliminate_identity"
 FLAKY_PASS = "eliminate_deadend"
 NEW_PASS = "fuse_consecutive_squeeze_unsqueeze"
+IDLE_PASS = "eliminate_nop_squeeze"
 
 
 def _flaky_call() -> int:
@@ -54,7 +56,8 @@ def optimize(
         crashes = {int(n) for n in os.environ.get("PLANTED_FLAKY_CRASHES", "").split(",") if n}
         if _flaky_call() in crashes:
             ctypes.string_at(0)
-    real = ["fuse_consecutive_squeezes" if p == NEW_PASS else p for p in passes]
+    renamed = {NEW_PASS: "fuse_consecutive_squeezes", IDLE_PASS: "nop"}
+    real = [renamed.get(p, p) for p in passes]
     original = onnx.ModelProto()
     original.CopyFrom(model)
     result = onnxoptimizer.optimize(model, real, fixed_point)

@@ -1,5 +1,5 @@
 """The head build of `planted_builds`: the same version as the base, its round trip fixed, and
-one pass more (NEW_PASS)."""
+two passes more (NEW_PASS, IDLE_PASS)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import onnx
 import onnxoptimizer
-from planted_builds import NEW_PASS, VERSION
+from planted_builds import IDLE_PASS, NEW_PASS, VERSION
 from planted_builds import optimize as _optimize
 
 __version__ = VERSION
 
 
 def get_available_passes() -> list[str]:
-    return [*onnxoptimizer.get_available_passes(), NEW_PASS]
+    return [*onnxoptimizer.get_available_passes(), NEW_PASS, IDLE_PASS]
 
 
 def get_fuse_and_elimination_passes() -> list[str]:

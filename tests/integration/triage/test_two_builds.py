@@ -1,15 +1,18 @@
 """Two builds of a planted optimizer (tests/fakes/planted_builds.py) as a PR check sees them: a
 control that fails on the base only, a failure that comes and goes, the same bug in the plain
-sweep, the PR check and the nightly."""
+sweep, the PR check and the nightly, passes only the head has."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
+from planted_builds import IDLE_PASS, NEW_PASS
 
 from tests import helpers
 from tests.helpers import FAKES
@@ -45,7 +48,9 @@ def plain_model(name: str) -> onnx.ModelProto:
     return model
 
 
-def sweep(tmp_path: Path, model: onnx.ModelProto, *args: str, out: str, **env: str) -> tuple[int, dict, str]:
+def sweep(
+    tmp_path: Path, model: onnx.ModelProto, *args: str, out: str, cwd: Path | None = None, **env: str
+) -> tuple[int, dict, str]:
     path = tmp_path / f"{model.graph.name}.onnx"
     onnx.save(model, path)
     environment = {
@@ -55,7 +60,7 @@ def sweep(tmp_path: Path, model: onnx.ModelProto, *args: str, out: str, **env: s
         **env,
     }
     common = ("--jobs", "1", "--models", str(path), "--cache-dir", str(tmp_path / "cache"))
-    return helpers.sweep(*common, *args, out=tmp_path / out, env=environment)
+    return helpers.sweep(*common, *args, out=tmp_path / out, env=environment, cwd=cwd)
 
 
 def by_config(report: dict) -> dict[str, dict]:
@@ -139,3 +144,56 @@ def test_two_builds_of_one_version_are_told_apart_and_the_summary_warns(tmp_path
     assert f"| head | 0.4.2 | {head['git_describe']} | {head['files_sha256'][:12]} |" in summary
     assert f"| {base['files_sha256'][:12]} | {base['passes_sha256'][:12]} |" in summary
     assert "**Warning:** head and base both report version 0.4.2" in summary
+
+
+def test_passes_the_pr_adds_or_changes_are_exercised_and_one_that_never_fires_warns(tmp_path: Path):
+    """In the optimizer's checkout of a pull_request event: NEW_PASS (only the head has it; no
+    generator of its own) gets the models of the generators named like it and fires on some;
+    IDLE_PASS fires on none and warns; eliminate_identity, whose source the PR touched, is
+    exercised as changed."""
+    checkout = tmp_path / "optimizer"
+    passes = checkout / "onnxoptimizer" / "passes"
+    passes.mkdir(parents=True)
+    (passes / "eliminate_identity.h").write_text("// base\n")
+    git = ("git", "-C", str(checkout))
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"], check=True)
+    base_sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
+    (passes / "eliminate_identity.h").write_text("// the PR's change\n")
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": 7, "base": {"sha": base_sha.strip()}}}))
+
+    configs = f"pass:{NEW_PASS},pass:{IDLE_PASS},pass:eliminate_identity"
+    args = ("--optimizer", HEAD, "--base-optimizer", BASE, "--configs", configs, "--exercise-budget", "60")
+    code, report, stderr = sweep(
+        tmp_path, plain_model("fine"), *args, out="pr", cwd=checkout,
+        PYTHONPATH=os.pathsep.join([str(FAKES), str(helpers.ROOT), os.environ.get("PYTHONPATH", "")]),
+        GITHUB_EVENT_NAME="pull_request", GITHUB_EVENT_PATH=str(event),
+    )
+    assert code == 0, stderr
+    exercised = {p["name"]: p for p in report["stats"]["exercised"]["passes"]}
+    assert {name: p["why"] for name, p in exercised.items()} == {
+        NEW_PASS: "new", IDLE_PASS: "new", "eliminate_identity": "changed"
+    }
+    new = exercised[NEW_PASS]
+    assert "fuse_consecutive_squeezes" in new["generators"]
+    assert 0 < new["models_changed"] < new["models_checked"]
+    assert exercised[IDLE_PASS]["models_checked"] > 0 and exercised[IDLE_PASS]["models_changed"] == 0
+    assert exercised["eliminate_identity"]["generators"] == ["eliminate_identity"]
+    assert exercised["eliminate_identity"]["models_changed"] > 0
+    # the generated models are the report's too, and what the new pass did to them is judged there:
+    # the base, which lacks the pass, cannot vouch for it
+    generated = [m for m in report["models"] if m["source"].endswith("/pr/exercised")]
+    assert len(generated) == report["stats"]["exercised"]["models"] == len(report["models"]) - 1
+    on_new = [f for f in report["findings"] if f["config"] == f"pass:{NEW_PASS}"]
+    assert on_new and all(f["status"] == "new" for f in on_new)
+    lacks = "not run: the base build lacks a pass of this config"
+    assert {f["evidence"]["on_base"] for f in on_new} == {lacks}
+
+    summary = (tmp_path / "pr" / "summary.md").read_text()
+    row = f"| {NEW_PASS} | new | {new['models_changed']} of {new['models_checked']} |".replace("_", "\\_")
+    assert row in summary
+    warning = f"new pass {IDLE_PASS} never fired".replace("_", "\\_")
+    assert f"> **Warning:** {warning}" in summary and f"new pass {IDLE_PASS} never fired" in stderr
+    assert f"new pass {NEW_PASS} never fired" not in stderr

@@ -13,6 +13,7 @@ import pytest
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import InputError, MergeError
+from ditox_ci.report.exercised import EXERCISED_KEY, ExercisedPass, never_fired_warnings
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 from ditox_ci.triage.classify import classify
@@ -368,3 +369,25 @@ def test_a_merge_counts_as_planned_every_shard_s_models_and_what_the_interrupted
     shards[1] = replace(shards[1], stats=stopped)
     merged = merge_reports(shards)
     assert (len(merged.models), merged.stats["models_planned"]) == (3, 5)
+
+
+def test_exercised_passes_travel_from_shard_0_and_the_warning_reads_every_shards_coverage() -> None:
+    """Shard 0 alone makes the models for the PR's passes; another shard's corpus may fire one."""
+    exercised = {
+        "models": 40,
+        "passes": [
+            ExercisedPass("fires_elsewhere", "new", ("g",), 40, 0).to_json(),
+            ExercisedPass("idle", "new", ("g",), 40, 0).to_json(),
+        ],
+    }
+    silent = {"models_changed": 0, "models_checked": 41}
+    shards = [
+        _shard(0, 2, ["m0"], coverage={"fires_elsewhere": silent, "idle": silent}, exercised=exercised),
+        _shard(1, 2, ["m1"], coverage={"fires_elsewhere": {"models_changed": 1, "models_checked": 1}}),
+    ]
+    assert [w.split(" never")[0] for w in never_fired_warnings(shards[0])] == [
+        "new pass fires_elsewhere", "new pass idle"
+    ]
+    merged = merge_reports(shards)
+    assert merged.stats[EXERCISED_KEY] == exercised
+    assert [w.split(" never")[0] for w in never_fired_warnings(merged)] == ["new pass idle"]

@@ -1,0 +1,167 @@
+"""Passes a pull request adds or changes get models made for them, within a budget, in the PR check.
+
+A corpus rarely holds a model that a brand-new pass rewrites (onnx/optimizer's
+`fuse_consecutive_squeeze_unsqueeze` changed none of 2,022), so the check would pass it untested.
+The passes the head build has and the base lacks, and, in a checkout of onnx/optimizer, the passes
+whose source file (`onnxoptimizer/passes/<pass>.h`) changed since the PR's base commit, get the
+pass-directed generators' models (`ditox-ci fuzz`): the pass's own generator, or for a pass that
+has none the generators of the passes closest to it by name (a new pass is often a variant of an
+old one), else all of them. Each model runs the nop control and every such pass alone on the
+build under test; its findings join the sweep's (re-run on the base, reproduced, pinpointed), and
+what each pass changed is recorded (`stats.exercised`), with a warning for one that fired on
+nothing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.plan import NOP_LABEL, Step
+from ditox_ci.engine.worker import Job, JobResult, WorkerPool
+from ditox_ci.fuzz import GENERATORS
+from ditox_ci.fuzz.corpus import StreamedCorpus
+from ditox_ci.log import Log
+from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.exercised import WHY_CHANGED, WHY_NEW, ExercisedPass
+from ditox_ci.report.model import Finding
+from ditox_ci.triage.builds import GIT_TIMEOUT_S
+
+# where a pass of onnx/optimizer lives in its checkout
+PASS_SOURCE = re.compile(r"^onnxoptimizer/passes/(?P<name>\w+)\.(?:h|cc|cpp)$")
+# a pass without a generator of its own gets the models of this many passes closest to it by name
+CLOSE_GENERATORS = 3
+CLOSE_CUTOFF = 0.6
+# models made per exercised pass at most, however fast they come: enough to see a pass fire on
+# several seeds of each of its generators, few enough that report.json stays the corpus's
+MODELS_PER_PASS = 60
+
+
+def changed_passes(checkout: Path, since: str | None, passes: Collection[str], log: Log) -> tuple[str, ...]:
+    """The passes whose source file differs between commit `since` and the checkout at `checkout`.
+
+    Quietly none where that cannot be known: no commit given, not a git checkout, git missing.
+    A checkout that lacks the commit (a shallow clone) is said once, since fetching more history
+    is the fix."""
+    if not since:
+        return ()
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(checkout), "diff", "--name-only", since, "--"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    if done.returncode != 0:
+        if "not a git repository" not in done.stderr.lower():
+            reason = (done.stderr.strip().splitlines() or ["no reason given"])[0]
+            log.info(
+                f"passes changed since {since} not looked up ({reason[:200]}); a shallow checkout "
+                "needs the base commit (actions/checkout with fetch-depth: 0)"
+            )
+        return ()
+    names = {found["name"] for line in done.stdout.splitlines() if (found := PASS_SOURCE.match(line.strip()))}
+    return tuple(name for name in passes if name in names)
+
+
+def passes_to_exercise(head: OptimizerInfo, base: OptimizerInfo, changed: Sequence[str]) -> dict[str, str]:
+    """{pass: why} for the head's passes the base lacks (new) and the `changed` ones it has."""
+    targets = {name: WHY_NEW for name in head.passes if name not in base.passes}
+    targets.update({name: WHY_CHANGED for name in changed if name in head.passes and name not in targets})
+    return targets
+
+
+def generators_for(name: str) -> tuple[str, ...]:
+    """The pass's own generator, else those of the passes closest to it by name, else all."""
+    if name in GENERATORS:
+        return (name,)
+    close = difflib.get_close_matches(name, sorted(GENERATORS), n=CLOSE_GENERATORS, cutoff=CLOSE_CUTOFF)
+    return tuple(close) or tuple(sorted(GENERATORS))
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """The exercised passes, the models made for them, their findings and `stats.exercised`."""
+
+    passes: tuple[ExercisedPass, ...]
+    results: tuple[JobResult, ...]
+    findings: tuple[Finding, ...]
+    stats: dict[str, Any]
+
+    def labels_run(self) -> dict[str, frozenset[str]]:
+        """The configs each generated model ran: the control and the exercised passes, no others."""
+        return {result.ref.id: frozenset(result.outcomes) for result in self.results}
+
+
+def _runnable(targets: Mapping[str, str], steps: Sequence[Step]) -> dict[str, Step]:
+    single = {step.single_pass: step for step in steps if step.single_pass}
+    return {name: single[name] for name in targets if name in single}
+
+
+def exercise(
+    targets: Mapping[str, str],
+    steps: Sequence[Step],
+    pool: WorkerPool,
+    out_dir: Path,
+    seed: int,
+    budget_s: float,
+    log: Log,
+) -> Exercise:
+    """Make models for `targets` ({pass: why}) into `out_dir` until `budget_s` is spent (or
+    MODELS_PER_PASS for each), and run
+    each through `pool` with the nop control and every target the sweep's `steps` run alone; a
+    model without a finding is deleted once judged (its seed makes it again)."""
+    started = time.monotonic()
+    runnable = _runnable(targets, steps)
+    generators = list(dict.fromkeys(g for name in runnable for g in generators_for(name)))
+    shutil.rmtree(out_dir, ignore_errors=True)
+    limit = MODELS_PER_PASS * len(runnable)
+    corpus = StreamedCorpus(out_dir, seed, generators, limit, started + budget_s)
+    job_steps = (*(step for step in steps if step.label == NOP_LABEL), *runnable.values())
+    results: list[JobResult] = []
+    findings: list[Finding] = []
+    if runnable:
+        for result in pool.run(Job(ref, job_steps) for ref in corpus):
+            found = findings_for(result, job_steps)
+            if not found:  # a finding's model is re-run on the base and reduced: it stays
+                corpus.discard(result.ref)
+            results.append(result)
+            findings.extend(found)
+    coverage, _ = coverage_of(results, job_steps)
+    passes = tuple(
+        ExercisedPass(
+            name,
+            why,
+            generators_for(name) if name in runnable else (),
+            coverage.get(name, {}).get("models_checked", 0),
+            coverage.get(name, {}).get("models_changed", 0),
+            "" if name in runnable else f"the sweep runs no pass:{name} alone (add `single` to --configs)",
+        )
+        for name, why in targets.items()
+    )
+    for exercised in passes:
+        what = f"not run: {exercised.not_run}" if exercised.not_run else (
+            f"changed {exercised.models_changed} of {exercised.models_checked} generated models"
+        )
+        log.info(f"{exercised.why} pass {exercised.name}: {what}")
+    stats = {
+        "budget_s": budget_s,
+        "seed": seed,
+        "limit": limit,
+        "models": len(results),
+        "models_kept": len(results) - corpus.discarded,
+        "wall_s": round(time.monotonic() - started, 2),
+        "passes": [exercised.to_json() for exercised in passes],
+    }
+    return Exercise(passes, tuple(results), tuple(findings), stats)
