@@ -16,6 +16,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import load_optimizer
 from tests import helpers
 from tests.helpers import FAKES
+from tests.integration.sequence_models import plain_model, sequence_output_model
 
 PLANTED = "faulty_optimizers:optimize"  # importable from FAKES
 
@@ -32,32 +33,6 @@ def sweep_planted(tmp_path: Path, model: onnx.ModelProto, *args: str) -> tuple[i
     return sweep("--models", str(path), "--optimizer", PLANTED, *args, out=tmp_path / "r")
 
 
-def sequence_output_model(name: str) -> onnx.ModelProto:
-    """x + w through Tanh, and the sum in a sequence output: onnxoptimizer 0.4.2's round trip
-    drops the sequence output's type, so even its nop control fails the checker."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])
-    sequence = helper.make_value_info("s", helper.make_sequence_type_proto(element))
-    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
-    nodes = [
-        helper.make_node("Identity", ["x"], ["i"]),
-        helper.make_node("Add", ["i", "w"], ["a"]),
-        helper.make_node("Tanh", ["a"], ["y"]),
-        helper.make_node("SequenceConstruct", ["a", "x"], ["s"]),
-    ]
-    graph = helper.make_graph(nodes, name, [x], [y, sequence], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
-
-
-def plain_model(name: str) -> onnx.ModelProto:
-    """The same model without its sequence output: every round trip keeps it valid."""
-    model = sequence_output_model(name)
-    del model.graph.output[1]
-    del model.graph.node[3]
-    return model
 
 
 def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and_blamed(tmp_path: Path):

@@ -9,43 +9,18 @@ import os
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import onnx
-from onnx import TensorProto, helper
 from planted_builds import IDLE_PASS, NEW_PASS
 
 from tests import helpers
 from tests.helpers import FAKES
+from tests.integration.sequence_models import plain_model, sequence_output_model
 
 HEAD = "planted_head:optimize"
 BASE = "planted_base:optimize"
 CONFIGS = "default,fixed-point,pass:eliminate_identity"
 
 
-def sequence_model(name: str) -> onnx.ModelProto:
-    """x + w through Tanh, and the sum in a sequence output, whose type the base's round trip drops."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
-    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [2, 3])
-    sequence = helper.make_value_info("s", helper.make_sequence_type_proto(element))
-    weight = onnx.numpy_helper.from_array(np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3), "w")
-    nodes = [
-        helper.make_node("Identity", ["x"], ["i"]),
-        helper.make_node("Add", ["i", "w"], ["a"]),
-        helper.make_node("Tanh", ["a"], ["y"]),
-        helper.make_node("SequenceConstruct", ["a", "x"], ["s"]),
-    ]
-    graph = helper.make_graph(nodes, name, [x], [y, sequence], [weight])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
-
-
-def plain_model(name: str) -> onnx.ModelProto:
-    model = sequence_model(name)
-    del model.graph.output[1]
-    del model.graph.node[3]
-    return model
 
 
 def sweep(
@@ -68,7 +43,7 @@ def by_config(report: dict) -> dict[str, dict]:
 
 
 def test_a_bugs_identity_does_not_depend_on_the_control_and_is_one_in_every_mode(tmp_path: Path):
-    model = sequence_model("retype_seq")
+    model = sequence_output_model("retype_seq")
     code, plain, stderr = sweep(tmp_path, model, "--optimizer", BASE, "--configs", CONFIGS, out="base")
     assert code == 1, stderr
     on_base = by_config(plain)
