@@ -102,7 +102,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env)
     context = GitHubContext.from_env(env)
     log.mask(context.token)
-    _require_a_github_context(context, settings.dry_run)
     if settings.pr is not None and settings.pr != context.pr_number:
         if settings.pr < 1:
             raise UsageError(f"--pr must be a pull request number, got {settings.pr}")
@@ -120,6 +119,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
     report = classify(report, baseline, previous)
+    _require_a_github_context(context, settings.dry_run)
     # as root, beside what a process the optimizer left behind could reach: through no link
     for target, write in ((settings.sarif, write_sarif), (settings.junit, write_junit)):
         if target:

@@ -78,6 +78,7 @@ def test_publish_dry_run_prints_bodies_that_start_no_command(
     for name, value in {
         "GITHUB_ACTIONS": "true",
         "GITHUB_EVENT_NAME": "schedule",
+        "GITHUB_REPOSITORY": "octo/optimizer",
         "GITHUB_SHA": "1" * 40,
         "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
     }.items():
