@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.model import FLAKY, Culprit, Finding
+from ditox_ci.report.standalone import STANDALONE_KEY
 
 MODELS_SHOWN = 3
 
@@ -77,6 +78,15 @@ class Bug:
         if reduction is None or reduction.get("reason") in ("not-reproducible", "unjudgeable"):
             return None
         return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+
+    @property
+    def standalone(self) -> dict[str, Any] | None:
+        """The standalone record of the finding that was reduced (`ditox_ci.report.standalone`)."""
+        for finding in self.findings:
+            record = finding.evidence.get(STANDALONE_KEY)
+            if isinstance(record, dict) and record.get("model"):
+                return record
+        return None
 
     @property
     def not_reproducible(self) -> bool:

@@ -27,8 +27,9 @@ from ditox_ci.report.model import Finding, Report
 
 STANDALONE_KEY = "standalone"
 MODEL_TEXT_LIMIT = 20_000
-# an issue shows the model text twice (its own block and the script's) and the inputs' code once;
-# beyond this the body outgrows GitHub's 65,536 characters and its cut drops the artifact's repro
+# an issue shows the model twice (the script's text, the regression test's onnx.helper code) and
+# the inputs' code twice (both feed them); beyond this the body outgrows GitHub's 65,536
+# characters and its cut drops the artifact's repro
 ISSUE_TEXT_LIMIT = 50_000
 # inline values up to these sizes (integer tensors are often shapes or indices: exact values matter)
 INLINE_FLOATS = 256
@@ -95,7 +96,7 @@ def standalone_record(
         if spec is None:
             return None
         inputs[name] = spec
-    if 2 * len(text) + sum(len(feed_expression(spec)) for spec in inputs.values()) > ISSUE_TEXT_LIMIT:
+    if 2 * (len(text) + sum(len(feed_expression(spec)) for spec in inputs.values())) > ISSUE_TEXT_LIMIT:
         return None
     return {
         "model": text,

@@ -126,7 +126,8 @@ def test_an_issue_lists_each_other_model_once_and_not_its_own():
     issue = Texts(_report(findings, 2), "f" * 40, "ditox-report", None).issue(
         findings[0], others=[f.model for f in findings[1:]]
     )
-    assert "Also seen on: m1." in issue
+    seen_on = next(line for line in issue.splitlines() if line.startswith("| Seen on |"))
+    assert "m0 \\[default\\]; also m1 with" in seen_on and seen_on.count("m1") == 1
 
 
 def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_instead():
@@ -145,5 +146,5 @@ def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_in
         assert len(issue) <= BODY_LIMIT and "truncated" not in issue
     issue = texts.issue(finding)
     assert "Reproduce from this issue alone" not in issue
-    assert "cd repro/" + "a" * 20 in issue and "### Environment" in issue
+    assert "cd repro/" + "a" * 20 in issue and "<summary>Environment</summary>" in issue
     assert "Reproduce from this issue alone" in texts.issue(small)
