@@ -15,7 +15,8 @@ from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError, InternalErro
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
-from ditox_ci.report import STATUSES, Report, read_report
+from ditox_ci.report import Report, read_report
+from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
 from ditox_ci.triage.baseline import load_baseline
@@ -188,18 +189,20 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
     new = report.new_failures()
-    for finding in new:
-        log.error(
-            f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[
-                :300
-            ]
-        )
-    counts = ", ".join(f"{report.count(s)} {s}" for s in STATUSES)
+    context = bug_context(report.findings, report.stats.get("baseline", {}))
+    # one line per bug, not per finding: a bug seen under default and its single pass is one bug
+    for bug in context["new_failures"]:
+        passes = ", ".join(bug.culprit.passes) or bug.culprit.scope
+        where = f"{bug.first.model} [{bug.first.config}]"
+        more = f" and {len(bug.findings) - 1} more" if len(bug.findings) > 1 else ""
+        log.error(f"new bug {bug.fingerprint}: {bug.kind} in {passes} on {where}{more}: {bug.message}"[:300])
     skipped = sum(1 for m in report.models if m.status != "ok")
     share = skipped / len(report.models) if report.models else 0.0
+    # the same tally, in the same words, as the summary, the comment and the check
     log.notice(
-        f"{len(report.models)} models ({skipped} skipped, {share:.1%}), {len(report.findings)} findings "
-        f"({counts}); report: {written.report_path}, summary: {written.summary_path}"
+        f"{', '.join(context['tally'])}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
+        f"{len(report.findings)} findings in all; report: {written.report_path}, "
+        f"summary: {written.summary_path}"
     )
     internal_error_gate(report)
     interrupted_by = str(report.stats.get("interrupted_by", ""))

@@ -98,8 +98,11 @@ def test_summary_comment_and_check_lead_with_bugs():
         assert "known-model-" not in text
         assert "2 of 40 nodes" in text
     assert comment.count("#### ") == 4  # one section per new fingerprint, not per finding
-    # the status line counts bugs as the headline does: the warning is not a fourth bug
-    assert "· 3 new bugs · 1 new warning ·" in comment
+    # one tally, bugs first, in every text: the warning is not a fourth bug
+    tally = "3 new bugs (13 findings on 4 models), 1 new warning (1 finding on 1 model)"
+    assert f"## ditox-ci: {tally}\n" in comment
+    assert f"**{tally}** · 30 known findings · 0 fixed bugs" in summary
+    assert f"**{tally}** · 30 known findings · 0 fixed bugs · 4 models" in check
 
 
 def test_texts_stay_within_limits_whatever_the_corpus():
