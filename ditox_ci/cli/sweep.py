@@ -189,18 +189,11 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
     new = report.new_failures()
-    context = bug_context(report.findings, report.stats.get("baseline", {}))
-    # one line per bug, not per finding: a bug seen under default and its single pass is one bug
-    for bug in context["new_failures"]:
-        passes = ", ".join(bug.culprit.passes) or bug.culprit.scope
-        where = f"{bug.first.model} [{bug.first.config}]"
-        more = f" and {len(bug.findings) - 1} more" if len(bug.findings) > 1 else ""
-        log.error(f"new bug {bug.fingerprint}: {bug.kind} in {passes} on {where}{more}: {bug.message}"[:300])
+    tally = log_bugs(report, log)
     skipped = sum(1 for m in report.models if m.status != "ok")
     share = skipped / len(report.models) if report.models else 0.0
-    # the same tally, in the same words, as the summary, the comment and the check
     log.notice(
-        f"{', '.join(context['tally'])}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
+        f"{tally}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
         f"{len(report.findings)} findings in all; report: {written.report_path}, "
         f"summary: {written.summary_path}"
     )
@@ -211,6 +204,19 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         return 128 + signal.Signals[interrupted_by].value
     too_many_skipped = skipped_gate(report, options.max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+
+
+def log_bugs(report: Report, log: Log) -> str:
+    """One error line per new bug, not per finding (a bug seen under default and its single pass
+    is one bug); returns the tally the summary, the comment and the check open with, in the
+    same words, for the command's last line."""
+    context = bug_context(report.findings, report.stats.get("baseline", {}))
+    for bug in context["new_failures"]:
+        passes = ", ".join(bug.culprit.passes) or bug.culprit.scope
+        where = f"{bug.first.model} [{bug.first.config}]"
+        more = f" and {len(bug.findings) - 1} more" if len(bug.findings) > 1 else ""
+        log.error(f"new bug {bug.fingerprint}: {bug.kind} in {passes} on {where}{more}: {bug.message}"[:300])
+    return ", ".join(context["tally"])
 
 
 INTERNAL_ERRORS_NAMED = 10
