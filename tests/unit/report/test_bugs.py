@@ -103,6 +103,8 @@ def test_summary_comment_and_check_lead_with_bugs():
     assert f"## ditox-ci: {tally}\n" in comment
     assert f"**{tally}** · 30 known findings · 0 fixed bugs" in summary
     assert f"**{tally}** · 30 known findings · 0 fixed bugs · 4 models" in check
+    # the check says what the first bug is in words before how to reproduce it
+    assert "The first bug: Under `fuse_pad_into_pool`, the optimized model computes different values" in check
 
 
 def test_texts_stay_within_limits_whatever_the_corpus():

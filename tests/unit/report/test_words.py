@@ -68,7 +68,7 @@ def test_without_a_record_the_sentence_is_the_kind_and_the_message_escaped():
         evidence={"message": "<b>@team</b> np.float32(1.6451218)"},
     )
     sentence = what_happened(hostile, None)
-    assert sentence.startswith("`p'@\u200bteam`: the optimized model computes different values")
+    assert sentence.startswith("Under `p'@\u200bteam`, the optimized model computes different values")
     assert "<b>" not in sentence and "@team" not in sentence and "1.645" in sentence
 
 
