@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ditox_ci.ci.merge import merge_reports
-from ditox_ci.cli.sweep import internal_error_gate, skipped_gate
+from ditox_ci.cli.sweep import internal_error_gate, log_bugs, skipped_gate
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -75,10 +75,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             _copy_repro(path.parent, out_dir)
         written = write_outputs(report, out_dir)
     log.summary(written.summary)
-    log.info(
-        f"merged {len(paths)} shards: {len(report.models)} models, "
-        f"{report.count('new')} new, {report.count('known')} known, {report.count('fixed')} fixed"
-    )
+    tally = log_bugs(report, log)
+    log.info(f"merged {len(paths)} shards: {tally}; {len(report.models)} models")
     internal_error_gate(report)
     max_skipped = report.stats.get("max_skipped")
     too_many_skipped = skipped_gate(report, max_skipped, log, written.summary_path)

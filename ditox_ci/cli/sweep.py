@@ -16,7 +16,8 @@ from ditox_ci.github.context import pull_request_base
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
-from ditox_ci.report import STATUSES, Report, read_report
+from ditox_ci.report import Report, read_report
+from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.exercised import never_fired_warnings
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.sweep import SweepOptions, run_sweep
@@ -209,18 +210,13 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         for warning in never_fired_warnings(report):
             log.warning(warning)
     new = report.new_failures()
-    for finding in new:
-        log.error(
-            f"{finding.kind} in {finding.model} [{finding.config}]: {finding.evidence.get('message', '')}"[
-                :300
-            ]
-        )
-    counts = ", ".join(f"{report.count(s)} {s}" for s in STATUSES)
+    tally = log_bugs(report, log)
     skipped = sum(1 for m in report.models if m.status != "ok")
     share = skipped / len(report.models) if report.models else 0.0
     log.notice(
-        f"{len(report.models)} models ({skipped} skipped, {share:.1%}), {len(report.findings)} findings "
-        f"({counts}); report: {written.report_path}, summary: {written.summary_path}"
+        f"{tally}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
+        f"{len(report.findings)} findings in all; report: {written.report_path}, "
+        f"summary: {written.summary_path}"
     )
     internal_error_gate(report)
     interrupted_by = str(report.stats.get("interrupted_by", ""))
@@ -229,6 +225,19 @@ def finish(report: Report, options: SweepOptions, log: Log) -> int:
         return 128 + signal.Signals[interrupted_by].value
     too_many_skipped = skipped_gate(report, options.max_skipped, log, written.summary_path)
     return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+
+
+def log_bugs(report: Report, log: Log) -> str:
+    """One error line per new bug, not per finding (a bug seen under default and its single pass
+    is one bug); returns the tally the summary, the comment and the check open with, in the
+    same words, for the command's last line."""
+    context = bug_context(report.findings, report.stats.get("baseline", {}))
+    for bug in context["new_failures"]:
+        passes = ", ".join(bug.culprit.passes) or bug.culprit.scope
+        where = f"{bug.first.model} [{bug.first.config}]"
+        more = f" and {len(bug.findings) - 1} more" if len(bug.findings) > 1 else ""
+        log.error(f"new bug {bug.fingerprint}: {bug.kind} in {passes} on {where}{more}: {bug.message}"[:300])
+    return ", ".join(context["tally"])
 
 
 INTERNAL_ERRORS_NAMED = 10

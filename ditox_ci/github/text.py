@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ditox_ci.report.bugs import bug_context
+from ditox_ci.report.bugs import Bug, bug_context
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.render import fit, hard_truncate, no_autolinks, render
 
@@ -190,12 +190,14 @@ class Texts:
         others = [model for model in dict.fromkeys(others) if model != finding.model]
         subject = subject_marker(finding.model, finding.config)
         markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}"
+        same_bug = tuple(f for f in self.report.findings if f.fingerprint == finding.fingerprint)
 
         def render_with(self_contained: bool) -> str:
             return render(
                 "issue.md.j2",
                 marker=markers,
                 f=finding,
+                bug=Bug(same_bug or (finding,)),
                 others=list(others)[:50],
                 more_others=max(0, len(others) - 50),
                 self_contained=self_contained,

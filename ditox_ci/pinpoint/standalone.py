@@ -1,13 +1,17 @@
 """The standalone repro of a reduced finding (see `ditox_ci.report.standalone`), checked once.
 
-The script is run the way a reader of the issue would run it, in a child process (it runs the
-optimizer, which may crash or hang): whether it prints BUG PRESENT is recorded, and the same
-child prints the graph after the culprit passes for the before/after diagram.
+The model's values get short canonical names first (`ditox_ci.report.canonical`): the issue's
+text, script, diagram and upstream test all read `X0`, `C0`, `Y0`. The script is run the way a
+reader of the issue would run it, in a child process (it runs the optimizer, which may crash or
+hang): whether it prints BUG PRESENT is recorded, and the same child prints the graph after the
+culprit passes for the before/after diagram and what each output became (`outcome`: dtype and
+shape before and after, and whether the values agree) for the issue's first sentence.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -17,21 +21,41 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, script, standalone_record
 
 SCRIPT_NAME = "standalone.py"
 STANDALONE_OPTIMIZERS = ("onnxoptimizer",)
 _OPTIMIZED_MARK = "--- ditox-ci: optimized model ---"
+_OUTCOME_MARK = "--- ditox-ci: outcome ---"
 # runs the script's own functions, as `python standalone.py` would, then prints the optimized graph
+# and, per output, its dtype[shape] before and after and whether the values agree
 _CHECK = f"""
-import runpy, sys
+import json, runpy, sys
+import numpy as np
 import onnx.printer
 namespace = runpy.run_path(sys.argv[1], run_name="ditox_standalone")
 code = namespace["main"]()
 print({_OPTIMIZED_MARK!r})
 try:
-    print(onnx.printer.to_text(namespace["optimize"](namespace["build_model"]())))
+    model, feeds = namespace["build_model"](), namespace["make_feeds"]()
+    optimized = namespace["optimize"](model)
+    print(onnx.printer.to_text(optimized))
+    expected, got = namespace["run"](model, feeds), namespace["run"](optimized, feeds)
+    rtol, atol = namespace["RTOL"], namespace["ATOL"]
+    outcome = []
+    for value, want, have in zip(model.graph.output, expected, got):
+        want, have = np.asarray(want), np.asarray(have)
+        same = want.shape == have.shape and want.dtype == have.dtype and bool(
+            np.allclose(have, want, rtol=rtol, atol=atol, equal_nan=True)
+        )
+        outcome.append(dict(
+            output=value.name, same=same,
+            expected=[str(want.dtype), list(want.shape)], actual=[str(have.dtype), list(have.shape)],
+        ))
+    print({_OUTCOME_MARK!r})
+    print(json.dumps(outcome))
 except Exception:
     pass
 sys.exit(code)
@@ -67,6 +91,7 @@ def checked_standalone(
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
     sample = finding.evidence.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
+    model, feed, _ = canonical(model, feed)
     record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions())
     if record is None:
         return None
@@ -87,10 +112,15 @@ def checked_standalone(
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}
     said, _, optimized = done.stdout.partition(_OPTIMIZED_MARK)
+    optimized, _, outcome = optimized.partition(_OUTCOME_MARK)
     # a crash kills the interpreter before it can say anything: death by a signal is the bug
     crashed = finding.kind == "optimizer-crash" and done.returncode < 0
     record["reproduces"] = crashed or (done.returncode == 1 and "BUG PRESENT" in said)
     optimized = optimized.strip()
     if optimized and len(optimized) <= MODEL_TEXT_LIMIT:
         record["optimized"] = optimized
+    try:
+        record["outcome"] = json.loads(outcome) if outcome.strip() else []
+    except ValueError:  # the optimizer wrote to stdout too: the outcome is only missing
+        record["outcome"] = []
     return record

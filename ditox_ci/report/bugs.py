@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.model import FLAKY, Culprit, Finding
+from ditox_ci.report.standalone import STANDALONE_KEY
 
 MODELS_SHOWN = 3
 
@@ -77,6 +78,15 @@ class Bug:
         if reduction is None or reduction.get("reason") in ("not-reproducible", "unjudgeable"):
             return None
         return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+
+    @property
+    def standalone(self) -> dict[str, Any] | None:
+        """The standalone record of the finding that was reduced (`ditox_ci.report.standalone`)."""
+        for finding in self.findings:
+            record = finding.evidence.get(STANDALONE_KEY)
+            if isinstance(record, dict) and record.get("model"):
+                return record
+        return None
 
     @property
     def not_reproducible(self) -> bool:
@@ -162,17 +172,34 @@ def _count(bugs: Sequence[Bug], noun: str) -> str:
     )
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
+
+
+def tally(new: Sequence[Bug], known: int, fixed: int, flaky: int) -> list[str]:
+    """The counts every text for people opens with, in one wording: the comment, the check, the
+    step summary and the terminal's last line say the same numbers, bugs first."""
+    failures = [bug for bug in new if not bug.is_warning]
+    opening = headline(new, "new") if failures else "no new bugs"
+    if not failures and len(failures) != len(new):
+        opening += "; " + headline(new, "new")
+    parts = [opening, _plural(known, "known finding"), _plural(fixed, "fixed bug")]
+    return parts + ([f"{flaky} flaky, not blocking"] if flaky else [])
+
+
 def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[str, Any]:
-    """What every bug-centric template takes: new bugs and warnings, fixed and flaky bugs, known groups."""
+    """What every bug-centric template takes: new bugs and warnings, fixed and flaky bugs, known
+    groups, and the tally they open with."""
     new = group_bugs(f for f in findings if f.status == "new")
     known = [f for f in findings if f.status == "known"]
     fixed = group_bugs(f for f in findings if f.status == "fixed")
+    flaky = group_bugs(f for f in findings if f.status == FLAKY)
     return {
-        "flaky_bugs": group_bugs(f for f in findings if f.status == FLAKY),
+        "tally": tally(new, len(known), len(fixed), len(flaky)),
+        "flaky_bugs": flaky,
         "new_bugs": new,
         "new_failures": [bug for bug in new if not bug.is_warning],
         "new_warnings": [bug for bug in new if bug.is_warning],
-        "new_headline": headline(new, "new"),
         "fixed_bugs": fixed,
         "known_groups": known_groups(known),
         "known_count": len(known),

@@ -18,7 +18,9 @@ from typing import Any
 import jinja2
 
 from ditox_ci.report.exercised import exercised_passes, never_fired_warnings
-from ditox_ci.report.standalone import mermaid, script, standalone_of
+from ditox_ci.report.standalone import mermaid, script, small_values, standalone_of
+from ditox_ci.report.upstream import regression_test, regression_test_file, source_url
+from ditox_ci.report.words import KIND_TEXT, evidence_rows, what_happened
 
 # A source checkout (and the Action's image) has the templates beside the package; an installed
 # wheel has them as the package `ditox_ci.templates` (pyproject maps the top-level folder there).
@@ -63,6 +65,12 @@ def code(value: Any, language: str = "") -> str:
     return f"{fence}{language}\n{text}\n{fence}"
 
 
+def span(value: Any) -> str:
+    """Untrusted text as an inline code span it cannot close (backticks become quotes)."""
+    text = _INVISIBLE.sub("", str(value).replace("\r", " ").replace("\n", " "))
+    return "`" + text.replace("`", "'").replace("@", "@\u200b") + "`"
+
+
 def truncate(value: Any, limit: int) -> str:
     text = str(value)
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
@@ -96,8 +104,20 @@ def _environment(templates_override: str | None) -> jinja2.Environment:
     env.filters["md"] = md
     env.filters["code"] = code
     env.filters["truncate_text"] = truncate
-    # an issue carries its bug's standalone repro: the reduced model, a script, a diagram
-    env.globals.update(standalone=standalone_of, standalone_script=script, mermaid=mermaid)
+    env.filters["span"] = span
+    # an issue carries its bug's standalone repro: the reduced model, a script, a diagram, and
+    # what upstream needs: the pass's source and a regression test in its own suite's style
+    env.globals.update(
+        standalone=standalone_of,
+        standalone_script=script,
+        mermaid=mermaid,
+        small_values=small_values,
+        source_url=source_url,
+        regression_test=regression_test,
+        regression_test_file=regression_test_file,
+    )
+    # the first screen in plain words
+    env.globals.update(what_happened=what_happened, evidence_rows=evidence_rows, kind_text=KIND_TEXT)
     # the PR check's exercised passes, in the summary and the comment alike
     env.globals.update(exercised_passes=exercised_passes, never_fired_warnings=never_fired_warnings)
     return env

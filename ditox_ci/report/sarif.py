@@ -8,40 +8,20 @@ repository when the optimizer's layout is known, so the alert lands on the code 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.report.model import FINDING_KINDS, Finding, Report, write_text_atomic
+from ditox_ci.report.upstream import pass_source
+from ditox_ci.report.words import KIND_TEXT
+
+# pass_source stays importable from here: the check run annotates the same file SARIF points at
+__all__ = ["pass_source", "sarif_log", "write_sarif"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/ditox/action"
 # the place of a result whose culprit has no known source file: the report itself
 REPORT_URI = "report.json"
-
-_RULE_TEXT = {
-    "optimizer-crash": "The optimizer crashed (signal or abort) on a valid model.",
-    "optimizer-timeout": "The optimizer did not finish within the timeout.",
-    "optimizer-error": "The optimizer raised an error on a valid model.",
-    "invalid-model": "The optimized model fails the ONNX checker.",
-    "runtime-load-error": "ONNX Runtime cannot load the optimized model.",
-    "runtime-error": "ONNX Runtime fails running the optimized model.",
-    "interface-change": "The optimized model's inputs or outputs differ from the original's.",
-    "output-mismatch": "The optimized model computes different values (a miscompilation).",
-    "warning": "A difference that does not fail the gate.",
-}
-
-
-def _onnxoptimizer_source(pass_name: str) -> str | None:
-    # each pass of onnx/optimizer is a header named after it; split_init and split_predict share one
-    header = "split" if pass_name in ("split_init", "split_predict") else pass_name
-    return f"onnxoptimizer/passes/{header}.h" if pass_name != "nop" else None
-
-
-# optimizer name → the repository path of a pass's source file (None: not known)
-PASS_SOURCES: dict[str, Callable[[str], str | None]] = {
-    "onnxoptimizer": _onnxoptimizer_source,
-}
 
 
 def _rule_id(kind: str) -> str:
@@ -53,21 +33,13 @@ def _rules() -> list[dict[str, Any]]:
         {
             "id": _rule_id(kind),
             "name": "".join(part.capitalize() for part in kind.split("-")),
-            "shortDescription": {"text": _RULE_TEXT.get(kind, kind)},
+            "shortDescription": {"text": KIND_TEXT.get(kind, kind)},
             "helpUri": f"{INFORMATION_URI}/blob/main/docs/cli.md",
             "defaultConfiguration": {"level": "note" if kind == "warning" else "error"},
             "properties": {"tags": ["correctness", "onnx", "optimizer"]},
         }
         for kind in FINDING_KINDS
     ]
-
-
-def pass_source(report: Report, finding: Finding) -> str | None:
-    """The repository path of the culprit pass's source, where the optimizer's layout is known."""
-    source = PASS_SOURCES.get(str(report.optimizer.get("name", "")))
-    if source and finding.culprit.scope in ("pass", "interaction") and finding.culprit.passes:
-        return source(finding.culprit.passes[0])
-    return None
 
 
 def _location(report: Report, finding: Finding) -> str:

@@ -27,8 +27,9 @@ from ditox_ci.report.model import Finding, Report
 
 STANDALONE_KEY = "standalone"
 MODEL_TEXT_LIMIT = 20_000
-# an issue shows the model text twice (its own block and the script's) and the inputs' code once;
-# beyond this the body outgrows GitHub's 65,536 characters and its cut drops the artifact's repro
+# an issue shows the model twice (the script's text, the regression test's onnx.helper code) and
+# the inputs' code twice (both feed them); beyond this the body outgrows GitHub's 65,536
+# characters and its cut drops the artifact's repro
 ISSUE_TEXT_LIMIT = 50_000
 # inline values up to these sizes (integer tensors are often shapes or indices: exact values matter)
 INLINE_FLOATS = 256
@@ -95,7 +96,7 @@ def standalone_record(
         if spec is None:
             return None
         inputs[name] = spec
-    if 2 * len(text) + sum(len(feed_expression(spec)) for spec in inputs.values()) > ISSUE_TEXT_LIMIT:
+    if 2 * (len(text) + sum(len(feed_expression(spec)) for spec in inputs.values())) > ISSUE_TEXT_LIMIT:
         return None
     return {
         "model": text,
@@ -117,12 +118,15 @@ def standalone_of(report: Report, fingerprint: str) -> dict[str, Any] | None:
     return None
 
 
-def _number(value: Any) -> str:
+def _number(value: Any, dtype: str) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return "np.nan"
         if math.isinf(value):
             return "np.inf" if value > 0 else "-np.inf"
+        # the shortest text that reads back to the same float32/float16 (1.7640524, not
+        # 1.764052391052246): the values are exact in the input's own dtype
+        return str(np.dtype(dtype).type(value)) if dtype in ("float16", "float32") else repr(value)
     return repr(value)
 
 
@@ -130,7 +134,7 @@ def feed_expression(spec: Mapping[str, Any]) -> str:
     """numpy code for one input."""
     dtype, shape = spec["dtype"], list(spec["shape"])
     if "values" in spec:
-        values = ", ".join(_number(v) for v in spec["values"])
+        values = ", ".join(_number(v, dtype) for v in spec["values"])
         # np.bool_, not np.bool: numpy 1.24 to 1.26 have no np.bool
         scalar = "bool_" if dtype == "bool" else dtype
         return f"np.array([{values}], dtype=np.{scalar}).reshape({shape})"
@@ -154,15 +158,17 @@ def script(record: Mapping[str, Any], finding: Finding) -> str:
     )
 
 
-_UNSAFE_LABEL = re.compile(r'["<>`\\\[\]{}|#;]')
+_UNSAFE_LABEL = re.compile(r'["<>`\\{}|#;]')
+# Mermaid's entity codes: a label shows brackets as ONNX writes lists (perm=[0, 2, 1])
+_BRACKETS = {"[": "#91;", "]": "#93;"}
 
 
 def _label(text: str, limit: int = 40, keep_end: bool = False) -> str:
-    """Mermaid-inert text; long tensor names keep their end, where names that share a prefix differ."""
+    """Mermaid-inert text; long names keep their end, where names that share a prefix differ."""
     text = _UNSAFE_LABEL.sub("_", text.replace("\n", " "))
-    if len(text) <= limit:
-        return text
-    return "…" + text[1 - limit :] if keep_end else text[: limit - 1] + "…"
+    if len(text) > limit:
+        text = "…" + text[1 - limit :] if keep_end else text[: limit - 1] + "…"
+    return re.sub(r"[\[\]]", lambda bracket: _BRACKETS[bracket.group()], text)
 
 
 def _attribute(attribute: onnx.AttributeProto) -> str | None:
@@ -176,12 +182,25 @@ def _attribute(attribute: onnx.AttributeProto) -> str | None:
     return None
 
 
-def _graph_lines(graph: onnx.GraphProto, prefix: str) -> list[str]:
+def small_values(spec: Mapping[str, Any]) -> list[Any] | None:
+    """The values of an input small enough to show inline (a shape, axes, an index)."""
+    values = spec.get("values")
+    exact = str(spec.get("dtype")) in _DTYPES and np.dtype(str(spec["dtype"])).kind in "iub"
+    return values if exact and isinstance(values, list) and len(values) <= 8 else None
+
+
+def _input_label(name: str, spec: Mapping[str, Any] | None) -> str:
+    values = small_values(spec) if spec else None
+    return f"{name} = {values}" if values is not None else name
+
+
+def _graph_lines(graph: onnx.GraphProto, prefix: str, inputs: Mapping[str, Any]) -> list[str]:
     lines = []
     producer: dict[str, str] = {}
     for index, value in enumerate(graph.input):
         node_id = f"{prefix}i{index}"
-        lines.append(f'{node_id}(["{_label(value.name, keep_end=True)}"])')
+        label = _label(_input_label(value.name, inputs.get(value.name)), keep_end=True)
+        lines.append(f'{node_id}(["{label}"])')
         producer[value.name] = node_id
     for index, node in enumerate(graph.node):
         node_id = f"{prefix}n{index}"
@@ -212,10 +231,10 @@ def mermaid(record: Mapping[str, Any]) -> str | None:
         return None
     passes = ", ".join(_label(name) for name in record.get("passes", ()))
     lines = ["flowchart LR", '  subgraph before["before"]', "    direction LR"]
-    lines += [f"    {line}" for line in _graph_lines(before, "b")]
+    lines += [f"    {line}" for line in _graph_lines(before, "b", record.get("inputs", {}))]
     lines.append("  end")
     if after is not None:
         lines += [f'  subgraph after["after {passes}"]', "    direction LR"]
-        lines += [f"    {line}" for line in _graph_lines(after, "a")]
+        lines += [f"    {line}" for line in _graph_lines(after, "a", record.get("inputs", {}))]
         lines.append("  end")
     return "\n".join(lines)

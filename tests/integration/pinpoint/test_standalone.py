@@ -9,6 +9,7 @@ GroupNormalization backend-test model.
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -89,14 +90,41 @@ def _issue(report: Report) -> str:
     return texts.issue(bug.first, others=[f.model for f in bug.findings[1:]])
 
 
+def test_the_issue_opens_with_what_happened_in_the_models_own_terms(report: Report):
+    body = _issue(report)
+    first_screen = body[: body.index("<details>")]
+    # after the hidden markers: the rewrite, constants inline, and what the output became
+    opening = next(line for line in first_screen.splitlines() if not line.startswith("<!--"))
+    assert opening == (
+        "**`eliminate_consecutive_idempotent_ops` rewrote "
+        "`Reshape(Reshape(X0, [3, 2, 2, 2, 2]), [0, 0, -1])` into `Reshape(X0, [0, 0, -1])`; "
+        "a `0` in Reshape's shape copies its input's dim at that position, "
+        "so output `Y0` became float32[3, 4, 4] instead of float32[3, 2, 8].**"
+    )
+    assert (
+        "[source](https://github.com/onnx/optimizer/blob/v0.4.2/onnxoptimizer/passes/"
+        "eliminate_consecutive_idempotent_ops.h)" in first_screen
+    )
+    assert "| Reduced to | 2 of 34 nodes |" in first_screen
+    assert "python standalone.py" in first_screen and "commit 555555555555" in first_screen
+    # two screens at most before the collapsed blocks, and no raw evidence keys on them
+    assert len(first_screen.splitlines()) <= 30 and len(first_screen) <= 3000
+    assert "noise_ratio" not in first_screen and "np.float32(" not in body
+    assert "GroupNormalization_test" not in body.split("What the sweep measured")[0]
+
+
 def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Report, tmp_path: Path):
     body = _issue(report)
-    parsed = onnx.parser.parse_model(_fenced(body.split("### Reduced model")[1], ""))
+    script = _fenced(body, "python")
+    parsed = onnx.parser.parse_model(script.split('MODEL = r"""')[1].split('"""')[0])
     ops = [node.op_type for node in parsed.graph.node]
     assert ops.count("Reshape") == 2 and len(ops) <= 4  # reduced from 34 nodes
+    assert [v.name for v in parsed.graph.input] == ["X0", "C0", "C1"]
+    assert [v.name for v in parsed.graph.output] == ["Y0"]
     diagram = _fenced(body, "mermaid")
     assert diagram.startswith("flowchart LR")
     assert 'subgraph after["after eliminate_consecutive_idempotent_ops"]' in diagram
+    assert '(["C1 = #91;0, 0, -1#93;"])' in diagram
     # what the sweep saw when it ran the script, in the issue's words
     assert "it did show the bug when ditox-ci ran it" in body and "did not show the bug" not in body
 
@@ -106,7 +134,9 @@ def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Repo
     ran = subprocess.run(
         [sys.executable, "standalone.py"], cwd=fresh, capture_output=True, text=True, timeout=120
     )
-    assert ran.returncode == 1 and ran.stdout.startswith("BUG PRESENT: output "), ran.stdout + ran.stderr
+    assert ran.returncode == 1 and ran.stdout.startswith("BUG PRESENT: output Y0 has shape [3, 4, 4]"), (
+        ran.stdout + ran.stderr
+    )
 
     # the same script says so once the optimizer no longer breaks the model (no passes: a fixed build)
     fixed = (
@@ -117,6 +147,55 @@ def test_the_issue_body_alone_reproduces_the_reshape_miscompilation(report: Repo
     (fresh / "fixed.py").write_text(fixed)
     ran = subprocess.run([sys.executable, "fixed.py"], cwd=fresh, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0 and ran.stdout.startswith("OK: "), ran.stdout + ran.stderr
+
+
+# the imports of onnx/optimizer's onnxoptimizer/test/optimizer_test.py that the method uses
+UPSTREAM_FILE = """import unittest
+
+import numpy as np
+import onnxoptimizer
+import onnxruntime as rt
+from onnx import TensorProto, checker, helper, numpy_helper
+
+
+class TestOptimizer(unittest.TestCase):
+{method}
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
+def test_the_issue_s_regression_test_fails_on_the_installed_onnxoptimizer_in_a_fresh_folder(
+    report: Report, tmp_path: Path
+):
+    assert importlib.metadata.version("onnxoptimizer") == "0.4.2"
+    body = _issue(report)
+    method = _fenced(body.split("A regression test for onnxoptimizer/test/optimizer\\_test.py")[1], "python")
+    assert method.startswith("    def test_eliminate_consecutive_idempotent_ops_output_mismatch(self):")
+    (tmp_path / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=method))
+    ran = subprocess.run(
+        [sys.executable, "optimizer_test.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # it fails on the assertion about the output, not on a name the method lacks
+    assert ran.returncode == 1 and "FAILED (failures=1)" in ran.stderr, ran.stderr
+    assert "AssertionError" in ran.stderr and "(3, 4, 4)" in ran.stderr, ran.stderr
+
+    # and passes once the optimizer leaves the model alone (no passes: a fixed build)
+    fixed = method.replace('["eliminate_consecutive_idempotent_ops"]', "[]")
+    (tmp_path / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=fixed))
+    ran = subprocess.run(
+        [sys.executable, "optimizer_test.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0 and ran.stderr.rstrip().endswith("OK"), ran.stderr
 
 
 @pytest.mark.parametrize("sample", sorted(SAMPLES))

@@ -98,8 +98,13 @@ def test_summary_comment_and_check_lead_with_bugs():
         assert "known-model-" not in text
         assert "2 of 40 nodes" in text
     assert comment.count("#### ") == 4  # one section per new fingerprint, not per finding
-    # the status line counts bugs as the headline does: the warning is not a fourth bug
-    assert "· 3 new bugs · 1 new warning ·" in comment
+    # one tally, bugs first, in every text: the warning is not a fourth bug
+    tally = "3 new bugs (13 findings on 4 models), 1 new warning (1 finding on 1 model)"
+    assert f"## ditox-ci: {tally}\n" in comment
+    assert f"**{tally}** · 30 known findings · 0 fixed bugs" in summary
+    assert f"**{tally}** · 30 known findings · 0 fixed bugs · 4 models" in check
+    # the check says what the first bug is in words before how to reproduce it
+    assert "The first bug: Under `fuse_pad_into_pool`, the optimized model computes different values" in check
 
 
 def test_texts_stay_within_limits_whatever_the_corpus():
@@ -126,7 +131,8 @@ def test_an_issue_lists_each_other_model_once_and_not_its_own():
     issue = Texts(_report(findings, 2), "f" * 40, "ditox-report", None).issue(
         findings[0], others=[f.model for f in findings[1:]]
     )
-    assert "Also seen on: m1." in issue
+    seen_on = next(line for line in issue.splitlines() if line.startswith("| Seen on |"))
+    assert "m0 \\[default\\]; also m1 with" in seen_on and seen_on.count("m1") == 1
 
 
 def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_instead():
@@ -145,5 +151,5 @@ def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_in
         assert len(issue) <= BODY_LIMIT and "truncated" not in issue
     issue = texts.issue(finding)
     assert "Reproduce from this issue alone" not in issue
-    assert "cd repro/" + "a" * 20 in issue and "### Environment" in issue
+    assert "cd repro/" + "a" * 20 in issue and "<summary>Environment</summary>" in issue
     assert "Reproduce from this issue alone" in texts.issue(small)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
+
+import cairosvg
+from PIL import Image
 
 from ditox_ci.report.coverage import coverage_svg, never_fired
 from ditox_ci.report.model import Report
@@ -12,25 +16,35 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def _report(coverage: dict, by_family: dict | None) -> Report:
     stats = {"coverage_by_family": by_family} if by_family is not None else {}
-    return Report(tool={}, optimizer={}, environment={}, shard={"index": 0, "count": 1},
-                  models=(), findings=(), coverage=coverage, stats=stats)
+    return Report(
+        tool={},
+        optimizer={},
+        environment={},
+        shard={"index": 0, "count": 1},
+        models=(),
+        findings=(),
+        coverage=coverage,
+        stats=stats,
+    )
 
 
 def _cells(svg: str) -> dict[tuple[str, str], int]:
     root = ET.fromstring(svg)
     return {
         (g.get("data-pass"), g.get("data-family")): int(g.get("data-changed"))
-        for g in root.iter(f"{SVG}g") if g.get("class") == "cell"
+        for g in root.iter(f"{SVG}g")
+        if g.get("class") == "cell"
     }
 
 
 def test_one_cell_per_pass_and_family_with_counts() -> None:
     report = _report(
-        {"fuse_bn_into_conv": {"models_changed": 3, "models_checked": 9},
-         "eliminate_identity": {"models_changed": 1, "models_checked": 9},
-         "fuse_qkv": {"models_changed": 0, "models_checked": 9}},
-        {"fuse_bn_into_conv": {"fusions": 3}, "eliminate_identity": {"nops": 1},
-         "fuse_qkv": {"fusions": 0}},
+        {
+            "fuse_bn_into_conv": {"models_changed": 3, "models_checked": 9},
+            "eliminate_identity": {"models_changed": 1, "models_checked": 9},
+            "fuse_qkv": {"models_changed": 0, "models_checked": 9},
+        },
+        {"fuse_bn_into_conv": {"fusions": 3}, "eliminate_identity": {"nops": 1}, "fuse_qkv": {"fusions": 0}},
     )
     cells = _cells(coverage_svg(report))
     assert len(cells) == 3 * 2
@@ -41,8 +55,10 @@ def test_one_cell_per_pass_and_family_with_counts() -> None:
 
 def test_never_fired_passes_are_called_out() -> None:
     report = _report(
-        {"nop": {"models_changed": 0, "models_checked": 4},
-         "fuse_qkv": {"models_changed": 2, "models_checked": 4}},
+        {
+            "nop": {"models_changed": 0, "models_checked": 4},
+            "fuse_qkv": {"models_changed": 2, "models_checked": 4},
+        },
         {"nop": {"graphs": 0}, "fuse_qkv": {"fusions": 2}},
     )
     svg = coverage_svg(report)
@@ -61,7 +77,64 @@ def test_without_family_counts_one_column_from_coverage() -> None:
 
 
 def test_names_are_escaped() -> None:
-    report = _report({"a<b&\"c": {"models_changed": 0, "models_checked": 1}},
-                     {"a<b&\"c": {"<family>": 0}})
+    report = _report({'a<b&"c': {"models_changed": 0, "models_checked": 1}}, {'a<b&"c': {"<family>": 0}})
     cells = _cells(coverage_svg(report))
     assert cells == {('a<b&"c', "<family>"): 0}
+
+
+def _ink_outside_canvas(svg: str) -> int:
+    """Renders `svg` on a canvas grown by a margin on every side (cairosvg) and counts the painted
+    pixels in the margin: text that runs past the canvas, which a viewer would clip."""
+    root = ET.fromstring(svg)
+    width, height, margin = int(root.get("width")), int(root.get("height")), 200
+    grown = svg.replace(
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}"',
+        f'width="{width + 2 * margin}" height="{height + 2 * margin}" '
+        f'viewBox="{-margin} {-margin} {width + 2 * margin} {height + 2 * margin}"',
+        1,
+    )
+    assert grown != svg
+    image = Image.open(io.BytesIO(cairosvg.svg2png(bytestring=grown.encode()))).convert("RGBA")
+    alpha = image.getchannel("A")
+    inside = (margin, margin, margin + width, margin + height)
+    painted = sum(alpha.histogram()[1:])
+    return painted - sum(alpha.crop(inside).histogram()[1:])
+
+
+def test_nothing_runs_past_the_canvas_when_rendered() -> None:
+    long_pass = "eliminate_nop_monotone_argmax_with_a_much_longer_name_than_any_real_pass"
+    silent = [f"never_fired_pass_{i}" for i in range(40)]
+    coverage = {name: {"models_changed": 0, "models_checked": 2047} for name in [long_pass, *silent]}
+    coverage["fuse_bn_into_conv"] = {"models_changed": 1234, "models_checked": 2047}
+    families = {"onnx-node", "light", "a-family-with-a-long-name-and-<markup>&"}
+    by_family = {name: dict.fromkeys(families, 0) for name in coverage}
+    by_family["fuse_bn_into_conv"] = {
+        "onnx-node": 1200,
+        "light": 30,
+        "a-family-with-a-long-name-and-<markup>&": 4,
+    }
+    svg = coverage_svg(_report(coverage, by_family))
+    assert _ink_outside_canvas(svg) == 0
+    # the check sees clipping: the same picture on a canvas 100 px narrower has ink outside it
+    root = ET.fromstring(svg)
+    width, height = int(root.get("width")), int(root.get("height"))
+    narrow = svg.replace(
+        f'width="{width}" height="{height}" viewBox="0 0 {width} {height}"',
+        f'width="{width - 100}" height="{height}" viewBox="0 0 {width - 100} {height}"',
+        1,
+    )
+    assert _ink_outside_canvas(narrow) > 0
+
+
+def test_the_last_column_gives_each_pass_its_denominator_and_a_legend_says_what_colours_count() -> None:
+    report = _report(
+        {
+            "fuse_qkv": {"models_changed": 2, "models_checked": 9},
+            "nop": {"models_changed": 0, "models_checked": 9},
+        },
+        {"fuse_qkv": {"fusions": 2}, "nop": {"fusions": 0}},
+    )
+    root = ET.fromstring(coverage_svg(report))
+    totals = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "total"]
+    assert totals == ["2/9", "0/9"]
+    assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "legend"]) == 6

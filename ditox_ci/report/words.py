@@ -1,0 +1,246 @@
+"""A bug in plain words: the first sentence of an issue or comment, and the evidence labelled.
+
+An upstream maintainer acts on "`eliminate_consecutive_idempotent_ops` rewrote
+`Reshape(Reshape(X0, [3, 2, 2, 2, 2]), [0, 0, -1])` into `Reshape(X0, [0, 0, -1])`; …, so output
+`Y0` became float32[3, 4, 4] instead of float32[3, 2, 8]", not on a table of `noise_ratio` and
+`error_scale`. The sentence is built from the standalone record (the reduced model before and
+after the culprit passes, and what each output became when the script ran); without one, from
+the finding's kind and message. Numbers keep four significant digits.
+
+The sentence is Markdown: every name in it comes from a model, so it goes through the same
+escapes as the templates (`md`, and `span` for a code span it cannot close).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import onnx
+import onnx.parser
+from onnx import numpy_helper
+
+from ditox_ci.registry import Registry
+from ditox_ci.report.model import Finding
+from ditox_ci.report.standalone import small_values
+
+SIGNIFICANT_DIGITS = 4
+# an expression longer than this says less than "changed N nodes into M"
+EXPRESSION_LIMIT = 160
+_INLINE_VALUES = 8
+
+# what each kind of finding means, once: the issue's Kind row, SARIF's rule text
+KIND_TEXT = {
+    "optimizer-crash": "The optimizer crashed (signal or abort) on a valid model.",
+    "optimizer-timeout": "The optimizer did not finish within the timeout.",
+    "optimizer-error": "The optimizer raised an error on a valid model.",
+    "invalid-model": "The optimized model fails the ONNX checker.",
+    "runtime-load-error": "ONNX Runtime cannot load the optimized model.",
+    "runtime-error": "ONNX Runtime fails running the optimized model.",
+    "interface-change": "The optimized model's inputs or outputs differ from the original's.",
+    "output-mismatch": "The optimized model computes different values (a miscompilation).",
+    "warning": "A difference that does not fail the gate.",
+}
+
+# evidence keys in words, in the order a reader wants them; keys not listed follow by name
+EVIDENCE_LABELS = {
+    "reason": "what differs",
+    "max_abs": "largest absolute difference",
+    "max_rel": "largest relative difference",
+    "mismatch_fraction": "share of elements beyond tolerance",
+    "expected_value": "expected value at the worst element",
+    "actual_value": "optimized value at the worst element",
+    "worst_index": "index of the worst element",
+    "error_scale": "typical magnitude of the expected output",
+    "noise_floor": "runtime's own run-to-run difference (noise floor)",
+    "noise_ratio": "difference over the noise floor",
+    "output_index": "output position",
+    "sample": "input sample (0: random, then wide and sign-structured)",
+    "comparator": "comparator",
+    "ops_removed": "op types the optimizer removed",
+    "ops_added": "op types the optimizer added",
+}
+# shown elsewhere, or records of other stages that have their own section
+_NOT_EVIDENCE = {
+    "message",
+    "output",
+    "known_by",
+    "traceback",
+    "standalone",
+    "reduction",
+    "reproduce",
+    "divergence",
+    "saturated",
+}
+
+
+def rounded(value: Any) -> str:
+    """A number with four significant digits (also inside numpy's repr, `np.float32(1.6451218)`)."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{SIGNIFICANT_DIGITS}g}"
+    if isinstance(value, str):
+        return re.sub(r"np\.\w+\((-?[\d.]+(?:e[-+]?\d+)?)\)", lambda m: rounded(float(m.group(1))), value)
+    if isinstance(value, list):
+        return "[" + ", ".join(rounded(v) for v in value) + "]"
+    return str(value)
+
+
+def evidence_rows(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) per scalar or short-list evidence entry, labelled in words, rounded."""
+    keys = [k for k in EVIDENCE_LABELS if k in evidence] + sorted(set(evidence) - set(EVIDENCE_LABELS))
+    rows = []
+    for key in keys:
+        value = evidence[key]
+        if key in _NOT_EVIDENCE or isinstance(value, dict) or (isinstance(value, list) and len(value) > 16):
+            continue
+        if key == "mismatch_fraction" and isinstance(value, (int, float)):
+            shown = f"{100 * value:.{SIGNIFICANT_DIGITS}g}%"
+        else:
+            shown = rounded(value) if value != [] else "none"
+        rows.append((EVIDENCE_LABELS.get(key, key), shown))
+    return rows
+
+
+# op type → what an argument pattern of it means, for the sentence (the bug usually hides there)
+Hint = Callable[[Sequence[Any]], "str | None"]
+HINTS: Registry[Hint] = Registry("operator hint")
+
+
+@HINTS.register("Reshape")
+def _reshape_zero(args: Sequence[Any]) -> str | None:
+    shape = args[1] if len(args) > 1 else None
+    if isinstance(shape, list) and 0 in shape:
+        return "a `0` in Reshape's shape copies its input's dim at that position"
+    return None
+
+
+def _constants(graph: onnx.GraphProto, inputs: Mapping[str, Any]) -> dict[str, list[Any]]:
+    values: dict[str, list[Any]] = {}
+    for name, spec in inputs.items():
+        small = small_values(spec)
+        if small is not None:
+            values[name] = small
+    tensors = [(t.name, t) for t in graph.initializer]
+    tensors += [
+        (n.output[0], a.t)
+        for n in graph.node
+        if n.op_type == "Constant"
+        for a in n.attribute
+        if a.name == "value" and n.output
+    ]
+    for name, tensor in tensors:
+        array = numpy_helper.to_array(tensor)
+        if array.size <= _INLINE_VALUES and array.dtype.kind in "iub":
+            values[name] = array.reshape(-1).tolist()
+    return values
+
+
+def _attributes(node: onnx.NodeProto) -> list[str]:
+    shown = []
+    for attribute in node.attribute:
+        value = onnx.helper.get_attribute_value(attribute)
+        if isinstance(value, (int, float)) or (
+            isinstance(value, list)
+            and len(value) <= _INLINE_VALUES
+            and all(isinstance(v, (int, float)) for v in value)
+        ):
+            shown.append(f"{attribute.name}={rounded(value)}")
+    return shown
+
+
+class _Graph:
+    """A graph's values as nested call expressions, constants inline."""
+
+    def __init__(self, graph: onnx.GraphProto, inputs: Mapping[str, Any]) -> None:
+        self.graph = graph
+        self.constants = _constants(graph, inputs)
+        self.producers = {
+            name: (node, index) for node in graph.node for index, name in enumerate(node.output)
+        }
+
+    def expression(self, name: str, depth: int = 0) -> str:
+        if name in self.constants:
+            return str(self.constants[name])
+        if name not in self.producers or depth > 12:
+            return name or "∅"
+        node, index = self.producers[name]
+        if node.op_type == "Constant":
+            return name
+        args = [self.expression(value, depth + 1) for value in node.input]
+        call = f"{node.op_type}({', '.join([*args, *_attributes(node)])})"
+        return f"{call}[{index}]" if len(node.output) > 1 else call
+
+    def hints(self) -> list[str]:
+        found = []
+        for node in self.graph.node:
+            hint = HINTS.get(node.op_type)
+            said = hint([self.constants.get(name) for name in node.input]) if hint else None
+            if said and said not in found:
+                found.append(said)
+        return found
+
+
+def _shape(described: Sequence[Any]) -> str:
+    dtype, shape = described
+    return f"{dtype}[{', '.join(str(d) for d in shape)}]"
+
+
+def _effect(outcome: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
+    """(the output that went wrong, what happened to it), from the standalone run's outcome."""
+    from ditox_ci.report.render import span  # render.py imports this module for its templates
+
+    for entry in outcome:
+        if entry.get("same"):
+            continue
+        name, expected, actual = str(entry["output"]), entry["expected"], entry["actual"]
+        if expected != actual:
+            return name, f"output {span(name)} became {_shape(actual)} instead of {_shape(expected)}"
+        return name, f"output {span(name)} ({_shape(expected)}) computes different values"
+    return None, ""
+
+
+def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
+    """The first sentence of a bug report, Markdown."""
+    from ditox_ci.report.render import md, span  # render.py imports this module for its templates
+
+    passes = span(", ".join(finding.culprit.passes)) if finding.culprit.passes else "The optimizer"
+    sentence = _rewrite(passes, record) if record else None
+    if sentence is None:
+        message = str(finding.evidence.get("message", "")).strip()
+        said = (KIND_TEXT.get(finding.kind) or md(finding.kind)).rstrip(".")
+        said = f"under {passes}, {said[:1].lower()}{said[1:]}" if finding.culprit.passes else said
+        return said[:1].upper() + said[1:] + (f": {md(rounded(message))}" if message else ".")
+    return sentence
+
+
+def _rewrite(passes: str, record: Mapping[str, Any]) -> str | None:
+    from ditox_ci.report.render import span  # render.py imports this module for its templates
+
+    try:
+        before = _Graph(onnx.parser.parse_model(record["model"]).graph, record.get("inputs", {}))
+        after = (
+            _Graph(onnx.parser.parse_model(record["optimized"]).graph, record.get("inputs", {}))
+            if record.get("optimized")
+            else None
+        )
+    except Exception:  # a record from an older ditox-ci, or text the parser no longer reads
+        return None
+    if after is None:
+        return None
+    output, effect = _effect(record.get("outcome") or [])
+    names = [output] if output else [v.name for v in before.graph.output]
+    was = became = ""
+    for name in names:
+        was, became = before.expression(name), after.expression(name)
+        if was != became:
+            break
+    if was == became or max(len(was), len(became)) > EXPRESSION_LIMIT:
+        nodes = f"{len(before.graph.node)} nodes into {len(after.graph.node)}"
+        rewrite = f"{passes} changed the reduced model's {nodes}"
+    else:
+        rewrite = f"{passes} rewrote {span(was)} into {span(became)}"
+    text = "; ".join([rewrite, *after.hints()])
+    return f"{text}, so {effect}." if effect else f"{text}."
