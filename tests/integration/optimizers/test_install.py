@@ -1,0 +1,51 @@
+"""`--optimizer` takes the forms the Action takes: a wheel is installed by the CLI into a folder of
+its own and swept as the optimizer it provides, from a relative path, as the README's Action
+snippet writes it; a missing one is said to be missing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from wheels import repack_installed
+
+from tests.helpers import run_cli
+
+
+def _relu(folder: Path) -> Path:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    folder.mkdir()
+    onnx.save(model, folder / "relu.onnx")
+    return folder
+
+
+def test_a_wheel_is_installed_and_swept_as_the_optimizer_it_provides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    wheel = repack_installed(tmp_path / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+pr7")
+    _relu(tmp_path / "models")
+    spec = str(wheel.relative_to(tmp_path))
+    args = ("sweep", "--optimizer", spec, "--models", "models", "--configs", "default", "--quiet")
+    cache = {"DITOX_CACHE": str(tmp_path / "cache")}
+    env = {**os.environ, **cache}
+    first = run_cli(*args, "--out", "one", env=env)
+    assert first.returncode == 0, first.stderr
+    report = json.loads((tmp_path / "one" / "report.json").read_text())
+    # this copy ran, not the environment's onnxoptimizer 0.4.2
+    assert report["optimizer"]["name"] == "onnxoptimizer" and report["optimizer"]["version"] == "0.4.2+pr7"
+    again = run_cli(*args[:-1], "--out", "two", env=env)  # a wheel is installed once per cache
+    assert again.returncode == 0 and "cached in" in again.stderr, again.stderr
+    gone = "dist/gone-1.0-py3-none-any.whl"
+    missing = run_cli("sweep", "--optimizer", gone, "--models", "models", "--quiet", env=env)
+    assert missing.returncode == 5
+    assert missing.stderr.strip() == (
+        f"ditox-ci: error: --optimizer {gone}: no such wheel file (in {tmp_path})"
+    )
