@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
+from ditox_ci.control import NOP
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return EXIT_OK
 
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = args.configs or ("default", "nop", *(f"pass:{name}" for name in passes))
+    configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
     options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
     # one hung model must not take the budget: it is a finding after a tenth of it
     timeout = min(options.timeout, max(1.0, args.budget * TIMEOUT_SHARE))

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.report.model import FINDING_KINDS, Finding, Report, write_text_atomic
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -35,7 +36,7 @@ _RULE_TEXT = {
 def _onnxoptimizer_source(pass_name: str) -> str | None:
     # each pass of onnx/optimizer is a header named after it; split_init and split_predict share one
     header = "split" if pass_name in ("split_init", "split_predict") else pass_name
-    return f"onnxoptimizer/passes/{header}.h" if pass_name != "nop" else None
+    return f"onnxoptimizer/passes/{header}.h" if pass_name != NOP else None
 
 
 # optimizer name → the repository path of a pass's source file (None: not known)
