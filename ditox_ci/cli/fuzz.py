@@ -19,6 +19,7 @@ from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
 from ditox_ci.sweep import ModelStream, run_sweep
 from ditox_ci.triage.baseline import load_baseline
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     def judged(result: JobResult, findings: Sequence[Finding]) -> None:
         # kept: models with a failure the baseline does not accept (pinpoint reduces them, and
         # their repro bundles point at them); the base-optimizer check re-runs every model
-        worth_keeping = any(f.kind != "warning" and baseline.match(f, today) is None for f in findings)
+        worth_keeping = any(kind_gates(f.kind) and baseline.match(f, today) is None for f in findings)
         if not worth_keeping and not options.base_optimizer:
             corpus.discard(result.ref)
 

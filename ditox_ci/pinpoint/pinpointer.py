@@ -50,6 +50,7 @@ from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
 from ditox_ci.report.standalone import STANDALONE_KEY
 
@@ -453,7 +454,7 @@ def pinpoint(
         pinpointer = _Pinpointer(pool, steps, options, Path(scratch), log)
         for finding in findings:
             result = by_model.get(finding.model)
-            if finding.kind == "warning" or result is None or finding.config not in result.outcomes:
+            if not kind_gates(finding.kind) or result is None or finding.config not in result.outcomes:
                 done.append(finding)
                 continue
             try:

@@ -13,24 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.control import NOP
-from ditox_ci.report.model import FINDING_KINDS, Finding, Report, write_text_atomic
+from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates
+from ditox_ci.report.model import Finding, Report, write_text_atomic
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/ditox/action"
 # the place of a result whose culprit has no known source file: the report itself
 REPORT_URI = "report.json"
 
-_RULE_TEXT = {
-    "optimizer-crash": "The optimizer crashed (signal or abort) on a valid model.",
-    "optimizer-timeout": "The optimizer did not finish within the timeout.",
-    "optimizer-error": "The optimizer raised an error on a valid model.",
-    "invalid-model": "The optimized model fails the ONNX checker.",
-    "runtime-load-error": "ONNX Runtime cannot load the optimized model.",
-    "runtime-error": "ONNX Runtime fails running the optimized model.",
-    "interface-change": "The optimized model's inputs or outputs differ from the original's.",
-    "output-mismatch": "The optimized model computes different values (a miscompilation).",
-    "warning": "A difference that does not fail the gate.",
-}
+
+
+def _level(kind: str) -> str:
+    """A kind that gates is an error in code scanning, one that does not a note."""
+    return "error" if kind_gates(kind) else "note"
 
 
 def _onnxoptimizer_source(pass_name: str) -> str | None:
@@ -52,14 +47,14 @@ def _rule_id(kind: str) -> str:
 def _rules() -> list[dict[str, Any]]:
     return [
         {
-            "id": _rule_id(kind),
-            "name": "".join(part.capitalize() for part in kind.split("-")),
-            "shortDescription": {"text": _RULE_TEXT.get(kind, kind)},
+            "id": _rule_id(kind.value),
+            "name": "".join(part.capitalize() for part in kind.value.split("-")),
+            "shortDescription": {"text": kind.sarif_rule},
             "helpUri": f"{INFORMATION_URI}/blob/main/docs/cli.md",
-            "defaultConfiguration": {"level": "note" if kind == "warning" else "error"},
+            "defaultConfiguration": {"level": _level(kind.value)},
             "properties": {"tags": ["correctness", "onnx", "optimizer"]},
         }
-        for kind in FINDING_KINDS
+        for kind in FindingKind
     ]
 
 
@@ -81,7 +76,7 @@ def _result(report: Report, finding: Finding) -> dict[str, Any]:
     return {
         "ruleId": _rule_id(finding.kind),
         "ruleIndex": FINDING_KINDS.index(finding.kind),
-        "level": "note" if finding.kind == "warning" else "error",
+        "level": _level(finding.kind),
         "message": {
             "text": f"{finding.kind} in {passes} on model {finding.model} (config {finding.config})"
             + (f": {message}" if message else "")
