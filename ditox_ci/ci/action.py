@@ -24,6 +24,7 @@ from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
 from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report
 from ditox_ci.safeload import one_line
 
@@ -74,8 +75,9 @@ MODES: dict[str, tuple[str, ...]] = {
 
 
 def _failing(report: Report, statuses: tuple[str, ...]) -> int:
-    """Findings with one of `statuses`; warnings never fail a job (as in `ditox-ci sweep`)."""
-    return sum(1 for f in report.findings if f.status in statuses and f.kind != "warning")
+    """Findings with one of `statuses` of a kind that gates: warnings never fail a job (as in
+    `ditox-ci sweep`)."""
+    return sum(1 for f in report.findings if f.status in statuses and kind_gates(f.kind))
 
 
 # fail_on → how many findings make the job fail (exit code 1).

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ditox_ci.ci.shard import CONTROL
+from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.model import Finding, ModelEntry, Report
 
@@ -79,7 +79,7 @@ def _combine_parts(
     owner: dict[str, int] = {}
     for shard, entry in parts:
         for config in entry.configs or configs or (_ALL_CONFIGS,):
-            if config in owner and config != CONTROL:
+            if config in owner and config != NOP:
                 what = "" if config == _ALL_CONFIGS else f" (config {config})"
                 raise MergeError(
                     f"model {entry.id!r}{what} was swept by shard {owner[config]} and shard "

@@ -20,6 +20,7 @@ from typing import Any
 
 import onnx
 
+from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult
@@ -29,7 +30,6 @@ from ditox_ci.report.model import Report
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
-CONTROL = "nop"
 
 # Seconds per model, node, byte and byte², fitted on the 2,033 models of a default-config sweep
 # of the default corpus (--jobs 2, 2 cores): non-negative least squares of the measured cost_s,
@@ -122,7 +122,7 @@ def part_cost(model_cost: float, steps_in_part: int, steps_in_model: int) -> flo
 def job_cost(job: Job, model_cost: float, steps: Sequence[Step]) -> float:
     """Expected seconds of `job`, a model (whole or a part) of a sweep over `steps`."""
     def own(run: Sequence[Step]) -> int:
-        return sum(1 for step in run if step.label != CONTROL)
+        return sum(1 for step in run if step.label != NOP)
 
     return part_cost(model_cost, own(job.steps), own(steps))
 
@@ -141,8 +141,8 @@ def part_count(model_cost: float, limit: float, steps_in_model: int, most: int) 
 
 def split_model(ref: ModelRef, steps: Sequence[Step], parts: int) -> list[Job]:
     """`parts` jobs over contiguous runs of the steps, each starting with the control step."""
-    control = tuple(step for step in steps if step.label == CONTROL)
-    others = tuple(step for step in steps if step.label != CONTROL)
+    control = tuple(step for step in steps if step.label == NOP)
+    others = tuple(step for step in steps if step.label != NOP)
     if parts <= 1 or len(others) <= 1:
         return [Job(ref, tuple(steps))]
     return [Job(ref, control + chunk) for chunk in split_evenly(others, parts)]
@@ -178,7 +178,7 @@ def _split_plan(
     workers: int,
     limit: float,
 ) -> list[list[Costed]]:
-    steps_in_model = sum(1 for step in steps if step.label != CONTROL)
+    steps_in_model = sum(1 for step in steps if step.label != NOP)
     position = {step.label: index for index, step in enumerate(steps)}
     costed: list[Costed] = []
     for ref, model_cost in zip(models, costs, strict=True):
@@ -239,7 +239,7 @@ def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobRes
     position = {step.label: index for index, step in enumerate(steps)}
 
     def first_step(part: JobResult) -> int:
-        own = [position[label] for label in part.outcomes if label != CONTROL and label in position]
+        own = [position[label] for label in part.outcomes if label != NOP and label in position]
         return min(own, default=len(position))
 
     ordered = sorted(parts, key=first_step)

@@ -13,11 +13,13 @@ from pathlib import Path
 
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
+from ditox_ci.control import NOP
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
 from ditox_ci.sweep import ModelStream, run_sweep
 from ditox_ci.triage.baseline import load_baseline
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         return EXIT_OK
 
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = args.configs or ("default", "nop", *(f"pass:{name}" for name in passes))
+    configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
     options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
     # one hung model must not take the budget: it is a finding after a tenth of it
     timeout = min(options.timeout, max(1.0, args.budget * TIMEOUT_SHARE))
@@ -113,7 +115,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     def judged(result: JobResult, findings: Sequence[Finding]) -> None:
         # kept: models with a failure the baseline does not accept (pinpoint reduces them, and
         # their repro bundles point at them); the base-optimizer check re-runs every model
-        worth_keeping = any(f.kind != "warning" and baseline.match(f, today) is None for f in findings)
+        worth_keeping = any(kind_gates(f.kind) and baseline.match(f, today) is None for f in findings)
         if not worth_keeping and not options.base_optimizer:
             corpus.discard(result.ref)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.cli.signals import stop_on_signals
+from ditox_ci.control import NOP
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError, InternalError
 from ditox_ci.github.context import pull_request_base
@@ -191,7 +192,7 @@ def sweep_options(
         if key not in {"run", "debug", "config", "quiet"}
     }
     if args.passes and args.configs is None:
-        flags["configs"] = ("nop",)
+        flags["configs"] = (NOP,)
     config = load_config_file(Path(args.config), "sweep") if args.config else {}
     return resolve(SweepOptions, flags={**flags, **overrides}, env=env, config=config)
 

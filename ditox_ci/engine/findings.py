@@ -13,8 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
-from ditox_ci.engine.plan import NOP_LABEL, Step
+from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.report.model import Culprit, Finding
 
@@ -29,7 +30,7 @@ SHARED_BLAME = ("the optimizer's shared code",)
 
 def culprit_for(step: Step) -> Culprit:
     """What the sweep alone can say; multi-pass configs are narrowed by localization later."""
-    if step.label == NOP_LABEL:
+    if step.label == NOP:
         return Culprit("infrastructure", (), "nop-control", 0)
     if step.single_pass:
         return Culprit("pass", step.passes, "single-pass", 0)
@@ -102,7 +103,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     """One finding per failing step, except that what the nop control already shows is reported once,
     as infrastructure, with the configs that showed it too; and that the failure most single passes
     show alike (`shared_failure`) is blamed on the shared code in every config that shows it."""
-    nop = result.outcomes.get(NOP_LABEL)
+    nop = result.outcomes.get(NOP)
     shared = shared_failure(result, steps)
     shared_with_nop: list[str] = []
     findings: list[Finding] = []
@@ -110,14 +111,14 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         outcome = result.outcomes.get(step.label)
         if outcome is None or outcome.kind is None:
             continue
-        if step.label != NOP_LABEL and _as_in_nop(outcome, nop, result):
+        if step.label != NOP and _as_in_nop(outcome, nop, result):
             shared_with_nop.append(step.label)
             continue
         culprit = culprit_for(step)
-        if shared is not None and step.label != NOP_LABEL and outcome.same_failure(shared.failure):
+        if shared is not None and step.label != NOP and outcome.same_failure(shared.failure):
             culprit = shared.culprit()
         evidence = dict(outcome.evidence)
-        if step.label != NOP_LABEL and nop is not None and nop.kind is not None:
+        if step.label != NOP and nop is not None and nop.kind is not None:
             # context only: the finding's kind and fingerprint come from this config's own result
             evidence[CONTROL_KEY] = f"{nop.kind}: {nop.message}"[:300]
         findings.append(
@@ -135,7 +136,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         if result.info.get("runner_fallback"):  # why messages that differ were folded
             extra["original_fails"] = str(result.info["runner_fallback"])
         findings = [
-            replace(f, evidence={**f.evidence, **extra}) if f.config == NOP_LABEL else f for f in findings
+            replace(f, evidence={**f.evidence, **extra}) if f.config == NOP else f for f in findings
         ]
     return findings
 
@@ -149,7 +150,7 @@ def coverage_of(
     for result in results:
         if result.status != "ok":
             continue
-        nop = result.outcomes.get(NOP_LABEL)
+        nop = result.outcomes.get(NOP)
         unchanged = {result.sha256, nop.digest if nop else ""}
         for step in steps:
             name = step.single_pass

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ditox_ci.report.fingerprint import fingerprint, normalize_message
+from ditox_ci.report.kinds import kind_gates
 
 # decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
 # beyond them every error is "tiny" or "huge"
@@ -60,7 +61,7 @@ class Outcome:
 
     @property
     def failed(self) -> bool:
-        return self.kind is not None and self.kind != "warning"
+        return self.kind is not None and kind_gates(self.kind)
 
     def same_failure(self, other: Outcome, *, same_interface: bool = True) -> bool:
         """The one "same failure" matcher (nop folding, localization, the base build, reduction).

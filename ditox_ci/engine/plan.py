@@ -9,12 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ditox_ci.control import NOP
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
-
-NOP_PASS = "nop"
-NOP_LABEL = "nop"
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,7 @@ class Step:
 
 def nop_step(info: OptimizerInfo) -> Step:
     """The nop control: the optimizer's own round trip of a model, with no pass that rewrites."""
-    return Step(NOP_LABEL, (NOP_PASS,) if NOP_PASS in info.passes else ())
+    return Step(NOP, (NOP,) if NOP in info.passes else ())
 
 
 def _nop(info: OptimizerInfo) -> list[Step]:
@@ -49,17 +47,17 @@ def _fixed_point(info: OptimizerInfo) -> list[Step]:
 
 
 def _single(info: OptimizerInfo) -> list[Step]:
-    return [Step(f"pass:{name}", (name,)) for name in info.passes if name != NOP_PASS]
+    return [Step(f"pass:{name}", (name,)) for name in info.passes if name != NOP]
 
 
 CONFIGS: Registry[Callable[[OptimizerInfo], list[Step]]] = Registry("config", otherwise="pass:<name>")
-CONFIGS.update({"nop": _nop, "default": _default, "fixed-point": _fixed_point, "single": _single})
-DEFAULT_CONFIGS = ("default", "fixed-point", "nop", "single")
+CONFIGS.update({NOP: _nop, "default": _default, "fixed-point": _fixed_point, "single": _single})
+DEFAULT_CONFIGS = ("default", "fixed-point", NOP, "single")
 
 
 # configs named by their role: on another build of the optimizer they mean that build's own lists
 _BY_ROLE: dict[str, Callable[[OptimizerInfo], list[Step]]] = {
-    "nop": _nop,
+    NOP: _nop,
     "default": _default,
     "fixed-point": _fixed_point,
 }
@@ -93,12 +91,12 @@ def build_steps(
         if name.startswith("pass:"):
             check_passes([name[5:]], info)
             steps.append(Step(name, (name[5:],)))
-        elif name != "nop":
+        elif name != NOP:
             steps.extend(CONFIGS[name](info))
     if passes:
         check_passes(passes, info)
         steps.append(Step("passes:" + ",".join(passes), tuple(passes)))
-    asked = [name for name in configs if name != "nop"]
+    asked = [name for name in configs if name != NOP]
     if asked and len(steps) == 1:
         # `--configs single` on an opaque optimizer would run the control alone and say nothing
         raise UsageError(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
+from ditox_ci.control import NOP
 from ditox_ci.fuzz.base import register
 from ditox_ci.fuzz.builder import GraphBuilder, tensor_type
 
@@ -242,7 +243,7 @@ def split_predict(b: GraphBuilder, near: bool) -> None:
     b.output(b.wrap(value))
 
 
-@register("nop", fires=False, near_misses=False)
+@register(NOP, fires=False, near_misses=False)
 def nop(b: GraphBuilder, near: bool) -> None:
     """The pass that does nothing: any model, which must come back byte for byte."""
     dtype = b.float_dtype()

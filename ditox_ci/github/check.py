@@ -14,6 +14,7 @@ from ditox_ci.github.client import GitHubClient, WriteDenied
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.report.bugs import Bug, group_bugs, headline
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report
 from ditox_ci.report.sarif import pass_source
 
@@ -178,7 +179,7 @@ def _annotation(bug: Bug, path: str) -> dict[str, Any]:
         "path": path.lstrip("/")[:1000],
         "start_line": 1,
         "end_line": 1,
-        "annotation_level": "warning" if finding.kind == "warning" else "failure",
+        "annotation_level": "failure" if kind_gates(finding.kind) else "warning",
         "title": f"{finding.kind} in {passes}"[:255],
         "message": f"{finding.model} ({finding.config}){seen}: {message}\nfingerprint {finding.fingerprint}",
     }

@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
 from ditox_ci.report.model import Culprit
 
 Probe = Callable[[Sequence[str]], Outcome]
 
-NOP_PASSES: tuple[str, ...] = ("nop",)
+NOP_PASSES: tuple[str, ...] = (NOP,)
 DEFAULT_MAX_RUNS = 64
 
 

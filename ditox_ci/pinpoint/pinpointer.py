@@ -32,6 +32,7 @@ from typing import Any
 
 import onnx
 
+from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds, signed_feed, wide_feed, write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
@@ -40,7 +41,7 @@ from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import EXACT_SAMPLES, MAX_REDRAWS
 from ditox_ci.engine.findings import culprit_fingerprint
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.plan import NOP_PASS, Step
+from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InternalError
@@ -49,6 +50,7 @@ from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
 from ditox_ci.report.standalone import STANDALONE_KEY
 
@@ -120,7 +122,7 @@ def candidate_outcome(
 def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     """The optimizer call that shows the finding with as few passes as known."""
     if culprit.scope == "infrastructure":
-        return steps.get("nop", Step("nop", (NOP_PASS,)))
+        return steps.get(NOP, Step(NOP, (NOP,)))
     if culprit.scope == "unknown" or not culprit.passes:
         return step
     return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
@@ -264,7 +266,7 @@ class _Pinpointer:
             for s in self.steps.values()
             if s.single_pass and s.label in result.outcomes
         }
-        culprit = localize(step.passes, failure, probe, single=single, nop=result.outcomes.get("nop"))
+        culprit = localize(step.passes, failure, probe, single=single, nop=result.outcomes.get(NOP))
         if self.options.passes_ordered:
             return culprit
         return replace(culprit, passes=tuple(sorted(culprit.passes)))
@@ -275,7 +277,7 @@ class _Pinpointer:
         if culprit.scope in ("unknown", "shared"):  # keyed on no pass's rewrite (culprit_fingerprint)
             return failure
         if culprit.scope == "infrastructure":
-            return result.outcomes.get("nop", failure)
+            return result.outcomes.get(NOP, failure)
         for step in self.steps.values():
             if step.passes == culprit.passes and not step.fixed_point and step.label in result.outcomes:
                 return result.outcomes[step.label]
@@ -452,7 +454,7 @@ def pinpoint(
         pinpointer = _Pinpointer(pool, steps, options, Path(scratch), log)
         for finding in findings:
             result = by_model.get(finding.model)
-            if finding.kind == "warning" or result is None or finding.config not in result.outcomes:
+            if not kind_gates(finding.kind) or result is None or finding.config not in result.outcomes:
                 done.append(finding)
                 continue
             try:

@@ -3,12 +3,13 @@
 `repro/<fingerprint>/` holds the reduced `model.onnx` (and `original.onnx`), `inputs.npz`,
 `expected.npz`, `requirements.txt` with the exact versions seen, a standalone `repro.py` (exits 1
 while the bug is present, a hang included, 0 once fixed) and a `README.md` written like a good bug report.
+`repro.py` only spells out the finding's values: what it runs is ditox-ci's own runtime
+(`engine/repro_runtime.py` and the `engine/runner.py` it uses), copied beside it as `ditox_repro/`.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,8 +18,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ditox_ci.engine import repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
-from ditox_ci.engine.runner import is_ml_dtype
+from ditox_ci.engine.repro_runtime import write_samples
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.model import Finding
@@ -29,22 +31,20 @@ GRAPH_TEXT_LIMIT = 6000
 EVIDENCE_NUMBERS = ("output", "sample", "max_abs", "max_rel", "signal")
 
 
-def _samples_npz(path: Path, samples: Sequence[Mapping[str, np.ndarray]]) -> None:
-    """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
-    bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
-    into a `__dtypes__` entry, by key, and repro.py views the bytes as them again."""
-    arrays = {
-        f"{index}/{name}": np.asarray(value)
-        for index, sample in enumerate(samples)
-        for name, value in sample.items()
-    }
-    exotic = {key: array.dtype.name for key, array in arrays.items() if is_ml_dtype(array.dtype)}
-    if exotic:
-        arrays["__dtypes__"] = np.array(json.dumps(exotic))
-    np.savez(path, **arrays)  # type: ignore[arg-type]
-
-
 ADAPTER_FILE = "optimizer_adapter.py"
+# the package repro.py imports: ditox-ci's runtime under a name of its own (repro_runtime.py says why)
+RUNTIME_PACKAGE = "ditox_repro"
+RUNTIME_MODULES = (runner, repro_runtime)
+
+
+def copy_runtime(bundle: Path) -> None:
+    """Put the modules repro.py runs into `bundle`/ditox_repro/, as they are in this ditox-ci."""
+    package = bundle / RUNTIME_PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text('"""ditox-ci\'s runtime, copied here for repro.py."""\n')
+    for module in RUNTIME_MODULES:
+        source = Path(str(module.__file__))
+        shutil.copyfile(source, package / source.name)
 
 
 def _loaded(optimizer_spec: str) -> LoadedOptimizer | None:
@@ -132,8 +132,9 @@ def write_bundle(
     bundle.mkdir(parents=True)
     onnx.save(model, str(bundle / "model.onnx"))
     onnx.save(original_model, str(bundle / "original.onnx"))
-    _samples_npz(bundle / "inputs.npz", feeds)
-    _samples_npz(bundle / "expected.npz", expected)
+    write_samples(bundle / "inputs.npz", feeds)
+    write_samples(bundle / "expected.npz", expected)
+    copy_runtime(bundle)
     # loaded once: each load imports the optimizer's module under quoted output
     loaded = _loaded(optimizer_spec)
     (bundle / "requirements.txt").write_text(requirements(optimizer_spec, loaded))

@@ -1,7 +1,7 @@
 """The report stage: the `report.json` contract and its renderings."""
 
+from ditox_ci.report.kinds import FINDING_KINDS, FindingKind
 from ditox_ci.report.model import (
-    FINDING_KINDS,
     SCHEMA_VERSION,
     STATUSES,
     Culprit,
@@ -18,6 +18,7 @@ __all__ = [
     "STATUSES",
     "Culprit",
     "Finding",
+    "FindingKind",
     "ModelEntry",
     "Report",
     "read_report",

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding
 from ditox_ci.report.standalone import STANDALONE_KEY
 
@@ -51,8 +52,9 @@ class Bug:
         return self.first.culprit
 
     @property
-    def is_warning(self) -> bool:
-        return self.kind == "warning"
+    def gates(self) -> bool:
+        """A bug of a kind that gates (`kinds.kind_gates`): a failure, not a warning."""
+        return kind_gates(self.kind)
 
     @property
     def message(self) -> str:
@@ -127,7 +129,7 @@ def group_bugs(findings: Iterable[Finding]) -> list[Bug]:
     for finding in findings:
         grouped.setdefault(finding.fingerprint, []).append(finding)
     bugs = [Bug(tuple(group)) for group in grouped.values()]
-    return sorted(bugs, key=lambda bug: (bug.is_warning, -len(bug.findings), bug.fingerprint))
+    return sorted(bugs, key=lambda bug: (not bug.gates, -len(bug.findings), bug.fingerprint))
 
 
 def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
@@ -150,8 +152,8 @@ def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
 
 def headline(bugs: Sequence[Bug], status: str) -> str:
     """'3 new bugs (13 findings on 4 models)', plus the warnings when there are any."""
-    failures = [bug for bug in bugs if not bug.is_warning]
-    warnings = [bug for bug in bugs if bug.is_warning]
+    failures = [bug for bug in bugs if bug.gates]
+    warnings = [bug for bug in bugs if not bug.gates]
     parts = []
     if failures or not warnings:
         parts.append(_count(failures, f"{status} bug"))
@@ -179,7 +181,7 @@ def _plural(count: int, noun: str) -> str:
 def tally(new: Sequence[Bug], known: int, fixed: int, flaky: int) -> list[str]:
     """The counts every text for people opens with, in one wording: the comment, the check, the
     step summary and the terminal's last line say the same numbers, bugs first."""
-    failures = [bug for bug in new if not bug.is_warning]
+    failures = [bug for bug in new if bug.gates]
     opening = headline(new, "new") if failures else "no new bugs"
     if not failures and len(failures) != len(new):
         opening += "; " + headline(new, "new")
@@ -198,8 +200,8 @@ def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[s
         "tally": tally(new, len(known), len(fixed), len(flaky)),
         "flaky_bugs": flaky,
         "new_bugs": new,
-        "new_failures": [bug for bug in new if not bug.is_warning],
-        "new_warnings": [bug for bug in new if bug.is_warning],
+        "new_failures": [bug for bug in new if bug.gates],
+        "new_warnings": [bug for bug in new if not bug.gates],
         "fixed_bugs": fixed,
         "known_groups": known_groups(known),
         "known_count": len(known),

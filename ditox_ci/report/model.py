@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
+from ditox_ci.report.kinds import NEW, closes_gate
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
 
@@ -33,24 +34,13 @@ REPORT_KEYS = (
     "stats",
 )
 
-FINDING_KINDS = (
-    "optimizer-crash",
-    "optimizer-timeout",
-    "optimizer-error",
-    "invalid-model",
-    "runtime-load-error",
-    "runtime-error",
-    "interface-change",
-    "output-mismatch",
-    "warning",
-)
 # `shared`: the same failure under most single passes but not in the nop control, one bug in the
 # code every pass goes through (`Culprit.seen_under` names those passes), not one per pass
 CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "unknown")
 # flaky: a failure the sweep saw once that no re-run showed again (triage/reproduce.py): kept with
 # its evidence, listed apart, never closes the gate
 FLAKY = "flaky"
-STATUSES = ("new", "known", "fixed", FLAKY)
+STATUSES = (NEW, "known", "fixed", FLAKY)
 # a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
 # failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
 # goes on, and the run exits 70 once the report is written
@@ -94,6 +84,11 @@ class Finding:
     status: str = "new"
     evidence: dict[str, Any] = field(default_factory=dict)
     repro: str | None = None
+
+    @property
+    def gates(self) -> bool:
+        """Whether this finding closes the gate: new, and of a kind that gates (`kinds.closes_gate`)."""
+        return closes_gate(self.kind, self.status)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -220,8 +215,8 @@ class Report:
         return [entry for entry in self.models if entry.status == INTERNAL_ERROR]
 
     def new_failures(self) -> list[Finding]:
-        """The new findings that close the gate (exit code 1): every kind but `warning`."""
-        return [f for f in self.findings if f.status == "new" and f.kind != "warning"]
+        """The findings that close the gate (exit code 1)."""
+        return [f for f in self.findings if f.gates]
 
 
 def strict_json(value: Any) -> Any:

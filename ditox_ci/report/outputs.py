@@ -10,6 +10,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import coverage_svg, never_fired
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import fit, render, utf8_size
 
@@ -18,7 +19,7 @@ SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for wh
 
 
 def summary_context(report: Report) -> dict[str, Any]:
-    failures = [f for f in report.findings if f.kind != "warning"]
+    failures = [f for f in report.findings if kind_gates(f.kind)]
     skipped = [m for m in report.models if m.status != "ok"]
     reasons = Counter(m.reason.split(":")[0] for m in skipped)
     coverage = sorted(

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ditox_ci.report.model import FINDING_KINDS, Finding, Report, write_text_atomic
+from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates
+from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.report.upstream import pass_source
-from ditox_ci.report.words import KIND_TEXT
 
 # pass_source stays importable from here: the check run annotates the same file SARIF points at
 __all__ = ["pass_source", "sarif_log", "write_sarif"]
@@ -24,6 +24,12 @@ INFORMATION_URI = "https://github.com/ditox/action"
 REPORT_URI = "report.json"
 
 
+
+
+def _level(kind: str) -> str:
+    """A kind that gates is an error in code scanning, one that does not a note."""
+    return "error" if kind_gates(kind) else "note"
+
 def _rule_id(kind: str) -> str:
     return f"ditox-ci/{kind}"
 
@@ -31,14 +37,14 @@ def _rule_id(kind: str) -> str:
 def _rules() -> list[dict[str, Any]]:
     return [
         {
-            "id": _rule_id(kind),
-            "name": "".join(part.capitalize() for part in kind.split("-")),
-            "shortDescription": {"text": KIND_TEXT.get(kind, kind)},
+            "id": _rule_id(kind.value),
+            "name": "".join(part.capitalize() for part in kind.value.split("-")),
+            "shortDescription": {"text": kind.sarif_rule},
             "helpUri": f"{INFORMATION_URI}/blob/main/docs/cli.md",
-            "defaultConfiguration": {"level": "note" if kind == "warning" else "error"},
+            "defaultConfiguration": {"level": _level(kind.value)},
             "properties": {"tags": ["correctness", "onnx", "optimizer"]},
         }
-        for kind in FINDING_KINDS
+        for kind in FindingKind
     ]
 
 
@@ -52,7 +58,7 @@ def _result(report: Report, finding: Finding) -> dict[str, Any]:
     return {
         "ruleId": _rule_id(finding.kind),
         "ruleIndex": FINDING_KINDS.index(finding.kind),
-        "level": "note" if finding.kind == "warning" else "error",
+        "level": _level(finding.kind),
         "message": {
             "text": f"{finding.kind} in {passes} on model {finding.model} (config {finding.config})"
             + (f": {message}" if message else "")

@@ -20,6 +20,7 @@ import onnx
 import onnx.parser
 from onnx import numpy_helper
 
+from ditox_ci.control import NOP
 from ditox_ci.registry import Registry
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.standalone import feed_expression, input_spec
@@ -43,7 +44,7 @@ class Upstream:
 def _onnxoptimizer_source(pass_name: str) -> str | None:
     # each pass of onnx/optimizer is a header named after it; split_init and split_predict share one
     header = "split" if pass_name in ("split_init", "split_predict") else pass_name
-    return f"onnxoptimizer/passes/{header}.h" if pass_name != "nop" else None
+    return f"onnxoptimizer/passes/{header}.h" if pass_name != NOP else None
 
 
 UPSTREAMS: Registry[Upstream] = Registry("optimizer repository layout")

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
@@ -37,7 +38,7 @@ class BaseCheck:
 def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], info: OptimizerInfo) -> Job:
     """A model's job on the base build: the nop control, then each failing config the base can run,
     each on a freshly prepared model (a try must not be answered from the worker's cache)."""
-    on_base = (step_on_build(s, info) for s in steps if s.label == "nop" or s.label in configs)
+    on_base = (step_on_build(s, info) for s in steps if s.label == NOP or s.label in configs)
     return Job(result.ref, tuple(step for step in on_base if step is not None), fresh=True)
 
 

@@ -37,7 +37,8 @@ from typing import Any
 import yaml
 
 from ditox_ci.errors import ConfigError
-from ditox_ci.report.model import FINDING_KINDS, Finding, Report
+from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
+from ditox_ci.report.model import Finding, Report
 from ditox_ci.safeload import parse_yaml, read_text
 
 BASELINE_VERSION = 1
@@ -66,9 +67,6 @@ _ENTRY_KEYS = (
     "expires",
 )
 _FILE_KEYS = ("version", "include_default", "entries")
-# the optimizer itself failing is never a documented property of a pass: only an entry that names
-# one of these kinds accepts it
-NAMED_ONLY_KINDS = ("optimizer-crash", "optimizer-timeout", "optimizer-error")
 
 
 def finding_passes(finding: Finding) -> tuple[str, ...]:

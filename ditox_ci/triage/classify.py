@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
+from ditox_ci.report.kinds import FindingKind, kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
@@ -41,7 +42,7 @@ def _fixed_from_entry(entry: BaselineEntry) -> Finding:
     """A `fixed` record for a baseline entry that named one exact finding and no longer matches."""
     return Finding(
         fingerprint=entry.fingerprint or "",
-        kind=entry.kinds[0] if entry.kinds else "warning",
+        kind=entry.kinds[0] if entry.kinds else FindingKind.WARNING.value,
         model=entry.model,
         config="",
         culprit=Culprit(scope="pass" if entry.passes else "unknown", passes=entry.passes),
@@ -138,6 +139,6 @@ def issue_worthy(finding: Finding) -> bool:
     whatever the passes) are bugs of the optimizer like any other and get an issue too."""
     return (
         finding.status not in ("fixed", FLAKY)
-        and finding.kind != "warning"
+        and kind_gates(finding.kind)
         and not str(finding.evidence.get("known_by", "")).startswith("baseline:")
     )

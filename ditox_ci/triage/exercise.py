@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.findings import coverage_of, findings_for
-from ditox_ci.engine.plan import NOP_LABEL, Step
+from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.fuzz import GENERATORS
 from ditox_ci.fuzz.corpus import StreamedCorpus
@@ -128,7 +129,7 @@ def exercise(
     shutil.rmtree(out_dir, ignore_errors=True)
     limit = MODELS_PER_PASS * len(runnable)
     corpus = StreamedCorpus(out_dir, seed, generators, limit, started + budget_s)
-    job_steps = (*(step for step in steps if step.label == NOP_LABEL), *runnable.values())
+    job_steps = (*(step for step in steps if step.label == NOP), *runnable.values())
     results: list[JobResult] = []
     findings: list[Finding] = []
     if runnable:

@@ -91,7 +91,7 @@ def retry(
 
 def gating(finding: Finding, by_design: Callable[[Finding], bool]) -> bool:
     """Whether `finding` could close the gate as new: what re-running is for."""
-    return finding.status == "new" and finding.kind != "warning" and not by_design(finding)
+    return finding.gates and not by_design(finding)
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ def test_a_bug_the_reference_runner_judged_is_pinpointed_and_its_bundle_reproduc
     reduction = finding["evidence"]["reduction"]
     assert (reduction["reason"], reduction["nodes_before"], reduction["nodes_after"]) == ("minimal", 3, 1)
     repro = out / finding["repro"] / "repro.py"
-    assert 'RUNNER = "reference"' in repro.read_text()
+    assert 'runner="reference",' in repro.read_text()
     proc = subprocess.run(
         [sys.executable, str(repro), "--optimizer", f"{FAULTY}:optimize"], capture_output=True, text=True
     )

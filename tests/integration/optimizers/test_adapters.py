@@ -16,6 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.report.kinds import kind_gates
 from tests.helpers import run_cli
 
 # clean for every optimizer here: a finding on one of them is a false alarm
@@ -95,7 +96,7 @@ def sweep(
 
 
 def by_model(report: dict) -> dict[str, dict]:
-    failures = [f for f in report["findings"] if f["kind"] != "warning"]
+    failures = [f for f in report["findings"] if kind_gates(f["kind"])]
     found = {f["model"]: f for f in failures}
     assert len(found) == len(failures), [(f["model"], f["config"]) for f in failures]
     return found

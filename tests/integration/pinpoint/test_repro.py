@@ -144,6 +144,7 @@ def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) ->
     bundle = make_bundle(tmp_path, "localize_planted:single_pass_fault", ["eliminate_identity"], 60)
     assert sorted(p.name for p in bundle.iterdir()) == [
         "README.md",
+        "ditox_repro",  # what repro.py runs: ditox-ci's runtime, copied
         "expected.npz",
         "inputs.npz",
         "model.onnx",
@@ -309,3 +310,48 @@ def test_repro_feeds_a_renamed_input_by_position_as_the_engine_does(tmp_path: Pa
     done = run_repro(bundle)
     said = done.stdout + done.stderr
     assert done.returncode == 1 and "BUG PRESENT: sample 0, output y: max abs difference 6" in said, said
+
+
+# runs repro.py where `import ditox_ci` fails: the bundle must not need ditox-ci installed
+WITHOUT_DITOX = """
+import runpy, sys
+class NoDitox:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "ditox_ci":
+            raise ImportError("ditox-ci is not installed here")
+sys.meta_path.insert(0, NoDitox())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def test_a_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:
+    adapter = tmp_path / "add_to_sub.py"
+    adapter.write_text(
+        "import onnxoptimizer\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = onnxoptimizer.optimize(model, list(passes), fixed_point)\n"
+        "    for node in out.graph.node:\n"
+        "        node.op_type = 'Sub' if node.op_type == 'Add' else node.op_type\n"
+        "    return out\n"
+    )
+    model, feeds = planted.chain_model(nodes=6, fault_at=3), planted.feeds()
+    names = [v.name for v in model.graph.output]
+    outputs = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
+    finding = Finding(
+        fingerprint="2" * 20, kind="output-mismatch", model="chain.onnx", config="default",
+        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), evidence={"message": "differs"},
+    )
+    bundle = write_bundle(
+        tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,
+        expected=[dict(zip(names, s, strict=True)) for s in outputs], optimizer_spec=f"{adapter}:optimize",
+        passes=("eliminate_identity",), fixed_point=False, rtol=RTOL, atol=ATOL,
+    )
+
+    def repro(*flags: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-c", WITHOUT_DITOX, str(bundle / "repro.py"), *flags]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    broken, fixed = repro(), repro("--optimizer", "onnxoptimizer")
+    assert broken.returncode == 1 and "BUG PRESENT" in broken.stdout, broken.stdout + broken.stderr
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr

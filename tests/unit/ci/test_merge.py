@@ -280,16 +280,16 @@ def test_shards_that_ran_other_configs_are_refused() -> None:
         merge_reports(shards)
 
 
-@pytest.mark.parametrize(("kind", "exit_code"), [("warning", 0), ("output-mismatch", 1)])
-def test_merge_gates_like_sweep_new_warnings_never_fail(tmp_path: Path, kind: str, exit_code: int) -> None:
+def test_merge_gates_like_sweep_on_a_new_failure_of_one_shard(tmp_path: Path) -> None:
+    """Which kinds gate is tests/unit/report/test_kinds.py's."""
     shards = [
-        _shard(0, 2, ["m0"], [replace(_finding("ff", "m0"), kind=kind)]),
+        _shard(0, 2, ["m0"], [replace(_finding("ff", "m0"), kind="output-mismatch")]),
         _shard(1, 2, ["m1"], [_finding("aa", "m1", "known")]),
     ]
     for shard in shards:
         write_report(shard, tmp_path / f"shard-{shard.shard['index']}" / "report.json")
     argv = ["merge", str(tmp_path / "shard-0"), str(tmp_path / "shard-1"), "--out", str(tmp_path / "out")]
-    assert main_inner(argv, {}) == exit_code
+    assert main_inner(argv, {}) == 1
 
 
 def test_a_previous_finding_one_part_did_not_see_is_not_fixed_when_another_part_did() -> None:

@@ -12,7 +12,6 @@ import pytest
 from ditox_ci.errors import InputError
 from ditox_ci.report.model import (
     CULPRIT_SCOPES,
-    FINDING_KINDS,
     MODEL_STATUSES,
     STATUSES,
     Culprit,
@@ -44,8 +43,8 @@ REPORT = Report(
 
 
 def test_enumerations_match_the_report_model() -> None:
+    """The kinds' enumeration: tests/unit/report/test_kinds.py."""
     finding = report_schema()["$defs"]["finding"]["properties"]
-    assert tuple(finding["kind"]["enum"]) == FINDING_KINDS
     assert tuple(finding["status"]["enum"]) == STATUSES
     assert tuple(finding["culprit"]["properties"]["scope"]["enum"]) == CULPRIT_SCOPES
     assert tuple(report_schema()["$defs"]["model"]["properties"]["status"]["enum"]) == MODEL_STATUSES

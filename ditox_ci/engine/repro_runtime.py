@@ -1,0 +1,238 @@
+"""What a repro bundle's `repro.py` runs: ditox-ci's own code, copied into the bundle.
+
+A bundle (`pinpoint/repro.py`) carries this module and `runner.py` as the package `ditox_repro/`,
+so `python repro.py` needs onnx, onnxruntime, numpy and the optimizer, never ditox-ci, and runs
+the runner the sweep ran (ONNX Runtime with its own graph optimizations off, or ONNX's reference
+implementation; element types numpy lacks fed and read as the sweep does). That is why the one
+import of ours is relative: in the bundle the package has another name, and a package called
+`ditox_ci` there would hide an installed ditox-ci from an optimizer module that imports it.
+
+`repro.py` holds only the finding's values (a `Repro`) and calls `main`. Exit codes: 1 while the
+bug is present (a hang included: the optimizer and ONNX Runtime on its result each get
+`timeout_s`), 0 once it is fixed, 2 when this environment cannot tell (the optimizer does not
+load, or the unoptimized model no longer gives expected.npz).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import faulthandler
+import importlib
+import importlib.util
+import json
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes  # installed with onnx: bfloat16, float8, int4 ... which numpy lacks
+import numpy as np
+import onnx
+
+from . import runner
+
+BUG_PRESENT, FIXED, CANNOT_TELL = 1, 0, 2
+DTYPES_KEY = "__dtypes__"
+
+Optimize = Callable[[onnx.ModelProto, list[str], bool], onnx.ModelProto]
+Sample = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Repro:
+    """The finding's values, as `repro.py` spells them out."""
+
+    passes: tuple[str, ...]
+    fixed_point: bool
+    optimizer: str
+    rtol: float
+    atol: float
+    timeout_s: float
+    # what judged the model: "onnxruntime", or "reference" for a model ONNX Runtime cannot run
+    runner: str = "onnxruntime"
+    # the sweep found an invalid model with the full check (strict shape inference too)
+    full_check: bool = False
+
+
+def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
+    """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
+    bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
+    into a `__dtypes__` entry, by key, and `read_samples` views the bytes as them again."""
+    arrays = {
+        f"{index}/{name}": np.asarray(value)
+        for index, sample in enumerate(samples)
+        for name, value in sample.items()
+    }
+    exotic = {key: array.dtype.name for key, array in arrays.items() if runner.is_ml_dtype(array.dtype)}
+    if exotic:
+        arrays[DTYPES_KEY] = np.array(json.dumps(exotic))
+    np.savez(path, **arrays)  # type: ignore[arg-type]
+
+
+def read_samples(path: Path) -> list[Sample]:
+    """One {name: array} per sample, in order, from a file `write_samples` wrote."""
+    data = np.load(path)
+    dtypes = json.loads(str(data[DTYPES_KEY])) if DTYPES_KEY in data.files else {}
+    grouped: dict[int, Sample] = {}
+    for key in data.files:
+        if key == DTYPES_KEY:
+            continue
+        index, _, name = key.partition("/")
+        array = data[key]
+        if key in dtypes:
+            array = array.view(getattr(ml_dtypes, dtypes[key]))
+        grouped.setdefault(int(index), {})[name] = array
+    return [grouped[i] for i in sorted(grouped)]
+
+
+def load_optimizer(spec: str, here: Path) -> Optimize:
+    """`onnxoptimizer`, `pkg.module:function`, or `file.py:function` (a file in the bundle first:
+    the adapter it carries)."""
+    if spec == "onnxoptimizer":
+        import onnxoptimizer
+
+        return lambda model, passes, fixed_point: onnxoptimizer.optimize(model, passes, fixed_point)
+    module, _, function = spec.rpartition(":")
+    if module.endswith(".py"):
+        path = here / module if (here / module).is_file() else Path(module)
+        loader = importlib.util.spec_from_file_location("optimizer_under_test", path)
+        if loader is None or loader.loader is None:
+            raise ImportError(f"no module at {path}")
+        loaded = importlib.util.module_from_spec(loader)
+        loader.loader.exec_module(loaded)
+        optimize: Optimize = getattr(loaded, function)
+        return optimize
+    optimize = getattr(importlib.import_module(module), function)
+    return optimize
+
+
+def feedable(model: onnx.ModelProto) -> list[str]:
+    """The graph inputs that need a value: one backed by an initializer has a default."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    return [value.name for value in model.graph.input if value.name not in initializers]
+
+
+def wide(array: Any) -> np.ndarray:
+    """float64 for comparing; ml_dtypes' types have no arithmetic of numpy's own."""
+    array = np.asarray(array)
+    return array.astype(np.float64) if runner.is_ml_dtype(array.dtype) else array
+
+
+def close(got: Any, want: np.ndarray, repro: Repro) -> bool:
+    return bool(np.allclose(wide(got), wide(want), rtol=repro.rtol, atol=repro.atol, equal_nan=True))
+
+
+@contextlib.contextmanager
+def watchdog(timeout_s: float) -> Iterator[None]:
+    """Exit 1 (with a 'Timeout' traceback on stderr) if the block hangs: the bug may be a hang,
+    and native code that hangs holding the GIL stops Python-level timers but not this one."""
+    sys.stdout.flush()  # the watchdog's exit skips Python's buffers
+    # the process's stderr, fd 2: a test may have swapped sys.stderr for an object without one
+    faulthandler.dump_traceback_later(timeout_s, exit=True, file=2)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _bug(message: str) -> int:
+    print(f"BUG PRESENT: {message}")
+    return BUG_PRESENT
+
+
+def _run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[np.ndarray]]:
+    return [[np.asarray(value) for value in outputs] for outputs in runner.run_all(session, feeds)]
+
+
+def _original_gives_expected(
+    model: onnx.ModelProto, repro: Repro, inputs: list[Sample], expected: list[Sample]
+) -> str:
+    """"" when the unoptimized model still gives expected.npz here, else why not."""
+    names = [output.name for output in model.graph.output]
+    try:
+        outputs = _run_all(runner.load_session(model.SerializeToString(), runner=repro.runner), inputs)
+    except (runner.RuntimeLoadError, runner.RuntimeRunError) as exc:
+        return f"the unoptimized model does not run here ({exc})"
+    for sample, want in zip(outputs, expected):
+        for name, got in zip(names, sample):
+            if not close(got, want[name], repro):
+                return f"the unoptimized model no longer gives expected.npz ({name})"
+    return ""
+
+
+def _judge(
+    model: onnx.ModelProto,
+    optimized: onnx.ModelProto,
+    repro: Repro,
+    inputs: list[Sample],
+    expected: list[Sample],
+) -> int:
+    """The optimized model against expected.npz, as the sweep judged it."""
+    with watchdog(repro.timeout_s):
+        try:
+            onnx.checker.check_model(optimized, full_check=repro.full_check)
+        except Exception as exc:
+            return _bug(f"the optimized model is invalid: {exc}")
+    names = [output.name for output in model.graph.output]
+    # inputs and outputs are matched by position: a pass may rename them by design
+    if len(optimized.graph.output) != len(names):
+        return _bug(f"the outputs changed: {names} -> {[o.name for o in optimized.graph.output]}")
+    renamed = dict(zip(feedable(model), feedable(optimized)))
+    fed = [{renamed.get(name, name): value for name, value in feed.items()} for feed in inputs]
+    with watchdog(repro.timeout_s):
+        try:
+            candidate = runner.load_session(optimized.SerializeToString(), runner=repro.runner)
+            outputs_per_sample = _run_all(candidate, fed)
+        except runner.RuntimeLoadError as exc:
+            return _bug(f"ONNX Runtime cannot load the optimized model: {exc}")
+        except runner.RuntimeRunError as exc:
+            return _bug(f"ONNX Runtime fails on the optimized model: {exc}")
+    for index, (outputs, want) in enumerate(zip(outputs_per_sample, expected)):
+        for name, got in zip(names, outputs):
+            reference = want[name]
+            if got.shape != reference.shape or got.dtype != reference.dtype:
+                return _bug(
+                    f"sample {index}, output {name}: {got.dtype}{list(got.shape)} "
+                    f"instead of {reference.dtype}{list(reference.shape)}"
+                )
+            if not close(got, reference, repro):
+                difference = np.abs(wide(got).astype(np.float64) - wide(reference).astype(np.float64))
+                return _bug(
+                    f"sample {index}, output {name}: max abs difference "
+                    f"{np.nanmax(difference):.6g} beyond rtol={repro.rtol} atol={repro.atol}"
+                )
+    print("OK: the optimized model matches expected.npz; the bug is fixed")
+    return FIXED
+
+
+def check(repro: Repro, here: Path, optimizer_spec: str) -> int:
+    """Optimize `here`/model.onnx as the finding did, run it and compare with expected.npz."""
+    model = onnx.load(str(here / "model.onnx"))
+    inputs = read_samples(here / "inputs.npz")
+    expected = read_samples(here / "expected.npz")
+    why_not = _original_gives_expected(model, repro, inputs, expected)
+    if why_not:
+        print(f"cannot tell: {why_not}")
+        return CANNOT_TELL
+    print(f"optimizer {optimizer_spec}, passes {list(repro.passes)}, fixed_point={repro.fixed_point}")
+    try:
+        optimizer = load_optimizer(optimizer_spec, here)
+    except Exception as exc:  # whatever the optimizer's import raises, this environment cannot tell
+        print(f"cannot tell: the optimizer {optimizer_spec} does not load ({type(exc).__name__}: {exc})")
+        return CANNOT_TELL
+    with watchdog(repro.timeout_s):
+        try:
+            optimized = optimizer(model, list(repro.passes), repro.fixed_point)
+        except Exception as exc:
+            return _bug(f"the optimizer raised {type(exc).__name__}: {exc}")
+    return _judge(model, optimized, repro, inputs, expected)
+
+
+def main(repro: Repro, here: Path, doc: str | None, argv: Sequence[str] | None = None) -> int:
+    """`repro.py`'s command line: `--optimizer` runs another build or function on the finding."""
+    parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0] if doc else None)
+    parser.add_argument("--optimizer", default=repro.optimizer, help="onnxoptimizer or pkg.module:function")
+    args = parser.parse_args(argv)
+    return check(repro, here, args.optimizer)

@@ -1,0 +1,102 @@
+"""The runtime a repro bundle runs: its samples file, its verdicts (1 bug present, 0 fixed, 2 cannot
+tell), and that it can travel: nothing of ditox-ci but the runner beside it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from ditox_ci.engine import repro_runtime, runner
+from ditox_ci.engine.repro_runtime import (
+    BUG_PRESENT,
+    CANNOT_TELL,
+    FIXED,
+    Repro,
+    check,
+    read_samples,
+    write_samples,
+)
+
+ADD_TO_SUB = (
+    "import onnxoptimizer\n\n"
+    "def optimize(model, passes, fixed_point):\n"
+    "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
+    "    for node in out.graph.node:\n"
+    "        node.op_type = 'Sub' if node.op_type == 'Add' else node.op_type\n"
+    "    return out\n"
+)
+REPRO = Repro(("eliminate_identity",), False, "adapter.py:optimize", 1e-4, 1e-5, 60.0)
+
+
+def _bundle(folder: Path, expected_sum: float = 3.0) -> Path:
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["i"]), helper.make_node("Add", ["i", "y"], ["z"])],
+        "g",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in ("x", "y")],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, str(folder / "model.onnx"))
+    feed = {"x": np.array([1.0, 2.0], np.float32), "y": np.ones(2, np.float32)}
+    write_samples(folder / "inputs.npz", [feed])
+    write_samples(folder / "expected.npz", [{"z": np.array([2.0, expected_sum], np.float32)}])
+    (folder / "adapter.py").write_text(ADD_TO_SUB)
+    return folder
+
+
+def test_samples_keep_names_order_and_element_types_numpy_lacks(tmp_path: Path) -> None:
+    samples = [
+        {"a/b": np.arange(3, dtype=np.float32), "h": np.ones(2, ml_dtypes.bfloat16)},
+        {"a/b": np.zeros(3, np.float32), "h": np.zeros(2, ml_dtypes.bfloat16)},
+    ]
+    write_samples(tmp_path / "s.npz", samples)
+    read = read_samples(tmp_path / "s.npz")
+    assert [sorted(sample) for sample in read] == [["a/b", "h"], ["a/b", "h"]]
+    for got, want in zip(read, samples, strict=True):
+        for name, array in want.items():
+            assert got[name].dtype == array.dtype and np.array_equal(got[name], array)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "expected_sum", "code", "says"),
+    [
+        ("adapter.py:optimize", 3.0, BUG_PRESENT, "BUG PRESENT: sample 0, output z: max abs difference 2"),
+        ("onnxoptimizer", 3.0, FIXED, "OK: the optimized model matches expected.npz"),
+        ("no_such_module:optimize", 3.0, CANNOT_TELL, "cannot tell: the optimizer no_such_module:optimize"),
+        ("onnxoptimizer", 4.0, CANNOT_TELL, "cannot tell: the unoptimized model no longer gives"),
+    ],
+)
+def test_the_verdict_and_what_it_says(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    optimizer: str,
+    expected_sum: float,
+    code: int,
+    says: str,
+) -> None:
+    assert check(REPRO, _bundle(tmp_path, expected_sum), optimizer) == code
+    assert says in capsys.readouterr().out
+
+
+def _ditox_imports(module: object) -> list[str]:
+    tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found.append("." * node.level + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return [name for name in found if name.startswith((".", "ditox_ci"))]
+
+
+def test_the_runtime_travels_with_the_runner_alone() -> None:
+    """A bundle holds these two modules as ditox_repro/: the runtime may import the runner beside
+    it, relatively, and nothing else of ditox-ci; the runner nothing at all."""
+    assert _ditox_imports(repro_runtime) == ["."]
+    assert _ditox_imports(runner) == []

@@ -1,0 +1,132 @@
+"""The finding kinds' one table, and the one gate: what the schema, SARIF, the baseline and the docs
+say about each kind is the table's, and every consumer that decides "does this fail" agrees with
+`closes_gate` for every kind and status (the one place a warning or a flaky finding is shown not
+to gate)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ditox_ci.__main__ import main_inner
+from ditox_ci.ci.action import gate
+from ditox_ci.ci.merge import merge_reports
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.report.bugs import bug_context
+from ditox_ci.report.junit import junit_xml
+from ditox_ci.report.kinds import (
+    FINDING_KINDS,
+    NAMED_ONLY_KINDS,
+    FindingKind,
+    closes_gate,
+    kind_gates,
+    markdown_table,
+)
+from ditox_ci.report.model import STATUSES, Culprit, Finding, ModelEntry, Report, write_report
+from ditox_ci.report.sarif import sarif_log
+from ditox_ci.report.schema import report_schema
+from ditox_ci.triage.baseline import BaselineEntry
+from ditox_ci.triage.classify import issue_worthy
+from ditox_ci.triage.reproduce import gating
+from tests.helpers import ROOT
+
+
+def _report(kind: str, status: str) -> Report:
+    finding = Finding(
+        fingerprint="0123456789abcdef",
+        kind=kind,
+        model="m",
+        config="pass:eliminate_identity",
+        culprit=Culprit("pass", ("eliminate_identity",), "single", 1),
+        status=status,
+        evidence={"message": "it differs"},
+    )
+    return Report(
+        tool={"name": "ditox-ci", "version": "0.1.0"},
+        optimizer={"name": "onnxoptimizer", "version": "0.4.2", "passes": ["eliminate_identity"]},
+        environment={},
+        shard={"index": 0, "count": 1},
+        models=(ModelEntry("m", "onnx-node", "0" * 64),),
+        findings=(finding,),
+        coverage={},
+        stats={"interrupted": False, "configs": ["pass:eliminate_identity"]},
+    )
+
+
+def test_the_schema_lists_the_kinds_of_the_table_in_its_order() -> None:
+    finding = report_schema()["$defs"]["finding"]["properties"]
+    assert tuple(finding["kind"]["enum"]) == FINDING_KINDS == tuple(kind.value for kind in FindingKind)
+
+
+def test_the_docs_hold_the_table_as_it_is_generated() -> None:
+    """`python -m ditox_ci.report.kinds` prints the table docs/cli.md must hold."""
+    docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = docs[docs.index("### Finding kinds") :]
+    assert markdown_table() in section.split("\n\n", 2)[1] + "\n"
+
+
+def test_sarif_has_one_rule_per_kind_with_its_text_and_level() -> None:
+    rules = sarif_log(_report("warning", "new"))["runs"][0]["tool"]["driver"]["rules"]
+    assert [rule["id"] for rule in rules] == [f"ditox-ci/{kind.value}" for kind in FindingKind]
+    for rule, kind in zip(rules, FindingKind, strict=True):
+        assert rule["shortDescription"]["text"] == kind.sarif_rule
+        assert rule["defaultConfiguration"]["level"] == ("error" if kind.gates else "note")
+
+
+@pytest.mark.parametrize("kind", FINDING_KINDS)
+def test_a_baseline_entry_naming_no_kind_accepts_exactly_the_kinds_accepted_by_default(kind: str) -> None:
+    finding = _report(kind, "new").findings[0]
+    kindless = BaselineEntry(id="any", reason="documented", passes=("eliminate_identity",))
+    named = replace(kindless, kinds=(kind,))
+    assert kindless.matches(finding) == (kind not in NAMED_ONLY_KINDS)
+    assert named.matches(finding)
+    assert NAMED_ONLY_KINDS == ("optimizer-crash", "optimizer-timeout", "optimizer-error")
+
+
+def test_only_new_findings_of_a_kind_that_gates_close_the_gate() -> None:
+    assert [kind for kind in FINDING_KINDS if not kind_gates(kind)] == ["warning"]
+    assert [status for status in STATUSES if closes_gate("output-mismatch", status)] == ["new"]
+    assert not closes_gate("warning", "new") and not closes_gate("output-mismatch", "flaky")
+    # a kind a newer writer added is a failure until this version knows better
+    assert closes_gate("optimizer-ate-the-model", "new")
+
+
+def _junit_failures(report: Report, tmp: Path) -> bool:
+    return 'failures="1"' in junit_xml(report)
+
+
+def _merge_exit(report: Report, tmp: Path) -> bool:
+    write_report(report, tmp / "shard" / "report.json")
+    return main_inner(["merge", str(tmp / "shard"), "--out", str(tmp / "out")], {}) == 1
+
+
+# every place that decides whether a finding fails something, as "did it fail"
+CONSUMERS: dict[str, Callable[[Report, Path], bool]] = {
+    "report.new_failures (sweep and merge exit)": lambda report, _: bool(report.new_failures()),
+    "merge exit code": _merge_exit,
+    "merged report": lambda report, _: bool(merge_reports([report]).new_failures()),
+    "Action fail_on new": lambda report, _: gate(report, "new") == 1,
+    "JUnit failures": _junit_failures,
+    "SARIF level": lambda report, _: sarif_log(report)["runs"][0]["results"][0]["level"] == "error"
+    if report.findings[0].status == "new"
+    else False,
+    "comment's new failures": lambda report, _: bool(bug_context(report.findings, {})["new_failures"]),
+    "re-run as could-gate": lambda report, _: gating(report.findings[0], lambda finding: False),
+    "worker outcome failed": lambda report, _: report.findings[0].status == "new"
+    and Outcome(report.findings[0].kind).failed,
+    "issue worthy": lambda report, _: report.findings[0].status == "new" and issue_worthy(report.findings[0]),
+}
+
+
+@pytest.mark.parametrize("consumer", CONSUMERS)
+@pytest.mark.parametrize("status", STATUSES)
+@pytest.mark.parametrize("kind", FINDING_KINDS)
+def test_every_consumer_gates_as_the_table_says(
+    consumer: str, kind: str, status: str, tmp_path: Path
+) -> None:
+    report = _report(kind, status)
+    assert CONSUMERS[consumer](report, tmp_path) == closes_gate(kind, status)
+
