@@ -324,18 +324,20 @@ def _sweep_models(
     on_result: Callable[[JobResult], None] | None,
 ) -> None:
     """Every job through the pool; each model's findings once all of its parts are back."""
-    with log.group("sweep"), Progress(log, len(plan.parts), "models") as progress:
+    parts_total = sum(count for count in plan.parts.values() if count > 1)
+    with log.group("sweep"), Progress(log, len(plan.parts), "models", parts_total) as progress:
         finished_parts: dict[str, list[JobResult]] = defaultdict(list)
         for part in pool.run(plan.jobs):
             finished_parts[part.ref.id].append(part)
             if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
+                progress.part_done(findings=len(finished.findings))
                 continue
             # findings, coverage and the report see one result per model, however it was split
             result = combine_results(finished_parts.pop(part.ref.id), plan.steps)
             new = findings_for(result, plan.steps)
             finished.results.append(result)
             finished.findings.extend(new)
-            progress.advance(findings=len(finished.findings))
+            progress.advance(plan.parts.get(part.ref.id, 0) > 1, findings=len(finished.findings))
             if stream is not None:
                 stream.judged(result, new)
             if on_result:

@@ -6,6 +6,11 @@ no randomness, no set order. The unit of work is a Job (a model and some of its 
 whole unless it is costly enough to set a shard's wall time alone, then its steps are split into
 parts. Every (model, config) pair runs in exactly one job across the matrix; only the `nop` control
 runs in every part, because the findings and coverage of each part are judged against it.
+
+Within a shard the jobs run in finishing order (`finishing_order`): a split model's parts back to
+back, and costly and cheap models interleaved so that the share of models finished keeps up with
+the share of the work done. Costliest-first across all parts kept every split model unfinished
+until its last, cheapest part ran near the end: a cancelled job kept nothing for most of its run.
 """
 
 from __future__ import annotations
@@ -170,6 +175,41 @@ def _lpt(costed: Sequence[Costed], count: int) -> list[list[Costed]]:
     return shards
 
 
+def finishing_order(shard: Sequence[Costed]) -> list[Costed]:
+    """A shard's jobs in the order that finishes models steadily without lengthening its run.
+
+    Models are ranked costliest first and cut in two halves by count; each half is a queue of
+    jobs, a model's parts back to back. The next job comes from the costlier queue while the share
+    of the cost taken so far is no more than the share of the models completed, else from the
+    cheaper one. So after a third of the work about a third of the models are done, a model that
+    is half the work alone has cheap models between its parts instead of holding both workers
+    until half-time, the costliest jobs still start early (what keeps LPT's shard balance), and
+    the run ends on the cheapest jobs of one queue. Ties go by model id: every shard job computes
+    the same order."""
+    parts: dict[str, list[Costed]] = {}
+    for item in shard:
+        parts.setdefault(item[1].ref.id, []).append(item)
+    models = sorted(parts.values(), key=lambda group: (-sum(cost for cost, _ in group), group[0][1].ref.id))
+    half = (len(models) + 1) // 2
+    queues = [[item for group in models[:half] for item in group]]
+    queues.append([item for group in models[half:] for item in group])
+    left = {model: len(group) for model, group in parts.items()}
+    total = sum(cost for cost, _ in shard)
+    ordered: list[Costed] = []
+    taken_cost, completed = 0.0, 0
+    heads = [0, 0]
+    while len(ordered) < len(shard):
+        costly_turn = taken_cost * len(models) <= completed * total
+        queue = 0 if heads[1] >= len(queues[1]) or (heads[0] < len(queues[0]) and costly_turn) else 1
+        item = queues[queue][heads[queue]]
+        heads[queue] += 1
+        ordered.append(item)
+        taken_cost += item[0]
+        left[item[1].ref.id] -= 1
+        completed += left[item[1].ref.id] == 0
+    return ordered
+
+
 def _split_plan(
     models: Sequence[ModelRef],
     costs: Sequence[float],
@@ -184,9 +224,9 @@ def _split_plan(
     for ref, model_cost in zip(models, costs, strict=True):
         parts = part_count(model_cost, limit, steps_in_model, shards * workers)
         costed.extend((job_cost(job, model_cost, steps), job) for job in split_model(ref, steps, parts))
-    # costliest first, then a total order that does not depend on the corpus order
+    # costliest first onto the shards, then a total order that does not depend on the corpus order
     costed.sort(key=lambda item: (-item[0], item[1].ref.id, [position[s.label] for s in item[1].steps]))
-    return _lpt(costed, shards)
+    return [finishing_order(shard) for shard in _lpt(costed, shards)]
 
 
 def plan_jobs(
@@ -196,12 +236,13 @@ def plan_jobs(
     workers: int,
     cost: Callable[[ModelRef], float],
 ) -> list[list[Job]]:
-    """The Jobs of every shard, costliest first within a shard (what `sweep --shard I/N` runs).
+    """The Jobs of every shard in finishing order (what `sweep --shard I/N` runs).
 
     A model costly enough to set a shard's wall time alone is split into parts over its steps,
     each repeating the `nop` control; longest-processing-time-first then places models and parts
-    onto the least-loaded shard. Of the plans for each limit in _SPLIT_LIMITS, the one whose
-    slowest shard is predicted to finish first on `workers` workers wins (ties: fewer splits).
+    onto the least-loaded shard, and `finishing_order` orders each shard's jobs. Of the plans for
+    each limit in _SPLIT_LIMITS, the one whose slowest shard is predicted to finish first on
+    `workers` workers, in that order, wins (ties: fewer splits).
     """
     if shards < 1:
         raise UsageError(f"shard count {shards} must be at least 1")

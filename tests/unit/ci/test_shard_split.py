@@ -3,6 +3,7 @@ repeating the nop control, and the parts' results combined back into one result 
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -93,11 +94,50 @@ def test_split_plan_meets_the_balance_target_whole_models_cannot() -> None:
     assert max(spans) < costs["huge"]
 
 
-def test_each_shard_runs_its_costliest_jobs_first() -> None:
+def _finished_by(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[float]:
+    """When each model of the shard is done on a pool that takes its jobs in order (as WorkerPool
+    does): its last part's end."""
+    free = [(0.0, worker) for worker in range(workers)]
+    done: dict[str, float] = {}
+    for job in shard:
+        start, worker = heapq.heappop(free)
+        end = start + _job_cost(job, costs)
+        heapq.heappush(free, (end, worker))
+        done[job.ref.id] = max(done.get(job.ref.id, 0.0), end)
+    return sorted(done.values())
+
+
+def _done_share(finished: Sequence[float], fraction: float) -> float:
+    return sum(1 for end in finished if end <= fraction * finished[-1]) / len(finished)
+
+
+@pytest.mark.parametrize(("shards", "workers"), [(4, 2), (1, 2), (2, 4)])
+def test_models_finish_steadily_not_all_at_the_end(shards: int, workers: int) -> None:
+    """Costliest job first across all parts left "huge" and the mid-sized models unfinished until
+    their last parts ran: a cancel after a third of the run kept almost nothing."""
+    costs = _skewed()
+    for shard in _plan(costs, shards, workers):
+        finished = _finished_by(shard, costs, workers)
+        assert _done_share(finished, 0.1) > 0
+        assert _done_share(finished, 1 / 3) >= 0.25
+
+
+def test_each_shard_starts_with_its_costliest_job() -> None:
     costs = _skewed()
     for shard in _plan(costs):
         job_costs = [_job_cost(job, costs) for job in shard]
-        assert job_costs == sorted(job_costs, reverse=True)
+        assert job_costs[0] == max(job_costs)
+
+
+def test_a_split_models_parts_run_in_a_row_of_the_costlier_models() -> None:
+    """Between two parts of "huge" run only models of the cheaper half, never a mid-sized one."""
+    costs = _skewed()
+    (shard,) = _plan(costs, shards=1, workers=4)
+    where = [index for index, job in enumerate(shard) if job.ref.id == "huge"]
+    assert len(where) >= 2
+    between = {job.ref.id for job in shard[where[0] : where[-1]]} - {"huge"}
+    median = sorted(costs.values())[len(costs) // 2]
+    assert all(costs[model] <= median for model in between)
 
 
 def test_unsharded_run_splits_a_dominating_model_over_local_workers() -> None:
