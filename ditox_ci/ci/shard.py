@@ -175,17 +175,17 @@ def _lpt(costed: Sequence[Costed], count: int) -> list[list[Costed]]:
     return shards
 
 
-def finishing_order(shard: Sequence[Costed]) -> list[Costed]:
+def finishing_order(shard: Sequence[Costed], workers: int) -> list[Costed]:
     """A shard's jobs in the order that finishes models steadily without lengthening its run.
 
     Models are ranked costliest first and cut in two halves by count; each half is a queue of
     jobs, a model's parts back to back. The next job comes from the costlier queue while the share
-    of the cost taken so far is no more than the share of the models completed, else from the
-    cheaper one. So after a third of the work about a third of the models are done, a model that
-    is half the work alone has cheap models between its parts instead of holding both workers
-    until half-time, the costliest jobs still start early (what keeps LPT's shard balance), and
-    the run ends on the cheapest jobs of one queue. Ties go by model id: every shard job computes
-    the same order."""
+    of the cost taken so far is no more than the share of the models completed, and while another
+    worker is on the cheaper queue (as the pool would place the jobs in this order with these
+    costs), else from the cheaper queue. So after a third of the work about a third of the models
+    are done, no two large models hold every worker while cheap ones wait, the costliest job still
+    starts first (what keeps LPT's shard balance), and the run ends on the cheapest jobs of one
+    queue. Ties go by model id: every shard job computes the same order."""
     parts: dict[str, list[Costed]] = {}
     for item in shard:
         parts.setdefault(item[1].ref.id, []).append(item)
@@ -195,15 +195,22 @@ def finishing_order(shard: Sequence[Costed]) -> list[Costed]:
     queues.append([item for group in models[half:] for item in group])
     left = {model: len(group) for model, group in parts.items()}
     total = sum(cost for cost, _ in shard)
+    # per worker: when it is free, and whether it is on the costlier queue until then
+    free_at, on_costly = [0.0] * max(1, workers), [False] * max(1, workers)
     ordered: list[Costed] = []
     taken_cost, completed = 0.0, 0
     heads = [0, 0]
     while len(ordered) < len(shard):
-        costly_turn = taken_cost * len(models) <= completed * total
+        worker = min(range(len(free_at)), key=lambda k: (free_at[k], k))
+        others = [k for k in range(len(free_at)) if k != worker]
+        all_costly = bool(others) and all(on_costly[k] and free_at[k] > free_at[worker] for k in others)
+        costly_turn = taken_cost * len(models) <= completed * total and not all_costly
         queue = 0 if heads[1] >= len(queues[1]) or (heads[0] < len(queues[0]) and costly_turn) else 1
         item = queues[queue][heads[queue]]
         heads[queue] += 1
         ordered.append(item)
+        free_at[worker] += item[0]
+        on_costly[worker] = queue == 0
         taken_cost += item[0]
         left[item[1].ref.id] -= 1
         completed += left[item[1].ref.id] == 0
@@ -226,7 +233,7 @@ def _split_plan(
         costed.extend((job_cost(job, model_cost, steps), job) for job in split_model(ref, steps, parts))
     # costliest first onto the shards, then a total order that does not depend on the corpus order
     costed.sort(key=lambda item: (-item[0], item[1].ref.id, [position[s.label] for s in item[1].steps]))
-    return [finishing_order(shard) for shard in _lpt(costed, shards)]
+    return [finishing_order(shard, workers) for shard in _lpt(costed, shards)]
 
 
 def plan_jobs(

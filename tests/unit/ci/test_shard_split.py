@@ -94,16 +94,23 @@ def test_split_plan_meets_the_balance_target_whole_models_cannot() -> None:
     assert max(spans) < costs["huge"]
 
 
-def _finished_by(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[float]:
-    """When each model of the shard is done on a pool that takes its jobs in order (as WorkerPool
-    does): its last part's end."""
+def _runs(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[tuple[str, float, float]]:
+    """(model, start, end) of each job on a pool that takes the jobs in order, as WorkerPool does."""
     free = [(0.0, worker) for worker in range(workers)]
-    done: dict[str, float] = {}
+    runs = []
     for job in shard:
         start, worker = heapq.heappop(free)
         end = start + _job_cost(job, costs)
         heapq.heappush(free, (end, worker))
-        done[job.ref.id] = max(done.get(job.ref.id, 0.0), end)
+        runs.append((job.ref.id, start, end))
+    return runs
+
+
+def _finished_by(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[float]:
+    """When each model of the shard is done: its last part's end."""
+    done: dict[str, float] = {}
+    for model, _, end in _runs(shard, costs, workers):
+        done[model] = max(done.get(model, 0.0), end)
     return sorted(done.values())
 
 
@@ -120,6 +127,17 @@ def test_models_finish_steadily_not_all_at_the_end(shards: int, workers: int) ->
         finished = _finished_by(shard, costs, workers)
         assert _done_share(finished, 0.1) > 0
         assert _done_share(finished, 1 / 3) >= 0.25
+
+
+def test_two_large_models_do_not_hold_both_workers_while_cheap_ones_wait() -> None:
+    """The share of models done alone would start large-b after ~540 tiny models, at ~6.5 s."""
+    costs = {"large-a": 10.0, "large-b": 9.0}
+    costs.update({f"small{index:04d}": 0.03 for index in range(1000)})
+    costs.update({f"tiny{index:04d}": 0.012 for index in range(1000)})
+    (shard,) = _plan(costs, shards=1, workers=2)
+    (_, _, a_ends), (_, b_starts, _) = (run for run in _runs(shard, costs, 2) if run[0].startswith("large"))
+    assert b_starts >= a_ends
+    assert [job.ref.id for job in shard[:1]] == ["large-a"]
 
 
 def test_each_shard_starts_with_its_costliest_job() -> None:
