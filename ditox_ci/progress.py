@@ -11,10 +11,10 @@ from tqdm import tqdm
 from ditox_ci.log import Log
 
 CI_STATUS_EVERY_S = 30.0
-# In a log the first status comes once something finished and a second has passed, and the gaps
-# then double up to CI_STATUS_EVERY_S: a status every 30 s said nothing during the first 30 s,
-# and a reader of a short run took it for hung.
-FIRST_STATUS_S = 1.0
+# In a log the first status comes as soon as something finished, and the gaps then double from a
+# second up to CI_STATUS_EVERY_S: a status every 30 s said nothing during the first 30 s, and a
+# reader of a short run took it for hung.
+FIRST_GAP_S = 1.0
 
 
 class Progress:
@@ -61,11 +61,10 @@ class Progress:
         self.last_status = now
 
     def _status_due(self) -> bool:
-        now = self.clock()
         if self.last_status is None:
-            return now - self.started >= FIRST_STATUS_S
-        gap = min(CI_STATUS_EVERY_S, max(FIRST_STATUS_S, self.last_status - self.started))
-        return now - self.last_status >= gap
+            return True
+        gap = min(CI_STATUS_EVERY_S, max(FIRST_GAP_S, self.last_status - self.started))
+        return self.clock() - self.last_status >= gap
 
     def _moved(self, step: int, postfix: dict[str, Any]) -> None:
         if self.bar is not None:
