@@ -26,7 +26,7 @@ from ditox_ci import __version__
 from ditox_ci.ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources, unpack
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.findings import coverage_of, findings_for
@@ -169,12 +169,14 @@ def plan_sweep(
     options: SweepOptions, log: Log | None = None, info: OptimizerInfo | None = None
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
     """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
-    here is the user's to fix."""
+    here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
+    first; then only the models of this shard are unpacked."""
     prepare_out_dir(Path(options.out))
     info = info or load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
-    corpus = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
+    context = CorpusContext(Path(options.cache_dir), options.seed)
+    corpus = resolve_sources(options.models, context, log, unpacked=False)
     require_every_named_source(corpus, options.models)
     refs = _outside_out(corpus, options, log)
     if not refs:
@@ -186,6 +188,7 @@ def plan_sweep(
     workers = options.jobs or (SHARD_PLAN_WORKERS if count > 1 else os.cpu_count() or 1)
     costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
     plan = plan_jobs(refs, steps, count, workers, lambda ref: estimate_cost(ref, costs))
+    unpack([job.ref for job in plan[index]], context)
     return info, steps, plan[index]
 
 

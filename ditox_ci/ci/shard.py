@@ -26,6 +26,7 @@ from typing import Any
 import onnx
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.loading import node_count
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult
 from ditox_ci.errors import UsageError
@@ -88,30 +89,25 @@ def _node_count(path: str) -> int:
         model = onnx.load(path, load_external_data=False)
     except Exception:  # the sweep reports unreadable models; sharding only needs a guess
         return 0
-    count = 0
-    graphs = [model.graph]
-    while graphs:
-        graph = graphs.pop()
-        count += len(graph.node)
-        for node in graph.node:
-            for attribute in node.attribute:
-                if attribute.HasField("g"):
-                    graphs.append(attribute.g)
-                graphs.extend(attribute.graphs)
-    return count
+    return node_count(model)
 
 
 def estimate_cost(ref: ModelRef, previous_costs: Mapping[str, float] | None) -> float:
     """Expected seconds to sweep `ref`: its measured time when known, else size and node count
-    (counted only in files under 1 MB)."""
+    (counted only in files under 1 MB), from its source's index when it gives them (the file may
+    not be unpacked yet), else from the file."""
     if previous_costs and previous_costs.get(ref.id, 0.0) > 0:
         return float(previous_costs[ref.id])
-    try:
-        size = os.path.getsize(ref.path)
-    except OSError:
-        size = 0
     task = _TASK_COMPARATOR_S if ref.comparator else 0.0
-    nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
+    if ref.size is not None:
+        size = ref.size.bytes
+        nodes = ref.size.nodes if size < _NODES_COUNTED_BELOW else 0
+    else:
+        try:
+            size = os.path.getsize(ref.path)
+        except OSError:
+            size = 0
+        nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
     return _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
 
 
