@@ -95,3 +95,17 @@ def test_a_crash_keeps_only_its_own_models_stderr_without_timestamps(tmp_path: P
     assert outcome.kind == "optimizer-crash"
     assert outcome.evidence["stderr"].splitlines()[0] == "[E:fake] segv is about to crash"
     assert "noise from noisy" not in outcome.evidence["stderr"]
+
+
+def test_a_models_next_job_goes_to_the_idle_worker_that_holds_it_prepared(tmp_path: Path) -> None:
+    """A localization probe sent to another worker prepared (loaded, fed and ran) the original again."""
+    first, second = _ref(tmp_path, "first"), _ref(tmp_path, "second")
+    with WorkerPool(WorkerConfig(optimizer=f"{FAULTY}:optimize", timeout_s=30), jobs=2) as pool:
+        prepared = {
+            result.ref.id: result
+            for result in pool.run([Job(first, (UNCHANGED,)), Job(second, (UNCHANGED,))])
+        }
+        assert all(result.runtime_runs > 0 for result in prepared.values())
+        # both workers idle; the first in line holds `first`, the other `second`
+        (again,) = pool.run([Job(second, (UNCHANGED,))])
+    assert again.status == "ok" and again.runtime_runs == 0 and again.cache_hits == 0
