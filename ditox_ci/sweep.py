@@ -347,6 +347,18 @@ def _sweep_models(
                 on_result(result)
 
 
+def _alone_last(plan: SweepPlan, pool: WorkerPool) -> SweepPlan:
+    """The jobs that need the whole pool's memory (VGG-19's parts) after the others. Every other
+    worker idles while one runs wherever it comes, so the run takes as long; first, they kept the
+    sweep at 0 models done for its first minutes, and a cancel then kept none."""
+    if plan.streamed:
+        return plan
+    jobs = list(plan.jobs)
+    alone = [pool.runs_alone(job) for job in jobs]
+    ordered = [job for job, last in zip(jobs, alone, strict=True) if not last]
+    return replace(plan, jobs=ordered + [job for job, last in zip(jobs, alone, strict=True) if last])
+
+
 def _judge_on_base(
     finished: _Finished,
     plan: SweepPlan,
@@ -599,7 +611,7 @@ def _sweep_planned(
                     )
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
-            _sweep_models(pool, plan, finished, log, stream, on_result)
+            _sweep_models(pool, _alone_last(plan, pool), finished, log, stream, on_result)
             pinpointing = _pinpoint_options(options, plan.info, stream)
             # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:

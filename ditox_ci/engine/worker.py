@@ -655,6 +655,11 @@ class WorkerPool:
         needed = ALLOWANCE_BASE_MB + self.config.allowance_per_model_mb * size_mb
         return max(self.config.memory_limit_mb, int(needed))
 
+    def runs_alone(self, job: Job) -> bool:
+        """Whether `job` needs so much memory that no other job can run beside it (`_fits`)."""
+        limit = self.config.memory_limit_mb
+        return self.size > 1 and self.allowance_mb(job) + limit > self.size * limit
+
     def _fits(self, memory_mb: int) -> bool:
         """Whether a job with this allowance may start now: the allowances of the running jobs and
         its own stay within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
