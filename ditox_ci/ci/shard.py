@@ -19,6 +19,7 @@ import heapq
 import math
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
@@ -175,38 +176,40 @@ def finishing_order(shard: Sequence[Costed], workers: int) -> list[Costed]:
     """A shard's jobs in the order that finishes models steadily without lengthening its run.
 
     Models are ranked costliest first and cut in two halves by count; each half is a queue of
-    jobs, a model's parts back to back. The next job comes from the costlier queue while the share
-    of the cost taken so far is no more than the share of the models completed, and while another
-    worker is on the cheaper queue (as the pool would place the jobs in this order with these
-    costs), else from the cheaper queue. So after a third of the work about a third of the models
-    are done, no two large models hold every worker while cheap ones wait, the costliest job still
-    starts first (what keeps LPT's shard balance), and the run ends on the cheapest jobs of one
-    queue. Ties go by model id: every shard job computes the same order."""
+    jobs, a model's parts back to back. Jobs are placed as the pool would place them with these
+    costs. The next job comes from the head of the costlier queue while the share of the cost
+    taken so far is no more than the share of the models completed and another worker is on
+    something short, else from the cheaper queue, else, when every other worker is on a long job,
+    from the tail of the costlier queue. So after a third of the work about a third of the models
+    are done, no two large models hold every worker while shorter ones wait, the costliest job
+    still starts first (what keeps LPT's shard balance), and the run ends on middling jobs. Ties
+    go by model id: every shard job computes the same order."""
     parts: dict[str, list[Costed]] = {}
     for item in shard:
         parts.setdefault(item[1].ref.id, []).append(item)
     models = sorted(parts.values(), key=lambda group: (-sum(cost for cost, _ in group), group[0][1].ref.id))
     half = (len(models) + 1) // 2
-    queues = [[item for group in models[:half] for item in group]]
-    queues.append([item for group in models[half:] for item in group])
+    costly = deque(item for group in models[:half] for item in group)
+    cheap = deque(item for group in models[half:] for item in group)
     left = {model: len(group) for model, group in parts.items()}
     total = sum(cost for cost, _ in shard)
-    # per worker: when it is free, and whether it is on the costlier queue until then
-    free_at, on_costly = [0.0] * max(1, workers), [False] * max(1, workers)
+    # per worker: when it is free, and whether it is on a long job (the costlier queue's head) until then
+    free_at, on_long = [0.0] * max(1, workers), [False] * max(1, workers)
     ordered: list[Costed] = []
     taken_cost, completed = 0.0, 0
-    heads = [0, 0]
-    while len(ordered) < len(shard):
+    while costly or cheap:
         worker = min(range(len(free_at)), key=lambda k: (free_at[k], k))
         others = [k for k in range(len(free_at)) if k != worker]
-        all_costly = bool(others) and all(on_costly[k] and free_at[k] > free_at[worker] for k in others)
-        costly_turn = taken_cost * len(models) <= completed * total and not all_costly
-        queue = 0 if heads[1] >= len(queues[1]) or (heads[0] < len(queues[0]) and costly_turn) else 1
-        item = queues[queue][heads[queue]]
-        heads[queue] += 1
+        all_long = bool(others) and all(on_long[k] and free_at[k] > free_at[worker] for k in others)
+        behind = taken_cost * len(models) > completed * total
+        if costly and not behind and not (all_long and cheap):
+            item, on_long[worker] = costly.popleft(), True
+        elif cheap:
+            item, on_long[worker] = cheap.popleft(), False
+        else:
+            item, on_long[worker] = costly.pop(), False
         ordered.append(item)
         free_at[worker] += item[0]
-        on_costly[worker] = queue == 0
         taken_cost += item[0]
         left[item[1].ref.id] -= 1
         completed += left[item[1].ref.id] == 0

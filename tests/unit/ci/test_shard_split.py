@@ -94,16 +94,22 @@ def test_split_plan_meets_the_balance_target_whole_models_cannot() -> None:
     assert max(spans) < costs["huge"]
 
 
-def _runs(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[tuple[str, float, float]]:
+def _runs_of(
+    shard: Sequence[Job], costs: dict[str, float], steps: Sequence[Step], workers: int
+) -> list[tuple[str, float, float]]:
     """(model, start, end) of each job on a pool that takes the jobs in order, as WorkerPool does."""
     free = [(0.0, worker) for worker in range(workers)]
     runs = []
     for job in shard:
         start, worker = heapq.heappop(free)
-        end = start + _job_cost(job, costs)
+        end = start + job_cost(job, costs[job.ref.id], steps)
         heapq.heappush(free, (end, worker))
         runs.append((job.ref.id, start, end))
     return runs
+
+
+def _runs(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[tuple[str, float, float]]:
+    return _runs_of(shard, costs, STEPS, workers)
 
 
 def _finished_by(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[float]:
@@ -138,6 +144,19 @@ def test_two_large_models_do_not_hold_both_workers_while_cheap_ones_wait() -> No
     (_, _, a_ends), (_, b_starts, _) = (run for run in _runs(shard, costs, 2) if run[0].startswith("large"))
     assert b_starts >= a_ends
     assert [job.ref.id for job in shard[:1]] == ["large-a"]
+
+
+def test_with_the_cheap_half_done_short_models_fill_in_while_the_count_lags_the_work() -> None:
+    """A job that is most of the work alone, and the cheaper half done in seconds: the default
+    sweep then ran zfnet512 and alexnet side by side for two minutes with nothing finishing."""
+    costs = {"long-a": 300.0, "long-b": 60.0}
+    costs.update({f"mid{index:03d}": 0.5 for index in range(200)})
+    costs.update({f"tiny{index:03d}": 0.01 for index in range(200)})
+    (shard,) = plan_jobs(_refs(costs), STEPS[:2], 1, 2, lambda ref: costs[ref.id])
+    runs = _runs_of(shard, costs, STEPS[:2], 2)
+    b_starts = next(start for model, start, _ in runs if model == "long-b")
+    done_before = [model for model, _, end in runs if end <= b_starts and model.startswith("mid")]
+    assert len(done_before) > 50
 
 
 def test_each_shard_starts_with_its_costliest_job() -> None:
