@@ -39,6 +39,7 @@ from ditox_ci.engine.worker import (
     WorkerConfig,
     WorkerPool,
     allowance_per_model_mb,
+    warm_up,
 )
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
@@ -572,6 +573,7 @@ def run_sweep(
     Interrupted raised after it would lose the report being assembled, so the caller's signal
     handler stops raising there (`SignalStop.disarm`)."""
     started = time.monotonic()
+    warm_up()
     with contextlib.ExitStack() as builds:
         with log.group("plan"):
             build = builds.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))

@@ -447,6 +447,14 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def warm_up() -> None:
+    """Start the forkserver now: its imports (onnx, ONNX Runtime, numpy; about a second) then run
+    beside the sweep's planning and unpacking instead of after them, in every shard job."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        _mp_context()
+        multiprocessing.forkserver.ensure_running()
+
+
 class WorkerPool:
     """`run(jobs)` yields one JobResult per job, in completion order, whatever the workers do."""
 
