@@ -349,9 +349,9 @@ def _sweep_models(
 
 
 def _alone_last(plan: SweepPlan, pool: WorkerPool) -> SweepPlan:
-    """The jobs that need the whole pool's memory (VGG-19's parts) after the others. Every other
-    worker idles while one runs wherever it comes, so the run takes as long; first, they kept the
-    sweep at 0 models done for its first minutes, and a cancel then kept none."""
+    """The jobs that need the whole pool's memory (VGG-19, whole or in parts) after the others.
+    Every other worker idles beside such a job wherever it comes, so the run takes as long; first
+    in line, VGG-19 kept the default sweep at 0 models done for minutes, and a cancel kept none."""
     if plan.streamed:
         return plan
     jobs = list(plan.jobs)
