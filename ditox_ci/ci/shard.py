@@ -6,6 +6,11 @@ no randomness, no set order. The unit of work is a Job (a model and some of its 
 whole unless it is costly enough to set a shard's wall time alone, then its steps are split into
 parts. Every (model, config) pair runs in exactly one job across the matrix; only the `nop` control
 runs in every part, because the findings and coverage of each part are judged against it.
+
+Within a shard the jobs run in finishing order (`finishing_order`): a split model's parts back to
+back, and costly and cheap models interleaved so that the share of models finished keeps up with
+the share of the work done. Costliest-first across all parts kept every split model unfinished
+until its last, cheapest part ran near the end: a cancelled job kept nothing for most of its run.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import heapq
 import math
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields, replace
 from typing import Any
@@ -22,6 +28,7 @@ import onnx
 
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.loading import node_count
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult
 from ditox_ci.errors import UsageError
@@ -83,30 +90,25 @@ def _node_count(path: str) -> int:
         model = onnx.load(path, load_external_data=False)
     except Exception:  # the sweep reports unreadable models; sharding only needs a guess
         return 0
-    count = 0
-    graphs = [model.graph]
-    while graphs:
-        graph = graphs.pop()
-        count += len(graph.node)
-        for node in graph.node:
-            for attribute in node.attribute:
-                if attribute.HasField("g"):
-                    graphs.append(attribute.g)
-                graphs.extend(attribute.graphs)
-    return count
+    return node_count(model)
 
 
 def estimate_cost(ref: ModelRef, previous_costs: Mapping[str, float] | None) -> float:
     """Expected seconds to sweep `ref`: its measured time when known, else size and node count
-    (counted only in files under 1 MB)."""
+    (counted only in files under 1 MB), from its source's index when it gives them (the file may
+    not be unpacked yet), else from the file."""
     if previous_costs and previous_costs.get(ref.id, 0.0) > 0:
         return float(previous_costs[ref.id])
-    try:
-        size = os.path.getsize(ref.path)
-    except OSError:
-        size = 0
     task = _TASK_COMPARATOR_S if ref.comparator else 0.0
-    nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
+    if ref.size is not None:
+        size = ref.size.bytes
+        nodes = ref.size.nodes if size < _NODES_COUNTED_BELOW else 0
+    else:
+        try:
+            size = os.path.getsize(ref.path)
+        except OSError:
+            size = 0
+        nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
     return _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
 
 
@@ -170,6 +172,50 @@ def _lpt(costed: Sequence[Costed], count: int) -> list[list[Costed]]:
     return shards
 
 
+def finishing_order(shard: Sequence[Costed], workers: int) -> list[Costed]:
+    """A shard's jobs in the order that finishes models steadily without lengthening its run.
+
+    Models are ranked costliest first and cut in two halves by count; each half is a queue of
+    jobs, a model's parts back to back. Jobs are placed as the pool would place them with these
+    costs. The next job comes from the head of the costlier queue while the share of the cost
+    taken so far is no more than the share of the models completed and another worker is on
+    something short, else from the cheaper queue, else, when every other worker is on a long job,
+    from the tail of the costlier queue. So after a third of the work about a third of the models
+    are done, no two large models hold every worker while shorter ones wait, the costliest job
+    still starts first (what keeps LPT's shard balance), and the run ends on middling jobs. Ties
+    go by model id: every shard job computes the same order."""
+    parts: dict[str, list[Costed]] = {}
+    for item in shard:
+        parts.setdefault(item[1].ref.id, []).append(item)
+    models = sorted(parts.values(), key=lambda group: (-sum(cost for cost, _ in group), group[0][1].ref.id))
+    half = (len(models) + 1) // 2
+    costly = deque(item for group in models[:half] for item in group)
+    cheap = deque(item for group in models[half:] for item in group)
+    left = {model: len(group) for model, group in parts.items()}
+    total = sum(cost for cost, _ in shard)
+    # per worker: when it is free, and whether it is on a long job (the costlier queue's head) until then
+    free_at, on_long = [0.0] * max(1, workers), [False] * max(1, workers)
+    ordered: list[Costed] = []
+    taken_cost, completed = 0.0, 0
+    while costly or cheap:
+        worker = min(range(len(free_at)), key=lambda k: (free_at[k], k))
+        others = [k for k in range(len(free_at)) if k != worker]
+        all_long = bool(others) and all(on_long[k] and free_at[k] > free_at[worker] for k in others)
+        behind = taken_cost * len(models) > completed * total
+        if costly and not behind and not (all_long and cheap):
+            item, on_long[worker] = costly.popleft(), True
+        elif cheap:
+            item, on_long[worker] = cheap.popleft(), False
+        else:
+            item, on_long[worker] = costly.pop(), False
+        ordered.append(item)
+        free_at[worker] += item[0]
+        taken_cost += item[0]
+        left[item[1].ref.id] -= 1
+        completed += left[item[1].ref.id] == 0
+    return ordered
+
+
 def _split_plan(
     models: Sequence[ModelRef],
     costs: Sequence[float],
@@ -184,9 +230,9 @@ def _split_plan(
     for ref, model_cost in zip(models, costs, strict=True):
         parts = part_count(model_cost, limit, steps_in_model, shards * workers)
         costed.extend((job_cost(job, model_cost, steps), job) for job in split_model(ref, steps, parts))
-    # costliest first, then a total order that does not depend on the corpus order
+    # costliest first onto the shards, then a total order that does not depend on the corpus order
     costed.sort(key=lambda item: (-item[0], item[1].ref.id, [position[s.label] for s in item[1].steps]))
-    return _lpt(costed, shards)
+    return [finishing_order(shard, workers) for shard in _lpt(costed, shards)]
 
 
 def plan_jobs(
@@ -196,12 +242,13 @@ def plan_jobs(
     workers: int,
     cost: Callable[[ModelRef], float],
 ) -> list[list[Job]]:
-    """The Jobs of every shard, costliest first within a shard (what `sweep --shard I/N` runs).
+    """The Jobs of every shard in finishing order (what `sweep --shard I/N` runs).
 
     A model costly enough to set a shard's wall time alone is split into parts over its steps,
     each repeating the `nop` control; longest-processing-time-first then places models and parts
-    onto the least-loaded shard. Of the plans for each limit in _SPLIT_LIMITS, the one whose
-    slowest shard is predicted to finish first on `workers` workers wins (ties: fewer splits).
+    onto the least-loaded shard, and `finishing_order` orders each shard's jobs. Of the plans for
+    each limit in _SPLIT_LIMITS, the one whose slowest shard is predicted to finish first on
+    `workers` workers, in that order, wins (ties: fewer splits).
     """
     if shards < 1:
         raise UsageError(f"shard count {shards} must be at least 1")

@@ -3,6 +3,10 @@
 A source spec is a path (a `.onnx` file, or a directory searched recursively) or a named source
 (`onnx-node[:glob]`, `onnx-data`, …) from SOURCES. Every source yields ModelRefs: a stable id, the
 file on disk, and where its recorded inputs live (ONNX backend-test layout), if anywhere.
+
+A named source that makes its files (UNPACKERS) lists its models from an index first, with their
+sizes, and writes only the files asked for: the sweep resolves globs and its shard's share before
+it unpacks, so a shard job pays for the models it sweeps, not for the whole source.
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ DEFAULT_SOURCES = ("onnx-node", "onnx-data")
 
 
 @dataclass(frozen=True)
+class ModelSize:
+    """What the shard planner estimates a model's cost from, known before its file is written."""
+
+    bytes: int
+    nodes: int
+
+
+@dataclass(frozen=True)
 class ModelRef:
     id: str
     source: str
@@ -30,6 +42,8 @@ class ModelRef:
     family: str = ""
     comparator: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    # from the source's index when the file may not be unpacked yet; else the planner reads the file
+    size: ModelSize | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,21 @@ SOURCE_NAMES: dict[str, Callable[[CorpusContext], list[str]]] = {}
 
 def register_source(name: str) -> Callable[[SourceFunc], SourceFunc]:
     return SOURCES.register(name)
+
+
+# a named source whose models' files are made on this machine: writes the files of the refs given
+# (its own), each once per machine, and leaves the others alone
+UNPACKERS: dict[str, Callable[[Sequence[ModelRef], CorpusContext], None]] = {}
+
+
+def unpack(refs: Sequence[ModelRef], ctx: CorpusContext) -> None:
+    """Make sure every one of `refs` has its files (idempotent; the files are cached per machine)."""
+    by_source: dict[str, list[ModelRef]] = {}
+    for ref in refs:
+        if ref.source in UNPACKERS:
+            by_source.setdefault(ref.source, []).append(ref)
+    for source, own in by_source.items():
+        UNPACKERS[source](own, ctx)
 
 
 def nothing_selected(spec: str, ctx: CorpusContext) -> InputError:
@@ -90,12 +119,13 @@ def _models_for_spec(spec: str, ctx: CorpusContext) -> list[ModelRef]:
 
 
 def resolve_sources(
-    specs: Sequence[str], ctx: CorpusContext, log: Log | None = None
+    specs: Sequence[str], ctx: CorpusContext, log: Log | None = None, unpacked: bool = True
 ) -> list[ModelRef]:
     """Every model the specs select, in spec order; an id seen twice keeps its first model.
 
     No specs means DEFAULT_SOURCES. Unknown names raise UsageError; missing paths, and a named
-    source that selects no model, InputError.
+    source that selects no model, InputError. `unpacked=False` leaves the files of named sources
+    unwritten (`unpack` writes those of the refs a caller keeps).
     """
     refs: list[ModelRef] = []
     seen: set[str] = set()
@@ -116,11 +146,13 @@ def resolve_sources(
                 f"{len(repeated)} model id(s) from {spec!r} were already selected by an earlier "
                 f"source ({examples}); keeping the first of each"
             )
+    if unpacked:
+        unpack(refs, ctx)
     return refs
 
 
 # The built-in sources and input generators register themselves on import and need the names
 # defined above; importing them here makes every source and generator known wherever the corpus
 # package is imported, worker processes included.
-from ditox_ci.corpus import hub, packaged, task_inputs  # noqa: E402, F401
+from ditox_ci.corpus import hub, node_cases, packaged, task_inputs  # noqa: E402, F401
 from ditox_ci.corpus.sources import models_from_path  # noqa: E402

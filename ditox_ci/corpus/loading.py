@@ -36,6 +36,21 @@ def model_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def node_count(model: onnx.ModelProto) -> int:
+    """Nodes in the main graph and every subgraph."""
+    count = 0
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        count += len(graph.node)
+        for node in graph.node:
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    graphs.append(attribute.g)
+                graphs.extend(attribute.graphs)
+    return count
+
+
 def _node_tensors(nodes: Iterable[onnx.NodeProto]) -> Iterator[onnx.TensorProto]:
     for node in nodes:
         for attribute in node.attribute:

@@ -1,4 +1,5 @@
-"""Model sources: filesystem paths and the corpora that ship inside the installed onnx wheel.
+"""Model sources: filesystem paths and the corpora that ship inside the installed onnx wheel
+(`onnx-data` here, `onnx-node` in node_cases.py).
 
 Named sources materialize their models once into the cache folder, in the ONNX backend-test
 layout (`model.onnx` + `test_data_set_<k>/input_<i>.pb`), so every later run, worker and shard
@@ -15,8 +16,8 @@ import json
 import os
 import shutil
 import tempfile
-import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ditox_ci.corpus import SOURCE_NAMES, CorpusContext, ModelRef, register_source
+from ditox_ci.corpus import SOURCE_NAMES, UNPACKERS, CorpusContext, ModelRef, ModelSize, register_source
 from ditox_ci.log import printable
 
 INDEX_FILE = "index.json"
@@ -32,6 +33,8 @@ ONNX_DATA_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data"
 # `real` only holds data.json download stubs; they point at the `light` models, which we use.
 ONNX_DATA_FAMILIES = ("simple", "pytorch-converted", "pytorch-operator")
 LIGHT_FAMILY = "light"
+# raised when randomize_fake_weights changes, so a cache never serves the older weights
+LIGHT_LAYOUT = 1
 
 
 def recorded_inputs_dir(folder: Path) -> str | None:
@@ -122,74 +125,6 @@ def materialize_once(target: Path, build: Builder) -> list[dict[str, Any]]:
     return list(json.loads(index.read_text()))
 
 
-def _serialize_value(value: Any, type_proto: onnx.TypeProto, name: str) -> bytes:
-    """One input/output value as the proto the backend-test layout uses for its declared type."""
-    if isinstance(value, onnx.TensorProto):
-        return value.SerializeToString()
-    kind = type_proto.WhichOneof("value")
-    serializers: dict[str | None, Callable[[], Any]] = {
-        "map_type": lambda: numpy_helper.from_dict(value, name),
-        "sequence_type": lambda: numpy_helper.from_list(value, name),
-        "optional_type": lambda: numpy_helper.from_optional(value, name),
-    }
-    proto = serializers.get(kind, lambda: numpy_helper.from_array(np.asarray(value), name))()
-    return bytes(proto.SerializeToString())
-
-
-def _write_values(
-    folder: Path, prefix: str, values: Sequence[Any], infos: Sequence[onnx.ValueInfoProto]
-) -> None:
-    for index, (value, info) in enumerate(zip(values, infos, strict=False)):
-        data = _serialize_value(value, info.type, info.name)
-        (folder / f"{prefix}_{index}.pb").write_bytes(data)
-
-
-def _collect_node_cases() -> list[Any]:
-    from onnx.backend.test.case.node import collect_testcases
-
-    # The case generators compute expected outputs with numpy and trip over log(0), 0/0 …
-    # on purpose; those warnings are noise for us.
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        return list(collect_testcases(None))
-
-
-def _build_node_cases(folder: Path) -> list[dict[str, Any]]:
-    entries = []
-    for case in _collect_node_cases():
-        model = case.model
-        if model is None:
-            continue
-        case_dir = folder / case.name
-        case_dir.mkdir()
-        (case_dir / "model.onnx").write_bytes(model.SerializeToString())
-        for k, (inputs, outputs) in enumerate(case.data_sets or ()):
-            data_dir = case_dir / f"test_data_set_{k}"
-            data_dir.mkdir()
-            _write_values(data_dir, "input", inputs, model.graph.input)
-            _write_values(data_dir, "output", outputs, model.graph.output)
-        family = model.graph.node[0].op_type if model.graph.node else ""
-        entries.append({"name": case.name, "family": family})
-    return sorted(entries, key=lambda entry: entry["name"])
-
-
-def onnx_node_dir(ctx: CorpusContext) -> Path:
-    return ctx.cache_dir / "onnx-node" / onnx.__version__
-
-
-@register_source("onnx-node")
-def onnx_node_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
-    """The installed onnx wheel's operator test cases (one node each, recorded inputs)."""
-    root = onnx_node_dir(ctx)
-    refs = []
-    for entry in materialize_once(root, _build_node_cases):
-        name = entry["name"]
-        if pattern and not fnmatch.fnmatchcase(name, pattern):
-            continue
-        refs.append(_case_ref("onnx-node", name, root / name, entry["family"]))
-    return refs
-
-
 def _stable_rng(*parts: object) -> np.random.Generator:
     digest = hashlib.sha256("\0".join(str(part) for part in parts).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
@@ -269,45 +204,79 @@ def _light_builder(source: Path) -> Callable[[Path], list[dict[str, Any]]]:
     return build
 
 
-def _onnx_data_models(ctx: CorpusContext) -> list[tuple[str, Path, Builder | None]]:
-    """(`<family>/<name>`, model folder, builder for a folder still to materialize)."""
-    found: list[tuple[str, Path, Builder | None]] = [
-        (f"{family}/{folder.name}", folder, None)
+def light_size(source: Path) -> ModelSize:
+    """About what `randomize_fake_weights` makes of a light model: its file plus the weights that
+    replace its float ConstantOfShape nodes (the initializers it rewrites keep their size), read
+    from the small light file without making the weights."""
+    model = onnx.load(str(source))
+    shapes = {tensor.name: numpy_helper.to_array(tensor) for tensor in model.graph.initializer}
+    weights, kept = 0, 0
+    for node in model.graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        dtype = numpy_helper.to_array(value).dtype if value is not None else np.dtype(np.float32)
+        shape = shapes.get(node.input[0]) if node.op_type == "ConstantOfShape" and node.input else None
+        if shape is not None and dtype.kind == "f":
+            weights += int(np.prod(shape)) * dtype.itemsize
+        else:
+            kept += 1
+    return ModelSize(source.stat().st_size + weights, kept)
+
+
+@dataclass(frozen=True)
+class _DataModel:
+    name: str  # `<family>/<name>`
+    folder: Path
+    # a light model: the wheel's file its folder is made from (None: the wheel's folder itself)
+    light_source: Path | None = None
+
+
+def _onnx_data_models(ctx: CorpusContext) -> list[_DataModel]:
+    found = [
+        _DataModel(f"{family}/{folder.name}", folder)
         for family in ONNX_DATA_FAMILIES
         for folder in sorted((ONNX_DATA_DIR / family).iterdir())
         if (folder / "model.onnx").is_file()
     ]
-    light_root = ctx.cache_dir / "onnx-data" / onnx.__version__ / LIGHT_FAMILY
     for source in sorted((ONNX_DATA_DIR / LIGHT_FAMILY).glob("light_*.onnx")):
         name = source.stem.removeprefix("light_")
-        found.append((f"{LIGHT_FAMILY}/{name}", light_root / name, _light_builder(source)))
+        # addressed by the file it is made from and how: another onnx's light file is another model
+        digest = hashlib.sha256(source.read_bytes() + f"\0{LIGHT_LAYOUT}".encode()).hexdigest()[:16]
+        folder = ctx.cache_dir / "onnx-data" / LIGHT_FAMILY / f"{name}-{digest}"
+        found.append(_DataModel(f"{LIGHT_FAMILY}/{name}", folder, source))
     return found
 
 
 def _onnx_data_names(ctx: CorpusContext) -> list[str]:
-    return [name for name, _, _ in _onnx_data_models(ctx)]
-
-
-def _onnx_node_names(ctx: CorpusContext) -> list[str]:
-    return [entry["name"] for entry in materialize_once(onnx_node_dir(ctx), _build_node_cases)]
+    return [model.name for model in _onnx_data_models(ctx)]
 
 
 SOURCE_NAMES["onnx-data"] = _onnx_data_names
-SOURCE_NAMES["onnx-node"] = _onnx_node_names
 
 
 @register_source("onnx-data")
 def onnx_data_source(pattern: str | None, ctx: CorpusContext) -> list[ModelRef]:
     """The onnx wheel's model tests: simple, pytorch-converted, pytorch-operator, light.
 
-    A light model is materialized (hundreds of MB of random weights for the largest) only when
-    the pattern selects it.
+    A light model's file (hundreds of MB of random weights for the largest) is made only when a
+    sweep of it unpacks it (`unpack_light_models`); its ref says its size until then.
     """
     refs = []
-    for name, folder, builder in _onnx_data_models(ctx):
-        if pattern and not fnmatch.fnmatchcase(name, pattern):
+    for model in _onnx_data_models(ctx):
+        if pattern and not fnmatch.fnmatchcase(model.name, pattern):
             continue
-        if builder is not None:
-            materialize_once(folder, builder)
-        refs.append(_case_ref("onnx-data", name, folder, name.split("/", 1)[0]))
+        ref = _case_ref("onnx-data", model.name, model.folder, model.name.split("/", 1)[0])
+        if model.light_source is not None:
+            ref = replace(ref, inputs_dir=None, size=light_size(model.light_source))
+        refs.append(ref)
     return refs
+
+
+def unpack_light_models(refs: Sequence[ModelRef], ctx: CorpusContext) -> None:
+    """Make the light models among `refs` whose folders this machine's cache lacks."""
+    wanted = {ref.id.removeprefix("onnx-data:") for ref in refs}
+    for model in _onnx_data_models(ctx):
+        if model.name in wanted and model.light_source is not None:
+            materialize_once(model.folder, _light_builder(model.light_source))
+
+
+UNPACKERS["onnx-data"] = unpack_light_models

@@ -330,6 +330,8 @@ class _Slot:
     stderr_path: Path
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
+    # the models whose prepared originals this worker keeps (as _child_main keeps them), latest last
+    holds: list[tuple[str, str]] = field(default_factory=list)
 
 
 # ONNX Runtime's colours and per-line timestamps: stripped from the stderr kept as evidence, which
@@ -445,6 +447,14 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
+def warm_up() -> None:
+    """Start the forkserver now: its imports (onnx, ONNX Runtime, numpy; about a second) then run
+    beside the sweep's planning and unpacking instead of after them, in every shard job."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        _mp_context()
+        multiprocessing.forkserver.ensure_running()
+
+
 class WorkerPool:
     """`run(jobs)` yields one JobResult per job, in completion order, whatever the workers do."""
 
@@ -495,11 +505,12 @@ class WorkerPool:
         stderr = self._stderr_tail(slot)
         slot.conn.close()
         fresh = self._spawn()
-        slot.process, slot.conn, slot.stderr_path, slot.running = (
+        slot.process, slot.conn, slot.stderr_path, slot.running, slot.holds = (
             fresh.process,
             fresh.conn,
             fresh.stderr_path,
             None,
+            [],
         )
         return stderr
 
@@ -511,6 +522,8 @@ class WorkerPool:
         running.stderr_from = _file_size(slot.stderr_path)
         slot.running = running
         slot.conn.send(replace(running.job, steps=running.remaining))
+        key = (running.job.ref.id, running.job.ref.path)
+        slot.holds = [*(held for held in slot.holds if held != key), key][-CONTEXTS_KEPT:]
 
     def _stderr_tail(self, slot: _Slot) -> str:
         start = slot.running.stderr_from if slot.running else 0
@@ -650,11 +663,23 @@ class WorkerPool:
         needed = ALLOWANCE_BASE_MB + self.config.allowance_per_model_mb * size_mb
         return max(self.config.memory_limit_mb, int(needed))
 
+    def runs_alone(self, job: Job) -> bool:
+        """Whether `job` needs so much memory that no other job can run beside it (`_fits`)."""
+        limit = self.config.memory_limit_mb
+        return self.size > 1 and self.allowance_mb(job) + limit > self.size * limit
+
     def _fits(self, memory_mb: int) -> bool:
         """Whether a job with this allowance may start now: the allowances of the running jobs and
         its own stay within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
         running = [slot.running.memory_mb for slot in self._slots if slot.running is not None]
         return not running or sum(running) + memory_mb <= self.size * self.config.memory_limit_mb
+
+    def _free_slot(self, job: Job) -> _Slot | None:
+        """An idle worker, the one that holds `job`'s model prepared if it is idle: a localization
+        probe or a model's next part on another worker prepared the original all over again."""
+        idle = [slot for slot in self._slots if slot.running is None]
+        key = (job.ref.id, job.ref.path)
+        return next((slot for slot in idle if key in slot.holds), idle[0] if idle else None)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         """Results as they finish. `jobs` is drawn from only when a worker is free, so it may be
@@ -665,7 +690,7 @@ class WorkerPool:
         while True:
             while job is not None:
                 memory_mb = self.allowance_mb(job)
-                slot = next((s for s in self._slots if s.running is None), None)
+                slot = self._free_slot(job)
                 if slot is None and len(self._slots) < self.size:
                     slot = self._spawn()
                     self._slots.append(slot)

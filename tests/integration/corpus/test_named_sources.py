@@ -15,7 +15,8 @@ from ditox_ci.__main__ import main_inner
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
 from ditox_ci.corpus.inputs import has_recorded_inputs, make_feeds
 from ditox_ci.corpus.loading import load_model
-from ditox_ci.corpus.sources import ONNX_DATA_DIR, onnx_node_dir
+from ditox_ci.corpus.node_cases import node_root
+from ditox_ci.corpus.sources import ONNX_DATA_DIR
 from ditox_ci.engine import runner
 from ditox_ci.errors import InputError
 
@@ -35,7 +36,7 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 
 def test_onnx_node_materializes_every_case_once(ctx: CorpusContext, node_refs: list[ModelRef]):
-    root = onnx_node_dir(ctx)
+    root = node_root(ctx)
     assert len(node_refs) > 1000
     assert len({ref.id for ref in node_refs}) == len(node_refs)
     assert all(ref.id.startswith("onnx-node:test_") for ref in node_refs)

@@ -3,6 +3,7 @@ repeating the nop control, and the parts' results combined back into one result 
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -93,11 +94,87 @@ def test_split_plan_meets_the_balance_target_whole_models_cannot() -> None:
     assert max(spans) < costs["huge"]
 
 
-def test_each_shard_runs_its_costliest_jobs_first() -> None:
+def _runs_of(
+    shard: Sequence[Job], costs: dict[str, float], steps: Sequence[Step], workers: int
+) -> list[tuple[str, float, float]]:
+    """(model, start, end) of each job on a pool that takes the jobs in order, as WorkerPool does."""
+    free = [(0.0, worker) for worker in range(workers)]
+    runs = []
+    for job in shard:
+        start, worker = heapq.heappop(free)
+        end = start + job_cost(job, costs[job.ref.id], steps)
+        heapq.heappush(free, (end, worker))
+        runs.append((job.ref.id, start, end))
+    return runs
+
+
+def _runs(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[tuple[str, float, float]]:
+    return _runs_of(shard, costs, STEPS, workers)
+
+
+def _finished_by(shard: Sequence[Job], costs: dict[str, float], workers: int) -> list[float]:
+    """When each model of the shard is done: its last part's end."""
+    done: dict[str, float] = {}
+    for model, _, end in _runs(shard, costs, workers):
+        done[model] = max(done.get(model, 0.0), end)
+    return sorted(done.values())
+
+
+def _done_share(finished: Sequence[float], fraction: float) -> float:
+    return sum(1 for end in finished if end <= fraction * finished[-1]) / len(finished)
+
+
+@pytest.mark.parametrize(("shards", "workers"), [(4, 2), (1, 2), (2, 4)])
+def test_models_finish_steadily_not_all_at_the_end(shards: int, workers: int) -> None:
+    """Costliest job first across all parts left "huge" and the mid-sized models unfinished until
+    their last parts ran: a cancel after a third of the run kept almost nothing."""
+    costs = _skewed()
+    for shard in _plan(costs, shards, workers):
+        finished = _finished_by(shard, costs, workers)
+        assert _done_share(finished, 0.1) > 0
+        assert _done_share(finished, 1 / 3) >= 0.25
+
+
+def test_two_large_models_do_not_hold_both_workers_while_cheap_ones_wait() -> None:
+    """The share of models done alone would start large-b after ~540 tiny models, at ~6.5 s."""
+    costs = {"large-a": 10.0, "large-b": 9.0}
+    costs.update({f"small{index:04d}": 0.03 for index in range(1000)})
+    costs.update({f"tiny{index:04d}": 0.012 for index in range(1000)})
+    (shard,) = _plan(costs, shards=1, workers=2)
+    (_, _, a_ends), (_, b_starts, _) = (run for run in _runs(shard, costs, 2) if run[0].startswith("large"))
+    assert b_starts >= a_ends
+    assert [job.ref.id for job in shard[:1]] == ["large-a"]
+
+
+def test_with_the_cheap_half_done_short_models_fill_in_while_the_count_lags_the_work() -> None:
+    """A job that is most of the work alone, and the cheaper half done in seconds: the default
+    sweep then ran zfnet512 and alexnet side by side for two minutes with nothing finishing."""
+    costs = {"long-a": 300.0, "long-b": 60.0}
+    costs.update({f"mid{index:03d}": 0.5 for index in range(200)})
+    costs.update({f"tiny{index:03d}": 0.01 for index in range(200)})
+    (shard,) = plan_jobs(_refs(costs), STEPS[:2], 1, 2, lambda ref: costs[ref.id])
+    runs = _runs_of(shard, costs, STEPS[:2], 2)
+    b_starts = next(start for model, start, _ in runs if model == "long-b")
+    done_before = [model for model, _, end in runs if end <= b_starts and model.startswith("mid")]
+    assert len(done_before) > 50
+
+
+def test_each_shard_starts_with_its_costliest_job() -> None:
     costs = _skewed()
     for shard in _plan(costs):
         job_costs = [_job_cost(job, costs) for job in shard]
-        assert job_costs == sorted(job_costs, reverse=True)
+        assert job_costs[0] == max(job_costs)
+
+
+def test_a_split_models_parts_run_in_a_row_of_the_costlier_models() -> None:
+    """Between two parts of "huge" run only models of the cheaper half, never a mid-sized one."""
+    costs = _skewed()
+    (shard,) = _plan(costs, shards=1, workers=4)
+    where = [index for index, job in enumerate(shard) if job.ref.id == "huge"]
+    assert len(where) >= 2
+    between = {job.ref.id for job in shard[where[0] : where[-1]]} - {"huge"}
+    median = sorted(costs.values())[len(costs) // 2]
+    assert all(costs[model] <= median for model in between)
 
 
 def test_unsharded_run_splits_a_dominating_model_over_local_workers() -> None:

@@ -1,0 +1,185 @@
+"""The sweep against the work it cannot avoid, measured in one run: the ratio to that limit, where
+the time goes, and what a shard job pays before and after its models (target: ratio ≤ 1.3).
+
+The limit is the oracle's own work, done here in one process and timed piece by piece, for every
+model of the slice (the onnx wheel's data models and three light networks) and the sweep's configs (nop,
+default, every single pass): the original run on each of the oracle's samples plus its noise-floor
+run, each optimizer call once, and each distinct optimized model (neither the original's bytes nor
+a model judged before) run on the same samples. That work divided by the sweep's workers is the
+limit; the sweep is `run_sweep` over the same models with as many workers and no localization,
+timed from call to report. The fixed cost per shard job is a fresh `ditox-ci sweep` process over
+one two-node model: interpreter, imports, plan, workers' start, report. Loading, feeding,
+serializing, hashing, checking and comparing are the oracle's too but not counted in the limit:
+they are what the sweep may still shave.
+
+python bench/bench_overhead.py [SRC ...]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import onnx
+from onnx import TensorProto, helper
+
+from ditox_ci.compare.tensor import compare_arrays
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.engine import runner
+from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
+from ditox_ci.engine.plan import Step, build_steps
+from ditox_ci.log import Log
+from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+from ditox_ci.sweep import SweepOptions, run_sweep
+
+# the wheel's data models and three of its light networks (random weights, 5-27 MB): models whose
+# work outweighs the fixed cost of starting on them
+LIGHT = ("squeezenet", "shufflenet", "inception_v1")
+SOURCES = ("onnx-data:[sp]*", *(f"onnx-data:light/{name}" for name in LIGHT))
+CONFIGS = ("nop", "default", "single")
+WORKERS = 2
+TARGET = 1.3
+
+
+class Clock:
+    """Seconds per kind of work, summed."""
+
+    def __init__(self) -> None:
+        self.spent: Counter[str] = Counter()
+
+    @contextmanager
+    def timing(self, kind: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[kind] += time.perf_counter() - start
+
+
+def _limit_of_model(ref: ModelRef, optimizer: LoadedOptimizer, settings: EvalSettings, clock: Clock) -> None:
+    """The unavoidable work of one model, timed by kind; what the oracle adds, timed apart."""
+    try:
+        # the feeds the sweep uses (random, recorded, wide and sign-structured samples, re-drawn
+        # where the original gives NaN/Inf); making them is not timed
+        context = prepare(ref, settings)
+    except SkipModel:
+        return
+    name = context.runner
+    with clock.timing("runtime: originals"):
+        outputs = runner.run_all(runner.load_session(context.data, settings.threads, name), context.feeds)
+    if settings.calibrate and name == "onnxruntime":
+        with clock.timing("runtime: noise floor"):
+            runner.run_all(runner.load_noise_session(context.data, settings.threads), context.feeds)
+    seen: set[str] = set()
+    for step in build_steps(CONFIGS, (), optimizer.info):
+        try:
+            with clock.timing("optimizer"):
+                data = _optimized(optimizer, context.data, step)
+        except Exception:
+            continue
+        with clock.timing("oracle: compare bytes, hash"):
+            digest = None if data == context.data else hashlib.sha256(data).hexdigest()
+        if digest is None or digest in seen:
+            continue
+        seen.add(digest)
+        with clock.timing("oracle: parse, checker"):
+            _checked(data)
+        try:
+            with clock.timing("runtime: optimized"):
+                got = runner.run_all(runner.load_session(data, settings.threads, name), context.feeds)
+        except (runner.RuntimeLoadError, runner.RuntimeRunError):
+            continue
+        with clock.timing("oracle: compare outputs"):
+            for want_sample, got_sample in zip(outputs, got, strict=False):
+                for want, value in zip(want_sample, got_sample, strict=False):
+                    if hasattr(want, "dtype") and hasattr(value, "dtype") and want.dtype.kind == "f":
+                        compare_arrays(want, value, 1e-3, 1e-4)
+
+
+def _optimized(optimizer: LoadedOptimizer, data: bytes, step: Step) -> bytes:
+    """One optimizer call as the sweep makes it: bytes in and out where the adapter can."""
+    if optimizer.optimize_bytes is not None:
+        return bytes(optimizer.optimize_bytes(data, step.passes, step.fixed_point))
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    return bytes(optimizer.optimize(model, list(step.passes), step.fixed_point).SerializeToString())
+
+
+def _checked(data: bytes) -> None:
+    model = onnx.ModelProto()
+    model.ParseFromString(data)
+    with contextlib.suppress(onnx.checker.ValidationError):
+        onnx.checker.check_model(model)
+
+
+def _fixed_cost(folder: Path) -> float:
+    """Wall seconds of a fresh `ditox-ci sweep` process over one model of two nodes."""
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],
+        "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = folder / "tiny.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    command = [sys.executable, "-m", "ditox_ci", "sweep", "--models", str(model), "--jobs", str(WORKERS)]
+    command += ["--localize", "off", "--quiet", "--cache-dir", str(folder / "cache")]
+    command += ["--out", str(folder / "out")]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        sys.exit(f"the one-model sweep failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    return wall
+
+
+def _table(spent: Counter[str], total: float, rows: Sequence[str]) -> None:
+    for kind in rows:
+        share = spent[kind] / total if total else 0.0
+        print(f"  {kind:<28} {spent[kind]:8.1f}s  {share:6.1%}")
+
+
+def main() -> None:
+    sources = tuple(sys.argv[1:]) or SOURCES
+    refs = resolve_sources(sources, CorpusContext(default_cache_dir(os.environ)))
+    settings, optimizer, clock = EvalSettings(), load_optimizer("onnxoptimizer"), Clock()
+    with tempfile.TemporaryDirectory(prefix="ditox-bench-overhead-") as tmp:
+        out = f"{tmp}/out"
+        options = SweepOptions(models=sources, configs=CONFIGS, jobs=WORKERS, localize="off", out=out)
+        start = time.perf_counter()
+        report = run_sweep(options, Log({}, quiet=True))
+        sweep_s = time.perf_counter() - start
+        for ref in refs:
+            _limit_of_model(ref, optimizer, settings, clock)
+        fixed_s = _fixed_cost(Path(tmp))
+    work = sum(seconds for kind, seconds in clock.spent.items() if not kind.startswith("oracle"))
+    oracle = sum(seconds for kind, seconds in clock.spent.items() if kind.startswith("oracle"))
+    limit = work / WORKERS
+    in_jobs = sum(entry.cost_s for entry in report.models)
+    print(f"slice: {' '.join(sources)}, {len(refs)} models × configs {', '.join(CONFIGS)}, {WORKERS} workers")
+    print(f"unavoidable work {work:.1f}s in one process (the oracle's other work: {oracle:.1f}s more):")
+    unavoidable = ["optimizer", "runtime: originals", "runtime: noise floor", "runtime: optimized"]
+    _table(clock.spent, work, unavoidable)
+    _table(clock.spent, work, sorted(kind for kind in clock.spent if kind.startswith("oracle")))
+    verdict = "ok" if sweep_s / limit <= TARGET else f"ABOVE TARGET {TARGET}"
+    print(f"limit (work / {WORKERS} workers): {limit:.1f}s; sweep: {sweep_s:.1f}s")
+    print(f"sweep / limit: {sweep_s / limit:.2f}× ({verdict})")
+    print(f"(sweep - fixed cost) / limit: {(sweep_s - fixed_s) / limit:.2f}×")
+    print(
+        f"sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({in_jobs / WORKERS / sweep_s:.0%} busy), "
+        f"{sweep_s - in_jobs / WORKERS:.1f}s of wall outside them (plan, workers' start, waits, report)"
+    )
+    print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.1f}s")
+
+
+if __name__ == "__main__":
+    main()
