@@ -36,7 +36,7 @@ def _optimizer_passes() -> tuple[str, ...]:
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
     onnxsim.simplify(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]))
-    # without its `nop` (ditox_ci.control.NOP, spelled out: a repro bundle carries this file alone),
+    # without its `nop` (the control's name, spelled out: a repro bundle carries this file alone),
     # the control runs onnxsim's round trip with no pass at all
     return tuple(name for name in onnx_simplifier.C._list_optimizers() if name != "nop")
 
