@@ -15,9 +15,9 @@ from ditox_ci.github import GitHubContext, PublishOptions, PublishResult, Texts,
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
-from ditox_ci.report.render import md
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
+from ditox_ci.report.text import md
 from ditox_ci.safewrite import written_or_input_error
 from ditox_ci.triage.baseline import load_baseline
 from ditox_ci.triage.classify import classify

@@ -15,7 +15,8 @@ from typing import Any
 
 from ditox_ci.report.bugs import Bug, bug_context
 from ditox_ci.report.model import Finding, Report
-from ditox_ci.report.render import fit, hard_truncate, no_autolinks, render
+from ditox_ci.report.render import render
+from ditox_ci.report.text import fit, hard_truncate, no_autolinks
 
 BODY_LIMIT = 65_536
 CHECK_SUMMARY_LIMIT = 65_535  # a check run's output.summary: one less than a comment body

@@ -38,8 +38,8 @@ from ditox_ci.corpus.inputs import make_feeds, signed_feed, wide_feed, write_rec
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
-from ditox_ci.engine.evaluate import EXACT_SAMPLES, MAX_REDRAWS
 from ditox_ci.engine.findings import culprit_fingerprint
+from ditox_ci.engine.original import EXACT_SAMPLES, MAX_REDRAWS
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds

@@ -24,7 +24,7 @@ from ditox_ci.engine.repro_runtime import write_samples
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.model import Finding
-from ditox_ci.report.render import render
+from ditox_ci.report.templates import render
 
 BASE_REQUIREMENTS = ("onnx", "onnxruntime", "numpy")
 GRAPH_TEXT_LIMIT = 6000

@@ -12,7 +12,8 @@ from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import coverage_svg, never_fired
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report, write_report
-from ditox_ci.report.render import fit, render, utf8_size
+from ditox_ci.report.render import render
+from ditox_ci.report.text import fit, utf8_size
 
 SKIPPED_SHOWN = 50
 SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for what publish appends

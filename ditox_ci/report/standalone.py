@@ -24,6 +24,7 @@ import onnx.parser
 import onnx.printer
 
 from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.templates import render
 
 STANDALONE_KEY = "standalone"
 MODEL_TEXT_LIMIT = 20_000
@@ -148,9 +149,6 @@ def feed_expression(spec: Mapping[str, Any]) -> str:
 
 def script(record: Mapping[str, Any], finding: Finding) -> str:
     """The copy-paste script: exits 1 and prints BUG PRESENT while the bug is there, else 0."""
-    # imported here: render.py imports this module to give the templates its helpers
-    from ditox_ci.report.render import render
-
     seeded = any("values" not in spec for spec in record["inputs"].values())
     feeds = [(name, feed_expression(spec)) for name, spec in record["inputs"].items()]
     return render(

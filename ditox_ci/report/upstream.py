@@ -24,6 +24,7 @@ from ditox_ci.control import NOP
 from ditox_ci.registry import Registry
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.standalone import feed_expression, input_spec
+from ditox_ci.report.templates import render
 
 _RELEASE = re.compile(r"^\d+(\.\d+)*$")
 _DESCRIBED_COMMIT = re.compile(r"-g([0-9a-f]{7,40})(-dirty)?$")
@@ -184,9 +185,6 @@ def regression_test(report: Report, record: Mapping[str, Any] | None, finding: F
     code = _graph_code(model)
     if code is None:
         return None
-    # imported here: render.py imports this module to give the templates its helpers
-    from ditox_ci.report.render import render
-
     feeds = [(name, feed_expression(spec)) for name, spec in record.get("inputs", {}).items()]
     return render(
         upstream.test_template,

@@ -24,6 +24,7 @@ from onnx import numpy_helper
 from ditox_ci.registry import Registry
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import small_values
+from ditox_ci.report.text import md, span
 
 SIGNIFICANT_DIGITS = 4
 # an expression longer than this says less than "changed N nodes into M"
@@ -190,8 +191,6 @@ def _shape(described: Sequence[Any]) -> str:
 
 def _effect(outcome: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
     """(the output that went wrong, what happened to it), from the standalone run's outcome."""
-    from ditox_ci.report.render import span  # render.py imports this module for its templates
-
     for entry in outcome:
         if entry.get("same"):
             continue
@@ -204,8 +203,6 @@ def _effect(outcome: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
 
 def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
     """The first sentence of a bug report, Markdown."""
-    from ditox_ci.report.render import md, span  # render.py imports this module for its templates
-
     passes = span(", ".join(finding.culprit.passes)) if finding.culprit.passes else "The optimizer"
     sentence = _rewrite(passes, record) if record else None
     if sentence is None:
@@ -217,8 +214,6 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
 
 
 def _rewrite(passes: str, record: Mapping[str, Any]) -> str | None:
-    from ditox_ci.report.render import span  # render.py imports this module for its templates
-
     try:
         before = _Graph(onnx.parser.parse_model(record["model"]).graph, record.get("inputs", {}))
         after = (

@@ -20,7 +20,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
-from ditox_ci.engine.evaluate import EXACT_SAMPLES, EvalSettings, prepare, run_step
+from ditox_ci.engine.evaluate import EvalSettings, prepare, run_step
+from ditox_ci.engine.original import EXACT_SAMPLES
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import load_optimizer

@@ -11,7 +11,7 @@ from ditox_ci.github.text import (
     repro_dir,
 )
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.report.render import code, md
+from ditox_ci.report.text import code, md
 
 
 def test_md_neutralises_html_mentions_links_and_bidi():

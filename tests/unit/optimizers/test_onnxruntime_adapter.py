@@ -10,7 +10,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine.evaluate import EvalSettings, contrib_ops, judge, prepare
+from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
+from ditox_ci.engine.structure import contrib_ops
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.adapters import onnxruntime_adapter, onnxruntime_extended_adapter
 

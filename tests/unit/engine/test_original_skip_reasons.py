@@ -12,8 +12,8 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS
-from ditox_ci.engine import evaluate, runner
-from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
+from ditox_ci.engine import original, runner
+from ditox_ci.engine.original import EvalSettings, SkipModel, prepare
 
 
 def _model(path: Path) -> str:
@@ -40,7 +40,7 @@ def test_a_failing_input_generator_is_named_in_the_skip_reason(
 
 
 def test_a_model_over_the_protobuf_limit_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(evaluate, "PROTOBUF_LIMIT", 10)  # a real one would take 2 GiB of memory
+    monkeypatch.setattr(original, "PROTOBUF_LIMIT", 10)  # a real one would take 2 GiB of memory
     with pytest.raises(SkipModel, match="over protobuf's 2 GiB limit"):
         prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings())
 
@@ -71,7 +71,7 @@ def test_inputs_too_large_for_the_machine_skip_the_model_not_the_sweep(
     def too_large(*args, **kwargs):
         raise MemoryError("Unable to allocate 298. GiB for an array with shape (200000, 200000)")
 
-    monkeypatch.setattr(evaluate, "make_feeds", too_large)  # a real one would depend on the machine
+    monkeypatch.setattr(original, "make_feeds", too_large)  # a real one would depend on the machine
     with pytest.raises(SkipModel, match=r"cannot make inputs: Unable to allocate 298\. GiB"):
         prepare(ModelRef("m", "t", _model(tmp_path / "m.onnx")), EvalSettings())
 

@@ -11,7 +11,8 @@ from onnx import TensorProto, helper
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
 from ditox_ci.engine import runner
-from ditox_ci.engine.evaluate import EvalSettings, prepare, random_output_positions
+from ditox_ci.engine.noise import random_output_positions
+from ditox_ci.engine.original import EvalSettings, prepare
 
 
 def _model(path: Path) -> str:

@@ -1,0 +1,274 @@
+"""The original model, prepared once: loaded, fed and run on every sample by the first runner that
+can, with its noise floor measured. Every step of the model's job then judges its optimized model
+against this ModelContext (`evaluate.py`), so the original is parsed and run once per model.
+
+Runs inside a worker process (see `worker.py`). A model that cannot be tested at all (unreadable,
+over protobuf's limit, no runner can run it) raises SkipModel with the reason the report shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus.inputs import (
+    InputSpecError,
+    has_recorded_inputs,
+    inputs_kind,
+    make_feeds,
+    signed_feed,
+    wide_feed,
+    wide_inputs,
+)
+from ditox_ci.corpus.loading import ModelLoadError, load_model
+from ditox_ci.engine import runner
+from ditox_ci.engine.noise import PlainRun, measure_noise, random_output_positions, random_outputs
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.structure import checker_error
+from ditox_ci.optimizers import NOISE_FLOORS
+
+MAX_REDRAWS = 3
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    samples: int = 1
+    seed: int = 0
+    dynamic_dim: int = 2
+    # None: each output's dtype decides (compare.tensor.DTYPE_TOLERANCES)
+    rtol: float | dict[str, float] | None = None
+    atol: float | dict[str, float] | None = None
+    threads: int = 1
+    # auto: ONNX Runtime, or the reference implementation for an original ONNX Runtime cannot run
+    runner: str = "auto"
+    # judge float outputs against the model's own noise floor too (see measure_noise)
+    calibrate: bool = True
+    # what that floor is measured against (ditox_ci.optimizers.NOISE_FLOORS)
+    noise_floor: str = NOISE_FLOORS[0]
+
+
+@dataclass
+class ModelContext:
+    """Everything about the original that every step reuses."""
+
+    ref: ModelRef
+    model: onnx.ModelProto
+    data: bytes
+    digest: str
+    feeds: list[dict[str, Any]]
+    outputs: list[list[np.ndarray]]
+    output_names: list[str]
+    checker_error: str | None
+    info: dict[str, Any] = field(default_factory=dict)
+    judged: dict[str, Outcome] = field(default_factory=dict)
+    cache_hits: int = 0
+    # made on first use only: comparators that re-run the models (text generation) need it
+    session: Any = None
+    # the runner that judges this model: the one that could run the original
+    runner: str = "onnxruntime"
+    # per sample, per output: the original's numerical noise (measure_noise); [] when not measured
+    noise: list[list[float | None]] = field(default_factory=list)
+    # per sample: the original's intermediates that are NaN/Inf on it, found once a mismatch needs it
+    saturated: dict[int, list[str]] = field(default_factory=dict)
+
+
+class SkipModel(Exception):
+    """The original itself cannot be tested (unreadable, or ONNX Runtime cannot run it)."""
+
+
+def _finite(outputs: Sequence[Sequence[Any]]) -> bool:
+    for sample in outputs:
+        for value in sample:
+            if isinstance(value, list):
+                continue
+            array = np.asarray(value)
+            if "float" in array.dtype.name and array.dtype.kind not in "fc":  # bfloat16, float8…
+                array = array.astype(np.float32)
+            if array.dtype.kind in "fc" and not np.isfinite(array).all():
+                return False
+    return True
+
+
+# what each runner is called in a skip reason
+RUNNER_TITLES = {"onnxruntime": "ONNX Runtime", "reference": "the reference runner"}
+# the largest serialized protobuf message
+PROTOBUF_LIMIT = 2**31 - 1
+
+
+class _RunnerFailed(Exception):
+    """This runner cannot load or run the original; another one may."""
+
+
+def _run_original(
+    model: onnx.ModelProto,
+    data: bytes,
+    ref: ModelRef,
+    settings: EvalSettings,
+    runner_name: str,
+    info: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf."""
+    # the re-draws of a runner that then failed are not this one's: pinpointing re-makes the feeds
+    # from info["redraws"]
+    info.pop("redraws", None)
+    info.pop("original_nonfinite", None)
+    title = RUNNER_TITLES[runner_name]
+    try:
+        session = runner.load_session(data, settings.threads, runner_name)
+    except runner.RuntimeLoadError as exc:
+        raise _RunnerFailed(f"{title} cannot load the original: {exc}") from None
+    # recorded inputs are what the model's authors meant: they are never re-drawn
+    recorded = info["inputs"] == "recorded"
+    for attempt in range(MAX_REDRAWS + 1):
+        try:
+            # every recorded data set; a candidate without inputs has none to read, and drawing
+            # sys.maxsize random samples for it would never end
+            exact = ref.meta.get(EXACT_SAMPLES) and has_recorded_inputs(ref)
+            samples = sys.maxsize if exact else settings.samples
+            feeds = make_feeds(model, ref, samples, settings.seed, settings.dynamic_dim, attempt)
+        except InputSpecError as exc:
+            raise SkipModel(f"cannot make inputs: {exc}") from None
+        except MemoryError as exc:  # declared shapes beyond this machine: the model's, not a bug of ours
+            raise SkipModel(f"cannot make inputs: {exc}") from None
+        try:
+            outputs = runner.run_all(session, feeds)
+        except runner.RuntimeRunError as exc:
+            raise _RunnerFailed(f"{title} cannot run the original: {exc}") from None
+        if recorded or _finite(outputs):
+            break
+        info["redraws"] = attempt + 1
+    else:
+        info["original_nonfinite"] = True
+    if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
+        return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
+    wide_feeds, wide_outputs = _wide_sample(session, model, feeds, ref, settings, info)
+    feeds, outputs = feeds + wide_feeds, outputs + wide_outputs
+    signed = signed_feed(model, feeds[0], settings.seed, ref.id)
+    if signed is None:
+        return feeds, outputs
+    try:
+        signed_outputs = runner.run(session, signed)
+    except runner.RuntimeRunError as exc:
+        info["signed_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+        return feeds, outputs
+    if not _finite([signed_outputs]):
+        info["signed_sample"] = "left out: the original gives NaN/Inf on it"
+        return feeds, outputs
+    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one, as pinpointing re-makes them
+    return [*feeds, signed], [*outputs, signed_outputs]
+
+
+# A model's meta flag: its recorded inputs are every sample to judge it on (ditox-ci wrote them,
+# the wide-range sample included, for a reduction candidate); none is left out or added.
+EXACT_SAMPLES = "exact_samples"
+# how far an input of the wide sample is scaled back, step by step, while the original gives
+# NaN/Inf on it; and how many inputs are tried one by one before all are scaled back together
+WIDE_SCALES = (1.0, 0.1, 0.01)
+WIDE_INPUTS_TRIED = 8
+
+
+def _wide_sample(
+    session: Any,
+    model: onnx.ModelProto,
+    feeds: Sequence[dict[str, Any]],
+    ref: ModelRef,
+    settings: EvalSettings,
+    info: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """One more sample after `feeds`: the first of them with its float inputs at wide magnitudes.
+    Where the original gives NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search
+    for valid inputs: each input alone, step by step through WIDE_SCALES while the others stay wide
+    (one input driving an Exp or a Pow is the usual cause), then all of them together. Nothing when
+    it has no float input, the original fails on it, or it stays NaN/Inf at the smallest scale."""
+    first = feeds[0]
+    names = wide_inputs(model, first)
+    if not names:
+        return [], []
+    wide = dict.fromkeys(names, WIDE_SCALES[0])
+    alone = [{**wide, name: step} for name in names[:WIDE_INPUTS_TRIED] for step in WIDE_SCALES[1:]]
+    together = [dict.fromkeys(names, step) for step in WIDE_SCALES[1:]]
+    for scales in [wide, *(alone if len(names) > 1 else []), *together]:
+        feed = wide_feed(model, first, settings.seed, ref.id, scales)
+        assert feed is not None
+        try:
+            outputs = runner.run(session, feed)
+        except runner.RuntimeRunError as exc:
+            info["wide_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+            return [], []
+        if _finite([outputs]):
+            scaled = {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
+            # its index: recorded inputs may have fewer data sets than --samples
+            info["wide_sample"] = {"sample": len(feeds), "scales": scaled}
+            return [feed], [outputs]
+    info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
+    return [], []
+
+
+def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
+    """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf), on the
+    first runner that can: with `--runner auto`, ONNX Runtime, else ONNX's reference implementation."""
+    if ref.meta.get("unavailable"):
+        raise SkipModel(str(ref.meta["unavailable"]))
+    try:
+        model = load_model(ref)
+    except ModelLoadError as exc:
+        raise SkipModel(f"unreadable model: {exc}") from None
+    if not model.graph.output:
+        raise SkipModel(f"no outputs to compare: {model.graph.name or 'its graph'} declares none")
+    size = model.ByteSize()
+    if size > PROTOBUF_LIMIT:
+        raise SkipModel(
+            f"the model is {size / 2**30:.1f} GiB with its external data, over protobuf's 2 GiB limit "
+            "for one serialized model, which the optimizer's and the runners' Python APIs need"
+        )
+    data = model.SerializeToString()
+    info: dict[str, Any] = {"inputs": inputs_kind(ref)}
+    failures: list[str] = []
+    for runner_name in runner.RUNNERS if settings.runner == "auto" else (settings.runner,):
+        try:
+            feeds, outputs = _run_original(model, data, ref, settings, runner_name, info)
+        except _RunnerFailed as exc:
+            failures.append(str(exc))
+            continue
+        info["runner"] = runner_name
+        if failures:
+            info["runner_fallback"] = failures[0][:500]
+        break
+    else:
+        raise SkipModel("; ".join(failures))
+    noise: list[list[float | None]] = []
+    plain = PlainRun(data, feeds, outputs, settings.threads, info["runner"])
+    if settings.calibrate and plain.runner_name == "onnxruntime":
+        noise = measure_noise(plain, settings.noise_floor)
+        reference = settings.noise_floor != NOISE_FLOORS[0]
+        against = f" against the {settings.noise_floor} runner" if reference else ""
+        info["noise_floor"] = f"measured{against}" if noise else "not measurable"
+    elif settings.calibrate:
+        noise = random_outputs(plain)
+    drawn = random_output_positions(model)
+    if drawn:  # whatever a run shows, these outputs are drawn anew every time
+        noise = noise or [[None] * len(row) for row in outputs]
+        for row in noise:
+            for position in drawn & set(range(len(row))):
+                row[position] = math.inf
+    return ModelContext(
+        ref=ref,
+        model=model,
+        data=data,
+        digest=hashlib.sha256(data).hexdigest(),
+        feeds=feeds,
+        outputs=outputs,
+        output_names=[o.name for o in model.graph.output],
+        checker_error=checker_error(model),
+        info=info,
+        runner=info["runner"],
+        noise=noise,
+    )

@@ -1,0 +1,108 @@
+"""What an optimized model's graph shows before it runs, read against the original's graph: the
+checker's verdict, a changed interface, initializers the optimizer left unused, ONNX Runtime contrib
+ops, the op types it removed or added, and differences that are only information.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import onnx
+
+from ditox_ci.corpus.inputs import feedable_inputs
+
+
+def checker_error(model: onnx.ModelProto) -> str | None:
+    """What onnx's full checker says is wrong with `model`; None when it passes."""
+    try:
+        onnx.checker.check_model(model, full_check=True)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".strip()
+    return None
+
+
+def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] | None]:
+    tensor = value.type.tensor_type
+    if not value.type.HasField("tensor_type"):
+        return (-1, None)
+    shape = (
+        # a negative dim_value is as unknown as a symbolic one
+        tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tensor.shape.dim)
+        if tensor.HasField("shape")
+        else None
+    )
+    return (tensor.elem_type, shape)
+
+
+def _shapes_conflict(a: tuple[int | None, ...] | None, b: tuple[int | None, ...] | None) -> bool:
+    if a is None or b is None:
+        return False
+    return len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b))
+
+
+def interface_change(original: onnx.ModelProto, optimized: onnx.ModelProto) -> str | None:
+    """Compare inputs and outputs by position: count, element type, static dims (names may change)."""
+    for what, before, after in (
+        ("input", feedable_inputs(original), feedable_inputs(optimized)),
+        ("output", list(original.graph.output), list(optimized.graph.output)),
+    ):
+        if len(before) != len(after):
+            return f"graph {what} count changed from {len(before)} to {len(after)}"
+        for position, (a, b) in enumerate(zip(before, after)):
+            (type_a, shape_a), (type_b, shape_b) = _signature(a), _signature(b)
+            if type_a != type_b:
+                names = (
+                    onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor" for t in (type_a, type_b)
+                )
+                return f"graph {what} #{position} ('{a.name}') element type changed: {' -> '.join(names)}"
+            if _shapes_conflict(shape_a, shape_b):
+                return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
+    return None
+
+
+def _used_names(graph: onnx.GraphProto) -> set[str]:
+    used = {o.name for o in graph.output}
+    for node in graph.node:
+        used.update(node.input)
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                used |= _used_names(sub)
+    return used
+
+
+def unused_initializers(graph: onnx.GraphProto) -> set[str]:
+    used = _used_names(graph)
+    return {init.name for init in graph.initializer if init.name not in used}
+
+
+CONTRIB_DOMAIN = "com.microsoft"
+
+
+def contrib_ops(model: onnx.ModelProto) -> list[str]:
+    """The ONNX Runtime contrib op types of the main graph, sorted."""
+    return sorted({node.op_type for node in model.graph.node if node.domain == CONTRIB_DOMAIN})
+
+
+def op_changes(original: onnx.GraphProto, optimized: onnx.GraphProto) -> dict[str, list[str]]:
+    """Op types whose count went down / up: what the optimizer rewrote, independent of node names."""
+    before = Counter(node.op_type for node in original.node)
+    after = Counter(node.op_type for node in optimized.node)
+    return {
+        "ops_removed": sorted(op for op in before if before[op] > after[op]),
+        "ops_added": sorted(op for op in after if after[op] > before[op]),
+    }
+
+
+def info_notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[str]:
+    """Differences that are not failures, recorded as information."""
+    found = []
+    if original.ir_version != optimized.ir_version:
+        found.append(f"ir_version {original.ir_version} -> {optimized.ir_version}")
+    if len(original.metadata_props) != len(optimized.metadata_props):
+        found.append("metadata_props changed")
+    # the old names only: a pass that makes up new ones (split_init) numbers them with a counter
+    # that lives as long as the process, so they differ with the models a worker ran before
+    renamed = [a.name for a, b in zip(original.graph.output, optimized.graph.output) if a.name != b.name]
+    if renamed:
+        found.append("outputs renamed: " + ", ".join(renamed))
+    return found
