@@ -22,6 +22,7 @@ import onnx.parser
 from onnx import numpy_helper
 
 from ditox_ci.registry import Registry
+from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import small_values
 from ditox_ci.report.text import md, span
@@ -32,17 +33,8 @@ EXPRESSION_LIMIT = 160
 _INLINE_VALUES = 8
 
 # what each kind of finding means, once: the issue's Kind row, SARIF's rule text
-KIND_TEXT = {
-    "optimizer-crash": "The optimizer crashed (signal or abort) on a valid model.",
-    "optimizer-timeout": "The optimizer did not finish within the timeout.",
-    "optimizer-error": "The optimizer raised an error on a valid model.",
-    "invalid-model": "The optimized model fails the ONNX checker.",
-    "runtime-load-error": "ONNX Runtime cannot load the optimized model.",
-    "runtime-error": "ONNX Runtime fails running the optimized model.",
-    "interface-change": "The optimized model's inputs or outputs differ from the original's.",
-    "output-mismatch": "The optimized model computes different values (a miscompilation).",
-    "warning": "A difference that does not fail the gate.",
-}
+# each kind in one sentence: the finding kinds' own text (report/kinds.py), as SARIF's rules say it
+KIND_TEXT = {kind.value: kind.sarif_rule for kind in FindingKind}
 
 # evidence keys in words, in the order a reader wants them; keys not listed follow by name
 EVIDENCE_LABELS = {
