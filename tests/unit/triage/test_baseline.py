@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -172,3 +173,19 @@ def test_init_starts_a_baseline_of_todays_findings_and_never_overwrites_one(tmp_
     empty = tmp_path / "empty.yml"
     assert init_baseline(empty, [], "x", TODAY).added == ()
     assert parse_baseline(empty.read_text(), "empty")[0].entries == ()
+
+
+def test_an_interface_change_by_design_does_not_hide_an_invalid_model_written_beside_it():
+    """rewrite_input_dtype retypes inputs by design; a default-domain Cast it writes into a model
+    without that opset is its own bug, which the entry for the retyping must not accept. A checker
+    failure the nop control shows too is the round trip's, reported once as infrastructure."""
+    baseline = load_baseline(None)
+    retyped = make(kind="interface-change", passes=("rewrite_input_dtype",), message="inputs differ")
+    assert baseline.match(retyped, TODAY)
+    no_opset = "ValidationError: No opset import for domain ''"
+    invalid = replace(retyped, evidence={**retyped.evidence, "checker": no_opset})
+    assert baseline.match(invalid, TODAY) is None
+    dropped = "ValidationError: Field 'type' of 'value_info' is required but missing."
+    control = f"invalid-model: {dropped}\n\n==> Context"
+    as_control = replace(retyped, evidence={**retyped.evidence, "checker": dropped, "control": control})
+    assert baseline.match(as_control, TODAY).id == "rewrite-input-dtype-narrows-int64-inputs"
