@@ -111,3 +111,24 @@ def test_a_valid_empty_graph_has_no_outputs_to_compare_and_a_cut_file_is_unreada
     (tmp_path / "cut.onnx").write_bytes(data[:30])
     with pytest.raises(SkipModel, match=r"^unreadable model: "):
         prepare(ModelRef("cut", "t", str(tmp_path / "cut.onnx")), EvalSettings())
+
+
+def test_an_original_onnx_runtime_cannot_load_is_a_skip_when_its_optimizer_is_under_test(
+    tmp_path: Path,
+) -> None:
+    """TopK on uint64 has no ONNX Runtime kernel, so its original is judged by the reference
+    runner; ONNX Runtime's own optimizer cannot take it either, which is no finding of its."""
+    graph = helper.make_graph(
+        [helper.make_node("TopK", ["x", "k"], ["values", "indices"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT64, [3, 4])],
+        [helper.make_tensor_value_info("values", TensorProto.UINT64, [3, 2]),
+         helper.make_tensor_value_info("indices", TensorProto.INT64, [3, 2])],
+        [onnx.numpy_helper.from_array(np.array([2], np.int64), "k")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)], ir_version=10)
+    onnx.save(model, tmp_path / "m.onnx")
+    ref = ModelRef("m", "t", str(tmp_path / "m.onnx"))
+    assert prepare(ref, EvalSettings()).runner == "reference"
+    with pytest.raises(SkipModel, match="the optimizer under test is ONNX Runtime's own"):
+        prepare(ref, EvalSettings(noise_floor="reference"))
