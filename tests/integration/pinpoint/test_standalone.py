@@ -173,28 +173,14 @@ def test_the_issue_s_regression_test_fails_on_the_installed_onnxoptimizer_in_a_f
     body = _issue(report)
     method = _fenced(body.split("A regression test for onnxoptimizer/test/optimizer\\_test.py")[1], "python")
     assert method.startswith("    def test_eliminate_consecutive_idempotent_ops_output_mismatch(self):")
-    (tmp_path / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=method))
-    ran = subprocess.run(
-        [sys.executable, "optimizer_test.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = _run_upstream_test(tmp_path, method)
     # it fails on the assertion about the output, not on a name the method lacks
     assert ran.returncode == 1 and "FAILED (failures=1)" in ran.stderr, ran.stderr
     assert "AssertionError" in ran.stderr and "(3, 4, 4)" in ran.stderr, ran.stderr
 
     # and passes once the optimizer leaves the model alone (no passes: a fixed build)
     fixed = method.replace('["eliminate_consecutive_idempotent_ops"]', "[]")
-    (tmp_path / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=fixed))
-    ran = subprocess.run(
-        [sys.executable, "optimizer_test.py"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = _run_upstream_test(tmp_path, fixed)
     assert ran.returncode == 0 and ran.stderr.rstrip().endswith("OK"), ran.stderr
 
 
@@ -247,3 +233,10 @@ def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, mon
         finding, model, feeds, passes, False, "onnxoptimizer", 1e-3, 1e-4, tmp_path, 60.0
     )
     assert record is not None and record["reproduces"] is True
+
+
+def _run_upstream_test(folder: Path, method: str) -> subprocess.CompletedProcess[str]:
+    """The method pasted into upstream's test file, run as a script in a fresh folder."""
+    (folder / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=method))
+    command = [sys.executable, "optimizer_test.py"]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=120)
