@@ -24,7 +24,6 @@ from packaging.requirements import InvalidRequirement, Requirement
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import OPTIMIZERS
 
-KINDS = ("builtin", "wheel", "import", "source", "requirement")
 INSTALLED_KINDS = ("wheel", "source", "requirement")
 _FUNCTION = re.compile(r"^[A-Za-z_]\w*$")
 _MODULE = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
