@@ -58,6 +58,12 @@ __all__ = [
 
 PhaseCallback = Callable[[str], None]
 
+# How many bytes of judged optimized models a context keeps to find repeats by comparison (the
+# first ones judged; the nop control's result is among them): sha256 took a fifth of the jobs' time
+# on the overhead bench's slice, where most of the 40-odd steps of a model give a result judged
+# before. Beyond it, results are hashed; a large model's copies would not fit its memory allowance.
+JUDGED_KEPT_MAX_BYTES = 64 * 2**20
+
 
 def _rebind(
     feeds: Sequence[Mapping[str, Any]], original: onnx.ModelProto, optimized: onnx.ModelProto
@@ -88,9 +94,9 @@ def judge_bytes(
 ) -> Outcome:
     """`judge` for a serialized model: unchanged or already judged bytes are never parsed."""
     settings = settings or EvalSettings()
-    digest = hashlib.sha256(data).hexdigest()
     if data == context.data:
-        return Outcome(kind=None, digest=digest, changed=False)
+        return Outcome(kind=None, digest=context.digest, changed=False)
+    digest = _judged_before(context, data) or hashlib.sha256(data).hexdigest()
     if digest in context.judged:
         context.cache_hits += 1
         return context.judged[digest]
@@ -100,7 +106,16 @@ def judge_bytes(
     outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
     outcome = Outcome(outcome.kind, outcome.message, outcome.evidence, digest, True)
     context.judged[digest] = outcome
+    if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
+        context.judged_bytes.setdefault(len(data), []).append((data, digest))
+        context.kept_bytes += len(data)
     return outcome
+
+
+def _judged_before(context: ModelContext, data: bytes) -> str | None:
+    """The digest of a kept optimized model with exactly these bytes: comparing bytes of the same
+    length is many times cheaper than hashing them, and most steps give a result judged before."""
+    return next((digest for kept, digest in context.judged_bytes.get(len(data), ()) if kept == data), None)
 
 
 def _judge_changed(

@@ -69,6 +69,10 @@ class ModelContext:
     checker_error: str | None
     info: dict[str, Any] = field(default_factory=dict)
     judged: dict[str, Outcome] = field(default_factory=dict)
+    # the bytes of judged optimized models small enough to keep, by length: a step whose result is
+    # one of them is found by comparing bytes, not by hashing its result (see evaluate.judge_bytes)
+    judged_bytes: dict[int, list[tuple[bytes, str]]] = field(default_factory=dict)
+    kept_bytes: int = 0
     cache_hits: int = 0
     # made on first use only: comparators that re-run the models (text generation) need it
     session: Any = None
