@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from ditox_ci.compare import CompareFunc, Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
@@ -29,6 +28,10 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
 def _kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
     if np.array_equal(a, b):
         return 1.0
+    # imported here: scipy.stats costs 0.8 s to import, paid by every process that imports the
+    # comparators (the CLI, each shard job's workers) though only classifier models use it
+    from scipy import stats
+
     tau = stats.kendalltau(a, b).statistic
     # Constant score lists give NaN; one constant and one not means the ranking is gone.
     return 0.0 if math.isnan(tau) else float(tau)

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import ndimage
 
 from ditox_ci.compare import Comparison, Outputs
 from ditox_ci.compare.tasks.common import (
@@ -112,6 +111,9 @@ def decode_db_map(
 ) -> list[Detections]:
     """A (batch, 1, H, W) text probability map (DBNet, PP-OCR det): one box per connected region
     above `score_threshold`, scored by its mean probability."""
+    # imported here, as scipy.stats in classify.py: 0.3 s in every process, for text-detection models only
+    from scipy import ndimage
+
     raw, _ = select_output(outputs, names, options["output"])
     maps = np.asarray(raw, dtype=np.float64)
     images = []
