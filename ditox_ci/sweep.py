@@ -361,9 +361,10 @@ def _sweep_models(
 
 
 def _alone_last(plan: SweepPlan, pool: WorkerPool) -> SweepPlan:
-    """The jobs that need the whole pool's memory (VGG-19, whole or in parts) after the others.
-    Every other worker idles beside such a job wherever it comes, so the run takes as long; first
-    in line, VGG-19 kept the default sweep at 0 models done for minutes, and a cancel kept none."""
+    """The jobs that need the whole pool's memory (`WorkerPool.runs_alone`: VGG-19 under a
+    --memory-limit of 2 GiB) after the others. Every other worker idles beside such a job wherever
+    it comes, so the run takes as long; first in line, such a job kept the default sweep at 0
+    models done for minutes, and a cancel kept none."""
     if plan.streamed:
         return plan
     jobs = list(plan.jobs)

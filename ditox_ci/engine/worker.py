@@ -59,12 +59,15 @@ from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.model import INTERNAL_ERROR
 
 POLL_S = 0.2
+# how many jobs too large to start beside the running ones a free worker looks past for one that fits
+LOOKAHEAD = 16
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
 DEFAULT_MEMORY_LIMIT_MB = 3584
 # A worker holds a model several times over (the parsed original and its bytes, the optimizer's
 # copies, the optimized model, a runtime session): VGG-19's 548 MB peak at 3.9 GiB. A model gets
-# this allowance when it is larger than --memory-limit, and the pool starts it only when the
-# allowances of what runs beside it still fit in --jobs × --memory-limit.
+# this allowance when it is larger than --memory-limit, and the pool starts it only when it and what
+# runs beside it, each counted at what its model needs (`WorkerPool._reserve_mb`), fit in --jobs ×
+# --memory-limit.
 ALLOWANCE_BASE_MB = 512
 ALLOWANCE_PER_MODEL_MB = 8
 # An optimizer that converts the model into an IR of its own holds one more copy: onnxscript peaked
@@ -318,6 +321,7 @@ class _Running:
     cache_hits: int = 0
     restarts: int = 0
     memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
+    reserve_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the pool counts for it against its budget
     # where this model's part of the worker's stderr file begins: the tail kept as evidence is
     # this model's alone, not what earlier models on the same worker printed
     stderr_from: int = 0
@@ -652,27 +656,37 @@ class WorkerPool:
             return self._replace(slot, "exceeded the memory limit", detail)
         return None
 
-    def allowance_mb(self, job: Job) -> int:
-        """The memory `job`'s worker may use: --memory-limit, or more for a model so large that
-        its copies in the worker need more (ALLOWANCE_PER_MODEL_MB, more for an optimizer with an
-        IR of its own)."""
+    def _need_mb(self, job: Job) -> int:
+        """What a worker holding `job`'s model is expected to use: ALLOWANCE_PER_MODEL_MB (more for
+        an optimizer with an IR of its own) per MiB of its file, over the worker's own base."""
         try:
             size_mb = os.path.getsize(job.ref.path) / 2**20
         except OSError:
             size_mb = 0.0
-        needed = ALLOWANCE_BASE_MB + self.config.allowance_per_model_mb * size_mb
-        return max(self.config.memory_limit_mb, int(needed))
+        return int(ALLOWANCE_BASE_MB + self.config.allowance_per_model_mb * size_mb)
+
+    def allowance_mb(self, job: Job) -> int:
+        """The memory `job`'s worker may use before it is stopped: --memory-limit, or more for a
+        model so large that its copies in the worker need more (`_need_mb`)."""
+        return max(self.config.memory_limit_mb, self._need_mb(job))
+
+    def _reserve_mb(self, job: Job) -> int:
+        """What the pool counts for `job` against its budget: what its model needs, at most its
+        allowance. Counted at the whole --memory-limit, a worker on a 1 MB operator case left
+        VGG-19 (4.8 GiB) no room, and the default sweep ran it alone for 140 s on one core."""
+        return min(self.allowance_mb(job), self._need_mb(job))
 
     def runs_alone(self, job: Job) -> bool:
-        """Whether `job` needs so much memory that no other job can run beside it (`_fits`)."""
-        limit = self.config.memory_limit_mb
-        return self.size > 1 and self.allowance_mb(job) + limit > self.size * limit
+        """Whether `job` needs so much memory that no other job, not even the smallest, can run
+        beside it (`_fits`)."""
+        budget = self.size * self.config.memory_limit_mb
+        return self.size > 1 and self._reserve_mb(job) + ALLOWANCE_BASE_MB > budget
 
-    def _fits(self, memory_mb: int) -> bool:
-        """Whether a job with this allowance may start now: the allowances of the running jobs and
-        its own stay within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
-        running = [slot.running.memory_mb for slot in self._slots if slot.running is not None]
-        return not running or sum(running) + memory_mb <= self.size * self.config.memory_limit_mb
+    def _fits(self, job: Job) -> bool:
+        """Whether `job` may start now: what the running jobs and it reserve (`_reserve_mb`) stays
+        within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
+        running = [slot.running.reserve_mb for slot in self._slots if slot.running is not None]
+        return not running or sum(running) + self._reserve_mb(job) <= self.size * self.config.memory_limit_mb
 
     def _free_slot(self, job: Job) -> _Slot | None:
         """An idle worker, the one that holds `job`'s model prepared if it is idle: a localization
@@ -681,24 +695,42 @@ class WorkerPool:
         key = (job.ref.id, job.ref.path)
         return next((slot for slot in idle if key in slot.holds), idle[0] if idle else None)
 
+    def _next_fitting(self, waiting: list[Job], pending: Iterator[Job]) -> Job | None:
+        """The first job in order that fits beside the running ones (`_fits`): of those drawn and
+        waiting, else the next drawn, looking past at most LOOKAHEAD jobs that do not fit. Without
+        it, a worker idled beside VGG-19 for as long as the next job in line was too large to join
+        it; a job is still drawn only when a worker is free for it."""
+        for index, job in enumerate(waiting):
+            if self._fits(job):
+                return waiting.pop(index)
+        while len(waiting) < LOOKAHEAD:
+            job = next(pending, None)
+            if job is None:
+                return None
+            if self._fits(job):
+                return job
+            waiting.append(job)
+        return None
+
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
         """Results as they finish. `jobs` is drawn from only when a worker is free, so it may be
         a generator that makes each job on demand (fuzzing) and decides when to stop. A job whose
-        model needs more memory than is left waits for the running ones (see allowance_mb)."""
+        model needs more memory than is left waits for the running ones while later jobs that fit
+        go ahead (`_next_fitting`)."""
         pending = iter(jobs)
-        job = next(pending, None)
+        waiting: list[Job] = []  # drawn, but too large to start beside what runs
         while True:
-            while job is not None:
-                memory_mb = self.allowance_mb(job)
+            while any(slot.running is None for slot in self._slots) or len(self._slots) < self.size:
+                job = self._next_fitting(waiting, pending)
+                if job is None:
+                    break
                 slot = self._free_slot(job)
-                if slot is None and len(self._slots) < self.size:
+                if slot is None:
                     slot = self._spawn()
                     self._slots.append(slot)
-                if slot is None or not self._fits(memory_mb):
-                    break
-                started = time.monotonic()
-                self._send(slot, _Running(job=job, started=started, remaining=job.steps, memory_mb=memory_mb))
-                job = next(pending, None)
+                running = _Running(job, time.monotonic(), job.steps, memory_mb=self.allowance_mb(job))
+                running.reserve_mb = self._reserve_mb(job)
+                self._send(slot, running)
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:
                 return

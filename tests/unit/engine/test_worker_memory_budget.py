@@ -1,5 +1,6 @@
-"""The pool's memory: --jobs × --memory-limit is the budget; a model too large for --memory-limit
-gets an allowance by its size and starts only when the running models leave room for it."""
+"""The pool's memory: --jobs × --memory-limit is the budget, each running model counted at what its
+size needs; a model too large for --memory-limit gets an allowance by its size and starts only when
+the running models leave room for it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,8 @@ def _job(folder: Path, name: str, size_mb: int) -> Job:
 
 def _running_on(pool: WorkerPool, jobs: list[Job]) -> None:
     for job in jobs:
-        running = _Running(job=job, started=0.0, remaining=(), memory_mb=pool.allowance_mb(job))
+        memory_mb, reserve_mb = pool.allowance_mb(job), pool._reserve_mb(job)
+        running = _Running(job=job, started=0.0, remaining=(), memory_mb=memory_mb, reserve_mb=reserve_mb)
         pool._slots.append(_Slot(process=None, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
 
 
@@ -55,10 +57,55 @@ def test_a_large_model_gets_an_allowance_by_its_size_and_waits_for_room(tmp_path
         small, vgg = _job(tmp_path, "small", 10), _job(tmp_path, "vgg", 548)
         assert pool.allowance_mb(small) == 1000
         assert pool.allowance_mb(vgg) == ALLOWANCE_BASE_MB + ALLOWANCE_PER_MODEL_MB * 548
-        assert pool._fits(pool.allowance_mb(vgg))  # alone it always starts
+        assert pool._fits(vgg)  # alone it always starts
         _running_on(pool, [small, small])
-        assert not pool._fits(pool.allowance_mb(vgg))  # 2 × 1000 + 4896 > 4 × 1000
-        assert pool._fits(pool.allowance_mb(small))
+        assert not pool._fits(vgg)  # 2 × (512 + 8 × 10) + 4896 > 4 × 1000
+        assert pool._fits(small)
+        pool._slots.clear()
+
+
+def test_the_largest_model_runs_beside_small_ones_whose_limit_stays_the_same(tmp_path: Path):
+    """Counted at the whole --memory-limit, a worker on an operator case left VGG-19 no room."""
+    with WorkerPool(WorkerConfig(), jobs=2) as pool:
+        case, vgg = _job(tmp_path, "case", 0), _job(tmp_path, "vgg", 548)
+        assert not pool.runs_alone(vgg)
+        _running_on(pool, [case])
+        assert pool._fits(vgg)  # 512 + 4896 <= 2 × 3584
+        assert pool.allowance_mb(case) == DEFAULT_MEMORY_LIMIT_MB  # still stopped only past the limit
+        pool._slots.clear()
+        _running_on(pool, [vgg])
+        assert not pool._fits(_job(tmp_path, "vgg-too", 548))  # two of them do not fit
+        assert pool._fits(case)
+        pool._slots.clear()
+    with WorkerPool(WorkerConfig(memory_limit_mb=2048), jobs=2) as small_pool:
+        assert small_pool.runs_alone(vgg)  # 4896 + 512 > 2 × 2048: nothing fits beside it
+
+
+def test_a_free_worker_passes_over_jobs_too_large_to_join_the_running_one(tmp_path: Path):
+    """zfnet512 does not fit beside VGG-19: the next small model goes first, zfnet512 after."""
+    vgg, zfnet = _job(tmp_path, "vgg", 548), _job(tmp_path, "zfnet", 330)
+    cases = [_job(tmp_path, f"case{n}", 0) for n in range(3)]
+    with WorkerPool(WorkerConfig(), jobs=2) as pool:
+        _running_on(pool, [vgg])
+        waiting: list[Job] = []
+        pending = iter([zfnet, *cases])
+        assert pool._next_fitting(waiting, pending) is cases[0]
+        assert waiting == [zfnet]
+        assert pool._next_fitting(waiting, pending) is cases[1]  # the one running is still VGG-19
+        pool._slots.clear()  # VGG-19 done
+        assert pool._next_fitting(waiting, pending) is zfnet
+        assert pool._next_fitting(waiting, pending) is cases[2]
+        assert pool._next_fitting(waiting, pending) is None
+
+
+def test_a_free_worker_looks_past_a_bounded_number_of_jobs(tmp_path: Path):
+    vgg = _job(tmp_path, "vgg", 548)
+    with WorkerPool(WorkerConfig(), jobs=2) as pool:
+        _running_on(pool, [vgg])
+        large = [vgg] * (worker.LOOKAHEAD + 1)
+        waiting: list[Job] = []
+        assert pool._next_fitting(waiting, iter([*large, _job(tmp_path, "case", 0)])) is None
+        assert len(waiting) == worker.LOOKAHEAD
         pool._slots.clear()
 
 

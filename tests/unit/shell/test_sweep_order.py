@@ -22,8 +22,9 @@ def _job(folder: Path, name: str, megabytes: int) -> Job:
 
 
 def test_a_job_no_other_can_run_beside_goes_last_and_the_rest_keep_their_order(tmp_path: Path) -> None:
-    # two workers of 600 MiB: a 20 MiB model's allowance (512 + 8 × 20) leaves no room for another
-    jobs = [_job(tmp_path, "large", 20), _job(tmp_path, "a", 0), _job(tmp_path, "b", 1)]
+    # two workers of 600 MiB: a 40 MiB model's allowance (512 + 8 × 40) leaves no room for even the
+    # smallest other model (512)
+    jobs = [_job(tmp_path, "large", 40), _job(tmp_path, "a", 0), _job(tmp_path, "b", 1)]
     plan = SweepPlan(INFO, STEPS, jobs, {job.ref.id: 1 for job in jobs})
     with WorkerPool(WorkerConfig(memory_limit_mb=600), jobs=2) as pool:
         assert [job.ref.id for job in _alone_last(plan, pool).jobs] == ["a", "b", "large"]
