@@ -22,7 +22,7 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -67,6 +67,7 @@ __all__ = [
     "WorkerPool",
     "allowance_per_model_mb",
     "warm_up",
+    "worker_count",
 ]
 
 POLL_S = 0.2
@@ -137,6 +138,30 @@ def warm_up() -> None:
     if "forkserver" in multiprocessing.get_all_start_methods():
         _mp_context()
         multiprocessing.forkserver.ensure_running()
+
+
+def machine_memory_mb() -> float:
+    """The machine's memory (/proc/meminfo's MemTotal); 0 where that cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def worker_count(jobs: int, memory_limit_mb: int, warn: Callable[[str], None]) -> int:
+    """`jobs`, else one worker per core; a warning when their memory limits exceed the machine's."""
+    workers = jobs or os.cpu_count() or 1
+    memory_mb = machine_memory_mb()
+    if memory_mb and workers * memory_limit_mb > memory_mb:
+        warn(
+            f"{workers} workers × --memory-limit {memory_limit_mb} MiB exceed this machine's "
+            f"{memory_mb:.0f} MiB: the kernel may kill a worker first (reported as out of memory); "
+            "lower --jobs or --memory-limit"
+        )
+    return workers
 
 
 class WorkerPool:
