@@ -185,56 +185,115 @@ def previous_report(inputs: ActionInputs) -> str:
     return inputs.previous
 
 
-def _optional(flag: str, value: object) -> list[str]:
-    return [] if value is None or value == "" else [flag, str(value)]
+def _value(flag: str, value: Any) -> list[str]:
+    """`flag VALUE`, left out when the input is empty: the CLI's own default then holds."""
+    return [] if value is None or value == "" or value == () else [flag, str(value)]
 
 
-def _sweep_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["sweep", "--out", inputs.out, "--optimizer", inputs.optimizer]
-    if inputs.models:
-        argv += ["--models", *inputs.models]
-    if inputs.configs:
-        argv += ["--configs", ",".join(inputs.configs)]
-    if inputs.passes:
-        argv += ["--passes", ",".join(inputs.passes)]
-    if inputs.shard_count > 1:
-        argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
+def _given(flag: str, value: Any) -> list[str]:
+    return [flag, str(value)]
+
+
+def _listed(flag: str, values: tuple[str, ...]) -> list[str]:
+    return [flag, *values] if values else []
+
+
+def _joined(flag: str, values: tuple[str, ...]) -> list[str]:
+    return [flag, ",".join(values)] if values else []
+
+
+def _switch(flag: str, on: bool) -> list[str]:
+    return [flag if on else f"--no-{flag[2:]}"]
+
+
+def _when_on(flag: str, on: bool) -> list[str]:
+    return [flag] if on else []
+
+
+@dataclass(frozen=True)
+class InputFlag:
+    """How inputs of action.yml reach a stage's command line: `form` turns the value into argv.
+
+    The flag is `--<input>` unless named; the value is the input's own unless `value` derives it
+    from the inputs (the shard from two inputs, a file's path below `out`). `reads` names the
+    inputs it takes, which a test checks against action.yml."""
+
+    input: str
+    form: Callable[[str, Any], list[str]] = _value
+    flag: str = ""
+    value: Callable[[ActionInputs], Any] | None = None
+    reads: tuple[str, ...] = ()
+
+    def argv(self, inputs: ActionInputs) -> list[str]:
+        value = self.value(inputs) if self.value is not None else getattr(inputs, self.input)
+        return self.form(self.flag or f"--{self.input.replace('_', '-')}", value)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.reads or (self.input,)
+
+
+def _shard(inputs: ActionInputs) -> str:
+    return f"{inputs.shard_index}/{inputs.shard_count}" if inputs.shard_count > 1 else ""
+
+
+def _below_out(name: str) -> Callable[[ActionInputs], str]:
+    return lambda inputs: str(Path(inputs.out) / name)
+
+
+# In the order the stages' command lines give them.
+SWEEP_FLAGS = (
+    InputFlag("out", _given),
+    InputFlag("optimizer", _given),
+    InputFlag("models", _listed),
+    InputFlag("configs", _joined),
+    InputFlag("passes", _joined),
+    InputFlag("shard", value=_shard, reads=("shard_index", "shard_count")),
     # the CLI installs each build into a folder of its own (`ditox_ci.optimizers.install`)
-    argv += _optional("--base-optimizer", inputs.base_optimizer)
-    argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", previous_report(inputs))
-    argv += _optional("--rtol", inputs.rtol)
-    argv += _optional("--atol", inputs.atol)
-    argv += _optional("--max-skipped", inputs.max_skipped)
-    argv += _optional("--jobs", inputs.jobs)
-    argv += _optional("--runner", "" if inputs.runner == "auto" else inputs.runner)
-    argv += _optional("--timeout", inputs.timeout)
-    return argv
+    InputFlag("base_optimizer"),
+    InputFlag("baseline"),
+    InputFlag("previous", value=previous_report),
+    InputFlag("rtol"),
+    InputFlag("atol"),
+    InputFlag("max_skipped"),
+    InputFlag("jobs"),
+    InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
+    InputFlag("timeout"),
+)
+PUBLISH_FLAGS = (
+    InputFlag("report", _given, value=lambda inputs: str(report_path(inputs)), reads=("out",)),
+    # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
+    InputFlag("baseline"),
+    InputFlag("previous", value=previous_report),
+    InputFlag("comment", _switch),
+    InputFlag("check", _switch),
+    InputFlag("check_name", _given),
+    InputFlag("comment_key", _given),
+    InputFlag("file_issues", _switch),
+    InputFlag("max_new_issues", _given),
+    # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
+    InputFlag("sarif", _given, value=_below_out(SARIF_FILE), reads=("out",)),
+    InputFlag("junit", _given, value=_below_out(JUNIT_FILE), reads=("out",)),
+    InputFlag("close_fixed", _switch),
+    InputFlag("pr_number", flag="--pr"),
+    InputFlag("untrusted", _when_on),
+    InputFlag("dry_run", _when_on),
+)
+# The inputs no stage's flag carries, and where they go instead.
+ACTION_ONLY = {
+    "mode": "which stages run (MODES)",
+    "reports": "the merge stage's arguments",
+    "github_token": "the publishing stage's environment, never a command line",
+    "fail_on": "the job's exit code (GATES)",
+}
+
+
+def _argv(command: str, flags: tuple[InputFlag, ...], inputs: ActionInputs) -> list[str]:
+    return [command, *(arg for flag in flags for arg in flag.argv(inputs))]
 
 
 def _merge_argv(inputs: ActionInputs) -> list[str]:
     return ["merge", *inputs.reports, "--out", inputs.out]
-
-
-def _publish_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["publish", "--report", str(report_path(inputs))]
-    # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
-    argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", previous_report(inputs))
-    argv.append("--comment" if inputs.comment else "--no-comment")
-    argv.append("--check" if inputs.check else "--no-check")
-    argv += ["--check-name", inputs.check_name, "--comment-key", inputs.comment_key]
-    argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
-    argv += ["--max-new-issues", str(inputs.max_new_issues)]
-    # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
-    argv += ["--sarif", str(Path(inputs.out) / SARIF_FILE), "--junit", str(Path(inputs.out) / JUNIT_FILE)]
-    argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
-    argv += _optional("--pr", inputs.pr_number)
-    if inputs.untrusted:
-        argv.append("--untrusted")
-    if inputs.dry_run:
-        argv.append("--dry-run")
-    return argv
 
 
 @dataclass(frozen=True)
@@ -269,13 +328,13 @@ def _install(python: str, spec: str) -> list[Step]:
 
 
 def _sweep_steps(inputs: ActionInputs, python: str) -> list[Step]:
-    return [*_install(python, inputs.optimizer), _cli(python, _sweep_argv(inputs))]
+    return [*_install(python, inputs.optimizer), _cli(python, _argv("sweep", SWEEP_FLAGS, inputs))]
 
 
 STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
     "sweep": _sweep_steps,
     "merge": lambda inputs, python: [_cli(python, _merge_argv(inputs))],
-    "publish": lambda inputs, python: [_cli(python, _publish_argv(inputs), needs_token=True)],
+    "publish": lambda inputs, python: [_cli(python, _argv("publish", PUBLISH_FLAGS, inputs), True)],
 }
 
 
