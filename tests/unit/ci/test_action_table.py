@@ -10,7 +10,8 @@ import dataclasses
 import yaml
 
 from ditox_ci.__main__ import build_parser
-from ditox_ci.ci.action import ACTION_ONLY, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag, build_argv
+from ditox_ci.ci.action import build_argv
+from ditox_ci.ci.inputs import ACTION_ONLY, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
 from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.run_options import SweepOptions
 from tests.helpers import ROOT

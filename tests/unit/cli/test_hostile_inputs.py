@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.__main__ import main
-from ditox_ci.ci.action import read_inputs
+from ditox_ci.ci.inputs import read_inputs
 from ditox_ci.errors import ConfigError, InputError, UsageError
 from ditox_ci.report.model import MAX_REPORT_BYTES, write_report
 from ditox_ci.run_options import SweepOptions
