@@ -1,7 +1,7 @@
 """The Action's entrypoint: INPUT_* → `ditox-ci` stages; the exit code is the gate.
 
-Thin on purpose: the mapping lives in `ditox_ci.ci.action`, the work in the CLI (which also writes
-the step summary). A stage that exits
+Thin on purpose: the mapping lives in `ditox_ci.ci.inputs` and `ditox_ci.ci.action`, the work in
+the CLI (which also writes the step summary). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
 
@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from ditox_ci.ci import action
+from ditox_ci.ci.inputs import FETCHED_PREVIOUS, ActionInputs, read_inputs, report_path
 from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -31,7 +32,7 @@ def main() -> int:
     log = Log(env)
     log.mask(env.get("INPUT_GITHUB_TOKEN", ""))
     try:
-        inputs = action.read_inputs(env)
+        inputs = read_inputs(env)
     except FatalError as exc:
         log.error(str(exc))
         return exc.exit_code
@@ -39,11 +40,11 @@ def main() -> int:
     try:
         return _run(inputs, env, log, workspace)
     finally:
-        for written in (Path(inputs.out), action.FETCHED_PREVIOUS):
+        for written in (Path(inputs.out), FETCHED_PREVIOUS):
             action.hand_over(written, workspace)
 
 
-def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log, workspace: Path) -> int:
+def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -> int:
     stages = action.StageRunner()
     owner = action.workspace_owner(workspace)
     for warning in action.wheel_warnings(inputs.optimizer, inputs.base_optimizer):
@@ -61,7 +62,7 @@ def _run(inputs: action.ActionInputs, env: dict[str, str], log: Log, workspace: 
             log.error(f"{step.title} failed with exit code {code}; see the log above")
             return step.failure_code or (code if code > 0 else 128 - code)
 
-    path = action.report_path(inputs)
+    path = report_path(inputs)
     try:
         report = read_report(path)
     except FatalError as exc:

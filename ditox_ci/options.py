@@ -53,6 +53,8 @@ def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
             return _check_number(float(value), name, origin, error)
         if hint in (int, str):
             return hint(value)
+        if isinstance(hint, type) and hasattr(hint, "parse"):  # a value with structure (Shard)
+            return value if isinstance(value, hint) else hint.parse(str(value))
         if typing.get_origin(hint) is tuple:
             if isinstance(value, str):
                 items = [part.strip() for part in value.replace("\n", ",").split(",")]

@@ -1,20 +1,19 @@
 """The sweep: every model of the corpus (this shard's share) through every step, into one Report.
 
-corpus → plan → worker pool (optimize, run, compare) → findings (nop control collapses
-infrastructure failures into one finding) → coverage and stats → report.
+set up (`run_options.sweep_setup`) → plan (`sweep_plan`) → worker pool (optimize, run, compare) →
+findings (nop control collapses infrastructure failures into one finding) → base build, re-runs,
+pinpointing → coverage and stats → report.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import math
-import os
 import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,111 +22,29 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
-from ditox_ci.ci.shard import combine_results, estimate_cost, parse_shard, plan_jobs, previous_costs
-from ditox_ci.compare import COMPARATORS
-from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
-from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources, unpack
+from ditox_ci.ci.shard import combine_results
+from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
-from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.findings import coverage_of, findings_for
-from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
-from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.engine.worker import (
-    DEFAULT_MEMORY_LIMIT_MB,
-    Job,
-    JobResult,
-    WorkerConfig,
-    WorkerPool,
-    allowance_per_model_mb,
-    warm_up,
-)
-from ditox_ci.errors import InputError, Interrupted, UsageError
+from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool, worker_count
+from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OPAQUE_NOTE, OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import OPAQUE_NOTE
 from ditox_ci.optimizers.install import Installation, optimizer_build
-from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES, PinpointOptions, pinpoint
+from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
-from ditox_ci.report import Finding, ModelEntry, Report, read_report
+from ditox_ci.report import Finding, ModelEntry, Report
 from ditox_ci.report.exercised import EXERCISED_KEY
 from ditox_ci.report.model import INTERNAL_ERROR
-from ditox_ci.report.outputs import prepare_out_dir
+from ditox_ci.run_options import SweepOptions, SweepSetup
+from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
-from ditox_ci.triage.baseline import check_entry_passes, load_baseline
 from ditox_ci.triage.builds import identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
 from ditox_ci.triage.reproduce import reproduce
 
 # where the models made for the passes a PR adds or changes go, below --out
 EXERCISED_DIR = "exercised"
-# the options that name a file or folder
-PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
-
-
-@dataclass(frozen=True)
-class SweepOptions:
-    models: tuple[str, ...] = ()
-    configs: tuple[str, ...] = DEFAULT_CONFIGS
-    passes: tuple[str, ...] = ()
-    optimizer: str = "onnxoptimizer"
-    base_optimizer: str | None = None
-    baseline: str | None = None
-    previous: str | None = None
-    shard: str = "0/1"
-    jobs: int = 0
-    timeout: float = 60.0
-    memory_limit: int = DEFAULT_MEMORY_LIMIT_MB
-    samples: int = 1
-    seed: int = 0
-    # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
-    rtol: float | None = None
-    atol: float | None = None
-    # also judge float outputs against each model's own measured noise floor
-    calibrate: bool = True
-    dynamic_dim: int = 2
-    runner: str = "auto"
-    comparator: str | None = None
-    out: str = "ditox-report"
-    localize: str = "auto"
-    reduce_budget: float = 30.0
-    # with a base build: seconds for making models for the passes the head adds or changes (0: off)
-    exercise_budget: float = 60.0
-    # the PR's base commit: passes whose source changed since it, in the working directory's
-    # checkout, are exercised too
-    changed_since: str | None = None
-    # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
-    max_skipped: float | None = None
-    cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
-
-    def __post_init__(self) -> None:
-        # every path the sweep writes, reads or runs is made absolute here, once: the workers, the
-        # optimizer and the standalone script run in other working directories (a relative --out
-        # once made the script's path double, and every issue said the bug did not reproduce)
-        for name in PATH_OPTIONS:
-            value = getattr(self, name)
-            if value:
-                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
-        for name in ("jobs", "samples", "dynamic_dim", "memory_limit"):
-            if getattr(self, name) < (0 if name == "jobs" else 1):
-                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        # `not x >= 0` also refuses NaN, which would make every comparison pass
-        for name in ("rtol", "atol"):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value < math.inf:
-                raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
-        if not self.timeout > 0:
-            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
-        if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
-            raise UsageError(f"--max-skipped must be a fraction from 0 to 1, got {self.max_skipped}")
-        if self.localize not in LOCALIZE_MODES:
-            raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
-        if self.runner not in RUNNER_CHOICES:
-            raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
-        if self.exercise_budget < 0:
-            raise UsageError(f"--exercise-budget must be >= 0 seconds, got {self.exercise_budget}")
-        if self.reduce_budget < 0:
-            raise UsageError(f"--reduce-budget must be >= 0 seconds, got {self.reduce_budget}")
-        if self.comparator is not None:
-            COMPARATORS.lookup(self.comparator)
 
 
 def _file_sha256(ref: ModelRef) -> str:
@@ -148,174 +65,6 @@ def environment_info() -> dict[str, str]:
         "python": platform.python_version(),
         "platform": f"{sys.platform}-{platform.machine()}",
     }
-
-
-# Every job of a matrix must compute the same plan, so unless --jobs says otherwise a sharded plan
-# assumes this many workers per shard job (GitHub's standard runners have 2 cores), never the
-# core count of the machine it happens to run on.
-SHARD_PLAN_WORKERS = 2
-
-
-def require_every_named_source(refs: list[ModelRef], specs: Sequence[str]) -> None:
-    """A named source the user asked for that has nothing here (`packaged` in an environment
-    without its packages) is an error: its models would only be skipped, and the sweep of the
-    other sources would pass for a sweep of all of them."""
-    for spec in specs:
-        name = spec.partition(":")[0]
-        own = [ref for ref in refs if ref.source == name]
-        if name in SOURCES and own and all(ref.meta.get("unavailable") for ref in own):
-            raise InputError(f"model source {spec!r} has nothing to sweep here: {own[0].meta['unavailable']}")
-
-
-def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -> list[ModelRef]:
-    """The models not below --out: a corpus folder that holds the output folder would otherwise
-    sweep the previous run's repro bundles as models of its own."""
-    out = Path(options.out).resolve()
-    kept = [ref for ref in refs if not (ref.path and Path(ref.path).resolve().is_relative_to(out))]
-    if len(kept) < len(refs) and log is not None:
-        log.notice(f"{len(refs) - len(kept)} model(s) below --out {options.out} are its output, not swept")
-    return kept
-
-
-def plan_sweep(
-    options: SweepOptions, log: Log | None = None, info: OptimizerInfo | None = None
-) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
-    """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
-    here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
-    first; then only the models of this shard are unpacked."""
-    prepare_out_dir(Path(options.out))
-    info = info or load_optimizer(options.optimizer).info
-    steps = build_steps(options.configs, options.passes, info)
-    index, count = parse_shard(options.shard)
-    context = CorpusContext(Path(options.cache_dir), options.seed)
-    corpus = resolve_sources(options.models, context, log, unpacked=False)
-    require_every_named_source(corpus, options.models)
-    refs = _outside_out(corpus, options, log)
-    if not refs:
-        sources = " ".join(options.models) or "the default sources"
-        raise InputError(
-            f"the corpus is empty: {sources} selected no model; an empty sweep is not a green one "
-            "(`ditox-ci corpus list --models …` shows what a source selects)"
-        )
-    workers = options.jobs or (SHARD_PLAN_WORKERS if count > 1 else os.cpu_count() or 1)
-    costs = previous_costs(read_report(Path(options.previous))) if options.previous else None
-    plan = plan_jobs(refs, steps, count, workers, lambda ref: estimate_cost(ref, costs))
-    unpack([job.ref for job in plan[index]], context)
-    return info, steps, plan[index]
-
-
-def configs_run(labels: Collection[str], steps: Sequence[Step]) -> tuple[str, ...]:
-    """The configs a model ran here, in step order, when that is only a part of them; else ()."""
-    if all(step.label in labels for step in steps):
-        return ()
-    return tuple(step.label for step in steps if step.label in labels)
-
-
-@dataclass(frozen=True)
-class ModelStream:
-    """Models made while the sweep runs (`ditox-ci fuzz`) instead of a corpus planned up front.
-
-    `refs` is drawn from only when a worker is free, so making and judging models share one time
-    budget and `refs` decides when to stop; `judged` sees each model's findings as they are known
-    (to delete the ones not worth keeping); pinpointing stops reducing at `pinpoint_deadline`."""
-
-    refs: Iterable[ModelRef]
-    judged: Callable[[JobResult, Sequence[Finding]], None] = lambda result, findings: None
-    pinpoint_deadline: float | None = None
-
-
-@dataclass(frozen=True)
-class SweepPlan:
-    """What this shard sweeps: the optimizer, its steps, and the jobs the pool draws (once).
-
-    A corpus is planned up front, a costly model split by config into several jobs (`parts`). A
-    stream plans nothing: one job per model, made on demand, so `parts` stays empty and each
-    result is a whole model."""
-
-    info: OptimizerInfo
-    steps: tuple[Step, ...]
-    jobs: Iterable[Job]
-    parts: Mapping[str, int] = field(default_factory=dict)
-    # the configs each planned model runs in this shard
-    labels_run: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    streamed: bool = False
-
-    @property
-    def models_planned(self) -> int | None:
-        """None for a stream, which plans nothing up front."""
-        return None if self.streamed else len(self.parts)
-
-    def configs_of(self, model: str) -> tuple[str, ...]:
-        return configs_run(self.labels_run.get(model, frozenset()), self.steps)
-
-
-def _plan_corpus(options: SweepOptions, build: Installation, log: Log) -> SweepPlan:
-    info, steps, jobs = plan_sweep(options, log, build.info)
-    parts = Counter(job.ref.id for job in jobs)
-    labels_run: dict[str, set[str]] = defaultdict(set)
-    for job in jobs:
-        labels_run[job.ref.id].update(step.label for step in job.steps)
-    plan = SweepPlan(info, steps, jobs, parts, {model: frozenset(run) for model, run in labels_run.items()})
-    split = [model for model in parts if parts[model] > 1 or plan.configs_of(model)]
-    what = f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version})"
-    what += f", shard {options.shard}"
-    if split:
-        what += f"; {len(split)} costly models split by config ({len(jobs)} jobs)"
-    log.info(what)
-    return plan
-
-
-def _plan_stream(options: SweepOptions, build: Installation, stream: ModelStream, log: Log) -> SweepPlan:
-    info = build.info
-    steps = build_steps(options.configs, options.passes, info)
-    log.info(f"models made as workers free up × {len(steps)} configs ({info.name} {info.version})")
-    return SweepPlan(info, steps, (Job(ref, steps) for ref in stream.refs), streamed=True)
-
-
-def _worker_config(options: SweepOptions, build: Installation) -> WorkerConfig:
-    comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
-    info = build.info
-    return WorkerConfig(
-        optimizer=build.optimizer,
-        optimizer_path=build.path,
-        settings=EvalSettings(
-            samples=options.samples,
-            seed=options.seed,
-            dynamic_dim=options.dynamic_dim,
-            rtol=options.rtol,
-            atol=options.atol,
-            calibrate=options.calibrate,
-            runner=options.runner,
-            noise_floor=info.noise_floor,
-        ),
-        comparators=comparators,
-        timeout_s=options.timeout,
-        memory_limit_mb=options.memory_limit,
-        allowance_per_model_mb=allowance_per_model_mb(info.name),
-    )
-
-
-def _machine_memory_mb() -> float:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
-
-
-def _worker_count(options: SweepOptions, log: Log) -> int:
-    """--jobs, else one worker per core; a warning when their memory limits exceed the machine's."""
-    workers = options.jobs or os.cpu_count() or 1
-    memory_mb = _machine_memory_mb()
-    if memory_mb and workers * options.memory_limit > memory_mb:
-        log.warning(
-            f"{workers} workers × --memory-limit {options.memory_limit} MiB exceed this machine's "
-            f"{memory_mb:.0f} MiB: the kernel may kill a worker first (reported as out of memory); "
-            "lower --jobs or --memory-limit"
-        )
-    return workers
 
 
 @dataclass
@@ -360,19 +109,6 @@ def _sweep_models(
                 on_result(result)
 
 
-def _alone_last(plan: SweepPlan, pool: WorkerPool) -> SweepPlan:
-    """The jobs that need the whole pool's memory (`WorkerPool.runs_alone`: VGG-19 under a
-    --memory-limit of 2 GiB) after the others. Every other worker idles beside such a job wherever
-    it comes, so the run takes as long; first in line, such a job kept the default sweep at 0
-    models done for minutes, and a cancel kept none."""
-    if plan.streamed:
-        return plan
-    jobs = list(plan.jobs)
-    alone = [pool.runs_alone(job) for job in jobs]
-    ordered = [job for job, last in zip(jobs, alone, strict=True) if not last]
-    return replace(plan, jobs=ordered + [job for job, last in zip(jobs, alone, strict=True) if last])
-
-
 def _judge_on_base(
     finished: _Finished,
     plan: SweepPlan,
@@ -406,7 +142,7 @@ def _exercise(
 ) -> SweepPlan:
     """The passes the head adds or changes get models made for them (`triage.exercise`), in shard 0
     only: every shard would make the same ones. Their models join the sweep's, with their configs."""
-    if options.exercise_budget <= 0 or parse_shard(options.shard)[0] != 0:
+    if options.exercise_budget <= 0 or options.shard.index != 0:
         return plan
     changed = changed_passes(Path.cwd(), options.changed_since, plan.info.passes, log)
     targets = passes_to_exercise(plan.info, base.info, changed)
@@ -438,20 +174,18 @@ def _reproduce(
     finished.findings, finished.reproduce_stats = list(done.findings), done.stats
 
 
-def _pinpoint_options(
-    options: SweepOptions, info: OptimizerInfo, stream: ModelStream | None
-) -> PinpointOptions:
-    baseline = load_baseline(Path(options.baseline) if options.baseline else None, info.name)
+def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> PinpointOptions:
+    options, info = setup.options, setup.info
     return PinpointOptions(
         Path(options.out),
         options.reduce_budget,
-        # node-level divergence and repro.py take one tolerance: float32's unless given
-        DEFAULT_RTOL if options.rtol is None else options.rtol,
-        DEFAULT_ATOL if options.atol is None else options.atol,
+        # node-level divergence and repro.py take one tolerance
+        *options.tolerances.scalar(),
+        timeout_s=setup.timeout_s,
         # localized but not reduced: a limitation by design, or older than this build
         by_design=lambda finding: (
             finding.evidence.get("known_by") == KNOWN_BY
-            or baseline.match(finding, datetime.date.today()) is not None
+            or setup.baseline.match(finding, datetime.date.today()) is not None
         ),
         opaque=info.opaque,
         passes_ordered=info.order_matters,
@@ -588,12 +322,11 @@ def _report(
             f"interrupted by {interrupted.signal_name}: {len(results)}{out_of} models finished; "
             "the report holds only those"
         )
-    index, count = parse_shard(options.shard)
     return Report(
         tool={"name": "ditox-ci", "version": __version__},
         optimizer={**plan.info.to_json(), "build": identify(plan.info, options.optimizer).to_json()},
         environment=environment_info(),
-        shard={"index": index, "count": count},
+        shard={"index": options.shard.index, "count": options.shard.count},
         models=models,
         findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
         coverage=coverage,
@@ -602,7 +335,7 @@ def _report(
 
 
 def run_sweep(
-    options: SweepOptions,
+    setup: SweepSetup,
     log: Log,
     on_result: Callable[[JobResult], None] | None = None,
     stream: ModelStream | None = None,
@@ -614,26 +347,15 @@ def run_sweep(
     `settled` is called once every model and finding is done, before the workers are stopped: an
     Interrupted raised after it would lose the report being assembled, so the caller's signal
     handler stops raising there (`SignalStop.disarm`)."""
-    started = time.monotonic()
-    warm_up()
-    with contextlib.ExitStack() as builds:
-        with log.group("plan"):
-            build = builds.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))
-            if options.baseline:  # an entry that could never match is said before the sweep, not after
-                baseline = load_baseline(Path(options.baseline), build.info.name)
-                check_entry_passes(baseline, f"{build.info.name} {build.info.version}", build.info.passes)
-            if stream is None:
-                plan = _plan_corpus(options, build, log)
-            else:
-                plan = _plan_stream(options, build, stream, log)
-            if plan.info.opaque:
-                log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
-        return _sweep_planned(options, build, plan, log, on_result, stream, settled, started)
+    with log.group("plan"):
+        plan = plan_corpus(setup, log) if stream is None else plan_stream(setup, stream, log)
+        if plan.info.opaque:
+            log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
+    return _sweep_planned(setup, plan, log, on_result, stream, settled, setup.started)
 
 
 def _sweep_planned(
-    options: SweepOptions,
-    build: Installation,
+    setup: SweepSetup,
     plan: SweepPlan,
     log: Log,
     on_result: Callable[[JobResult], None] | None,
@@ -641,8 +363,9 @@ def _sweep_planned(
     settled: Callable[[], None],
     started: float,
 ) -> Report:
-    config = _worker_config(options, build)
-    workers = _worker_count(options, log)
+    options, build = setup.options, setup.build
+    config = setup.worker_config
+    workers = worker_count(options.jobs, options.memory_limit, log.warning)
     finished = _Finished()
     interrupted: Interrupted | None = None
     # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
@@ -658,10 +381,10 @@ def _sweep_planned(
                     )
                     base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
-            _sweep_models(pool, _alone_last(plan, pool), finished, log, stream, on_result)
+            _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result)
             if base is not None and stream is None:
                 plan = _exercise(options, plan, base, pool, finished, log)
-            pinpointing = _pinpoint_options(options, plan.info, stream)
+            pinpointing = _pinpoint_options(setup, stream)
             # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:
                 deadline = time.monotonic() + pinpointing.budget_left()

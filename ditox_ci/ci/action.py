@@ -1,5 +1,6 @@
-"""GitHub runner environment I/O for the Action: INPUT_* → CLI argv, outputs, the gate, and the
-runner of the stages (each stage's environment, signals, the hand-over of what they wrote).
+"""GitHub runner environment I/O for the Action: its inputs (`ci.inputs`) → the stages' commands,
+outputs, the gate, and the runner of the stages (each stage's environment, signals, the hand-over
+of what they wrote).
 
 The Action holds no logic of its own (cibuildwheel's rule): every input becomes a `ditox-ci` flag,
 and the verdict is read back from the report the CLI wrote. The environment is passed in.
@@ -18,122 +19,21 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ditox_ci.ci.inputs import (
+    FETCHED_PREVIOUS,
+    GATES,
+    MODES,
+    PUBLISH_FLAGS,
+    SWEEP_FLAGS,
+    WORKFLOW_PREFIX,
+    ActionInputs,
+    InputFlag,
+    read_inputs,
+)
 from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
-from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.errors import ConfigError, OptimizerLoadError
+from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
-from ditox_ci.optimizers.spec import parse_spec
-from ditox_ci.options import resolve
-from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report
-from ditox_ci.safeload import one_line
-
-
-@dataclass(frozen=True)
-class ActionInputs:
-    """The inputs of action.yml, by the same snake_case names."""
-
-    mode: str = "all"
-    models: tuple[str, ...] = ()
-    configs: tuple[str, ...] = ()
-    passes: tuple[str, ...] = ()
-    optimizer: str = "onnxoptimizer"
-    base_optimizer: str = ""
-    baseline: str = ""
-    previous: str = ""
-    shard_index: int = 0
-    shard_count: int = 1
-    rtol: float | None = None
-    atol: float | None = None
-    max_skipped: float | None = None
-    jobs: int | None = None
-    runner: str = "auto"
-    timeout: float | None = None
-    out: str = "ditox-report"
-    reports: tuple[str, ...] = ()
-    github_token: str = ""
-    pr_number: int | None = None
-    comment: bool = True
-    file_issues: bool = False
-    close_fixed: bool = False
-    fail_on: str = "new"
-    dry_run: bool = False
-    untrusted: bool = False
-    check: bool = True
-    check_name: str = "ditox-ci"
-    comment_key: str = "default"
-    max_new_issues: int = 10
-
-
-# Which CLI stages each mode runs, in order.
-MODES: dict[str, tuple[str, ...]] = {
-    "sweep": ("sweep",),
-    "merge": ("merge",),
-    "publish": ("publish",),
-    "all": ("sweep", "publish"),
-}
-
-
-def _failing(report: Report, statuses: tuple[str, ...]) -> int:
-    """Findings with one of `statuses` of a kind that gates: warnings never fail a job (as in
-    `ditox-ci sweep`)."""
-    return sum(1 for f in report.findings if f.status in statuses and kind_gates(f.kind))
-
-
-# fail_on → how many findings make the job fail (exit code 1).
-GATES: dict[str, Callable[[Report], int]] = {
-    "new": lambda report: _failing(report, ("new",)),
-    "any": lambda report: _failing(report, ("new", "known")),
-    "never": lambda report: 0,
-}
-
-def read_inputs(env: Mapping[str, str]) -> ActionInputs:
-    """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
-    inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
-    choices: dict[str, tuple[str, ...]] = {
-        "mode": tuple(MODES),
-        "fail_on": tuple(GATES),
-        "runner": RUNNER_CHOICES,
-    }
-    for name, allowed in choices.items():
-        value = getattr(inputs, name)
-        if value not in allowed:
-            raise ConfigError(
-                f"input {name}: '{value}' is not one of {', '.join(allowed)}; fix the `with:` block"
-            )
-    if inputs.shard_count < 1 or not 0 <= inputs.shard_index < inputs.shard_count:
-        raise ConfigError(
-            f"inputs shard_index={inputs.shard_index} shard_count={inputs.shard_count}: the index "
-            "must be 0 … shard_count-1 (use strategy.job-index and strategy.job-total)"
-        )
-    if inputs.mode == "all" and inputs.shard_count > 1:
-        raise ConfigError(
-            "mode 'all' publishes the report of one job, so it cannot run a shard; use mode "
-            "'sweep' in the shard jobs and 'merge' then 'publish' in a job that needs them"
-        )
-    if inputs.mode == "merge" and not inputs.reports:
-        raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
-    _refuse_option_like(inputs)
-    if "sweep" in MODES[inputs.mode]:  # what the sweep will say, said before anything is installed
-        parse_spec(inputs.optimizer, "input optimizer:")
-        if inputs.base_optimizer:
-            parse_spec(inputs.base_optimizer, "input base_optimizer:")
-    return inputs
-
-
-def _refuse_option_like(inputs: ActionInputs) -> None:
-    """A value that starts with `-` would reach the CLI as an option of its own (`models:
-    ok.onnx,--out=/x` set the sweep's out): `models` may be built from text a PR controls, such as
-    its list of changed files. The token is no value of a command line."""
-    for name, value in vars(inputs).items():
-        values = value if isinstance(value, tuple) else (value,)
-        for item in values:
-            if name != "github_token" and isinstance(item, str) and item.startswith("-"):
-                raise ConfigError(
-                    f"input {name}: {one_line(item, 80)!r} starts with '-' and would be read as an "
-                    "option; name a file that starts with '-' as ./NAME"
-                )
-
 
 # `-P`: the working directory (the workspace, maybe a PR's checkout of the optimizer with its
 # source package `onnxoptimizer/`, maybe a planted `yaml.py`) never goes on the import path.
@@ -164,77 +64,12 @@ def install_commands(spec: str, python: str) -> list[list[str]]:
     return [[*pip, ADAPTERS[spec].requirement]]
 
 
-SARIF_FILE = "ditox.sarif"
-JUNIT_FILE = "junit.xml"
-
-
-def report_path(inputs: ActionInputs) -> Path:
-    return Path(inputs.out) / "report.json"
-
-
-# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last successful run:
-# a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
-FETCHED_PREVIOUS = Path(".ditox-previous")
-_WORKFLOW_PREFIX = "workflow:"
-
-
-def previous_report(inputs: ActionInputs) -> str:
-    """What the stages get as --previous: the input's path, or where the download puts it."""
-    if inputs.previous.startswith(_WORKFLOW_PREFIX):
-        return str(FETCHED_PREVIOUS / "report.json")
-    return inputs.previous
-
-
-def _optional(flag: str, value: object) -> list[str]:
-    return [] if value is None or value == "" else [flag, str(value)]
-
-
-def _sweep_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["sweep", "--out", inputs.out, "--optimizer", inputs.optimizer]
-    if inputs.models:
-        argv += ["--models", *inputs.models]
-    if inputs.configs:
-        argv += ["--configs", ",".join(inputs.configs)]
-    if inputs.passes:
-        argv += ["--passes", ",".join(inputs.passes)]
-    if inputs.shard_count > 1:
-        argv += ["--shard", f"{inputs.shard_index}/{inputs.shard_count}"]
-    # the CLI installs each build into a folder of its own (`ditox_ci.optimizers.install`)
-    argv += _optional("--base-optimizer", inputs.base_optimizer)
-    argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", previous_report(inputs))
-    argv += _optional("--rtol", inputs.rtol)
-    argv += _optional("--atol", inputs.atol)
-    argv += _optional("--max-skipped", inputs.max_skipped)
-    argv += _optional("--jobs", inputs.jobs)
-    argv += _optional("--runner", "" if inputs.runner == "auto" else inputs.runner)
-    argv += _optional("--timeout", inputs.timeout)
-    return argv
+def _argv(command: str, flags: tuple[InputFlag, ...], inputs: ActionInputs) -> list[str]:
+    return [command, *(arg for flag in flags for arg in flag.argv(inputs))]
 
 
 def _merge_argv(inputs: ActionInputs) -> list[str]:
     return ["merge", *inputs.reports, "--out", inputs.out]
-
-
-def _publish_argv(inputs: ActionInputs) -> list[str]:
-    argv = ["publish", "--report", str(report_path(inputs))]
-    # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
-    argv += _optional("--baseline", inputs.baseline)
-    argv += _optional("--previous", previous_report(inputs))
-    argv.append("--comment" if inputs.comment else "--no-comment")
-    argv.append("--check" if inputs.check else "--no-check")
-    argv += ["--check-name", inputs.check_name, "--comment-key", inputs.comment_key]
-    argv.append("--file-issues" if inputs.file_issues else "--no-file-issues")
-    argv += ["--max-new-issues", str(inputs.max_new_issues)]
-    # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
-    argv += ["--sarif", str(Path(inputs.out) / SARIF_FILE), "--junit", str(Path(inputs.out) / JUNIT_FILE)]
-    argv.append("--close-fixed" if inputs.close_fixed else "--no-close-fixed")
-    argv += _optional("--pr", inputs.pr_number)
-    if inputs.untrusted:
-        argv.append("--untrusted")
-    if inputs.dry_run:
-        argv.append("--dry-run")
-    return argv
 
 
 @dataclass(frozen=True)
@@ -269,20 +104,20 @@ def _install(python: str, spec: str) -> list[Step]:
 
 
 def _sweep_steps(inputs: ActionInputs, python: str) -> list[Step]:
-    return [*_install(python, inputs.optimizer), _cli(python, _sweep_argv(inputs))]
+    return [*_install(python, inputs.optimizer), _cli(python, _argv("sweep", SWEEP_FLAGS, inputs))]
 
 
 STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
     "sweep": _sweep_steps,
     "merge": lambda inputs, python: [_cli(python, _merge_argv(inputs))],
-    "publish": lambda inputs, python: [_cli(python, _publish_argv(inputs), needs_token=True)],
+    "publish": lambda inputs, python: [_cli(python, _argv("publish", PUBLISH_FLAGS, inputs), True)],
 }
 
 
 def _previous_steps(inputs: ActionInputs, python: str) -> list[Step]:
-    if not inputs.previous.startswith(_WORKFLOW_PREFIX) or inputs.mode == "merge":
+    if not inputs.previous.startswith(WORKFLOW_PREFIX) or inputs.mode == "merge":
         return []
-    workflow, _, branch = inputs.previous[len(_WORKFLOW_PREFIX) :].partition("@")
+    workflow, _, branch = inputs.previous[len(WORKFLOW_PREFIX) :].partition("@")
     argv = ["previous", "--workflow", workflow, "--out", str(FETCHED_PREVIOUS)]
     return [_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True)]
 

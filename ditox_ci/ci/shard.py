@@ -21,7 +21,7 @@ import os
 import re
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import onnx
@@ -66,17 +66,28 @@ _SPLIT_LIMITS = (math.inf, 2.0, 1.5, 1.25, 1.0, 0.75, 0.5)
 _MIN_SPLIT_S = 10.0
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """Parse "I/N" (0-based I, 0 <= I < N) into (I, N)."""
-    match = _SHARD.match(text)
-    if not match:
-        raise UsageError(f"shard '{text}' is not I/N; pass e.g. --shard 0/4 (0-based index)")
-    index, count = int(match.group(1)), int(match.group(2))
-    if count < 1 or index >= count:
-        raise UsageError(
-            f"shard '{text}' is out of range; the index must be 0 … {max(count, 1) - 1}"
-        )
-    return index, count
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` (0-based) of `count`: which share of the plan one job sweeps."""
+
+    index: int = 0
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            last = max(self.count, 1) - 1
+            raise UsageError(f"shard '{self}' is out of range; the index must be 0 … {last}")
+
+    @classmethod
+    def parse(cls, text: str) -> Shard:
+        """"I/N", as --shard takes it."""
+        match = _SHARD.match(text)
+        if not match:
+            raise UsageError(f"shard '{text}' is not I/N; pass e.g. --shard 0/4 (0-based index)")
+        return cls(int(match.group(1)), int(match.group(2)))
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 def previous_costs(report: Report) -> dict[str, float]:

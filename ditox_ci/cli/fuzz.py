@@ -21,8 +21,9 @@ from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
-from ditox_ci.sweep import ModelStream, run_sweep
-from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.run_options import sweep_setup
+from ditox_ci.sweep import run_sweep
+from ditox_ci.sweep_plan import ModelStream
 
 NAME = "fuzz"
 HELP = "generate models that trigger each optimizer pass (and near-misses), then sweep them"
@@ -105,24 +106,24 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
     configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
     options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
-    # one hung model must not take the budget: it is a finding after a tenth of it
-    timeout = min(options.timeout, max(1.0, args.budget * TIMEOUT_SHARE))
-    options = dataclasses.replace(options, timeout=timeout)
     corpus = StreamedCorpus(corpus_dir, seed, passes, args.limit, started + args.budget * SWEEP_SHARE)
-    baseline = load_baseline(Path(options.baseline) if options.baseline else None, options.optimizer)
     today = datetime.date.today()
-
-    def judged(result: JobResult, findings: Sequence[Finding]) -> None:
-        # kept: models with a failure the baseline does not accept (pinpoint reduces them, and
-        # their repro bundles point at them); the base-optimizer check re-runs every model
-        worth_keeping = any(kind_gates(f.kind) and baseline.match(f, today) is None for f in findings)
-        if not worth_keeping and not options.base_optimizer:
-            corpus.discard(result.ref)
-
-    stream = ModelStream(corpus, judged, pinpoint_deadline=started + args.budget * PINPOINT_SHARE)
+    # one hung model must not take the budget: it is a finding after a tenth of it
+    timeout_cap = max(1.0, args.budget * TIMEOUT_SHARE)
     with stop_on_signals() as stop:
-        # from the end of its work on, a signal must not cut the report short (it is only noted)
-        report = run_sweep(options, log, stream=stream, settled=stop.disarm)
+        with sweep_setup(options, log, timeout_cap) as setup:
+
+            def judged(result: JobResult, findings: Sequence[Finding]) -> None:
+                # kept: models with a failure the baseline does not accept (pinpoint reduces them,
+                # and their repro bundles point at them); the base-optimizer check re-runs every model
+                accepted = setup.baseline.match
+                worth_keeping = any(kind_gates(f.kind) and accepted(f, today) is None for f in findings)
+                if not worth_keeping and not options.base_optimizer:
+                    corpus.discard(result.ref)
+
+            stream = ModelStream(corpus, judged, pinpoint_deadline=started + args.budget * PINPOINT_SHARE)
+            # from the end of its work on, a signal must not cut the report short (it is only noted)
+            report = run_sweep(setup, log, stream=stream, settled=stop.disarm)
         fuzz_stats = corpus.stats()
         ranges = "; ".join(
             f"{r['seeds'][0]}..{r['seeds'][1]} ({len(r['passes'])} passes)" for r in fuzz_stats["seed_ranges"]
@@ -132,4 +133,4 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
         )
         report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
-        return finish(report, options, log)  # writes coverage.svg with the report
+        return finish(report, setup, log)  # writes coverage.svg with the report

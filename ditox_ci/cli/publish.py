@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -12,12 +11,12 @@ from pathlib import Path
 from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
 from ditox_ci.github import GitHubContext, PublishOptions, PublishResult, Texts, publish
+from ditox_ci.github.surface import surface_options
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
-from ditox_ci.report.text import md
 from ditox_ci.safewrite import written_or_input_error
 from ditox_ci.triage.baseline import load_baseline
 from ditox_ci.triage.classify import classify
@@ -65,12 +64,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", type=Path, help="YAML config, `publish:` section")
     flag = argparse.BooleanOptionalAction
     parser.add_argument("--dry-run", action=flag, help="print every action instead of doing it")
-    parser.add_argument("--comment", action=flag, help="sticky pull-request comment (default on)")
-    parser.add_argument("--check", action=flag, help="check run / commit status (default on)")
-    parser.add_argument("--file-issues", action=flag, help="one issue per fingerprint")
-    parser.add_argument("--close-fixed", action=flag, help="comment on and close fixed issues")
-    parser.add_argument("--comment-key", help="tells apart the comments of several jobs on one PR")
-    parser.add_argument("--check-name", help="the check run's (or commit status') name (default ditox-ci)")
+    _add_surface_options(parser)
     parser.add_argument(
         "--untrusted",
         action=flag,
@@ -83,12 +77,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="whose comments and issues are the bot's (default: the token's own identity; "
         "github-actions[bot] for the Actions token)",
     )
-    parser.add_argument("--max-new-issues", type=int, metavar="N", help="issues opened per run (default 10)")
-    parser.add_argument("--max-annotations", type=int, metavar="N", help="annotations per check (default 50)")
     parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
     parser.add_argument("--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s)")
     parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")
+
+
+_OPTION_TYPES = {"int": int, "str": str, "float": float}
+
+
+def _add_surface_options(parser: argparse.ArgumentParser) -> None:
+    """Each publish surface's own options (`github/surface.py`), as `--flag`s with their help."""
+    for option in surface_options():
+        if "help" not in option.metadata:
+            continue
+        name, kind = "--" + option.name.replace("_", "-"), str(getattr(option.type, "__name__", option.type))
+        if kind == "bool":
+            parser.add_argument(name, action=argparse.BooleanOptionalAction, help=option.metadata["help"])
+        else:
+            metavar = option.metadata["metavar"]
+            parser.add_argument(name, type=_OPTION_TYPES[kind], metavar=metavar, help=option.metadata["help"])
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -145,8 +153,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.warning(f"GitHub: {failure}")
     if result.read_only:
         log.summary("\n> The token was read-only (fork pull request?): results are only here.\n")
-    if result.issues_held_back:
-        log.summary(_held_back(result, settings.max_new_issues))
+    for text in result.summaries:
+        log.summary(text)
     write_outputs(_outputs(result, settings), env)
     return EXIT_OK
 
@@ -170,24 +178,10 @@ def _require_a_github_context(context: GitHubContext, dry_run: bool) -> None:
         )
 
 
-def _held_back(result: PublishResult, cap: int) -> str:
-    shown = result.issues_held_back[:50]
-    lines = "".join(f"- {md(title)}\n" for title in shown)
-    more = len(result.issues_held_back) - len(shown)
-    return (
-        f"\n### Not filed this run ({len(result.issues_held_back)}, over --max-new-issues {cap})\n\n"
-        f"{lines}{f'- …and {more} more' + chr(10) if more else ''}\nThey are filed by the next runs.\n"
-    )
-
-
 def _outputs(result: PublishResult, settings: PublishSettings) -> dict[str, str]:
     """The Action's outputs from this publish (GITHUB_OUTPUT; nothing outside a runner)."""
     return {
-        "comment_url": result.comment_url,
-        "check_url": result.check_url,
-        "issues_opened": json.dumps(list(result.issues_opened)),
-        "issues_reopened": json.dumps(list(result.issues_reopened)),
-        "issues_closed": json.dumps(list(result.issues_closed)),
+        **result.outputs,
         "sarif": settings.sarif or "",
         "junit": settings.junit or "",
     }

@@ -17,12 +17,12 @@ from ditox_ci.github.context import pull_request_base
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.options import load_config_file, resolve
-from ditox_ci.report import Report, read_report
+from ditox_ci.report import Report
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.exercised import never_fired_warnings
 from ditox_ci.report.outputs import write_outputs
-from ditox_ci.sweep import SweepOptions, run_sweep
-from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
+from ditox_ci.sweep import run_sweep
 from ditox_ci.triage.classify import classify
 
 NAME = "sweep"
@@ -197,12 +197,10 @@ def sweep_options(
     return resolve(SweepOptions, flags={**flags, **overrides}, env=env, config=config)
 
 
-def finish(report: Report, options: SweepOptions, log: Log) -> int:
+def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     """Classify against the baseline (and previous report), write the outputs, return the gate."""
-    previous = read_report(Path(options.previous)) if options.previous else None
-    optimizer = str(report.optimizer.get("name", options.optimizer))
-    baseline = load_baseline(Path(options.baseline) if options.baseline else None, optimizer)
-    report = classify(report, baseline, previous)
+    options = setup.options
+    report = classify(report, setup.baseline, setup.previous)
     if options.max_skipped is not None:  # the summary shows the limit beside the skipped share
         report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
     written = write_outputs(report, Path(options.out))
@@ -286,6 +284,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if options.changed_since is None:
         options = replace(options, changed_since=pull_request_base(env) or None)
     with stop_on_signals() as stop:
-        # from the end of its work on, a signal must not cut the report short (it is only noted)
-        report = run_sweep(options, log, settled=stop.disarm)
-        return finish(report, options, log)
+        with sweep_setup(options, log) as setup:
+            # from the end of its work on, a signal must not cut the report short (it is only noted)
+            report = run_sweep(setup, log, settled=stop.disarm)
+        return finish(report, setup, log)

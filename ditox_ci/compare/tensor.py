@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
+from ditox_ci.errors import UsageError
 
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-4
@@ -31,6 +33,34 @@ DTYPE_TOLERANCES: dict[str, tuple[float, float]] = {
     "complex128": (1e-6, 1e-8),
 }
 Tolerance = float | Mapping[str, float] | None
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """The oracle's rtol and atol as the user gave them; None leaves that one to each output's
+    dtype (DTYPE_TOLERANCES). The one place a tolerance that was not given gets its value."""
+
+    rtol: float | None = None
+    atol: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("rtol", "atol"):
+            value = getattr(self, name)
+            # `not x >= 0` also refuses NaN, which would make every comparison pass
+            if value is not None and not 0 <= value < math.inf:
+                raise UsageError(f"--{name} must be a finite number >= 0, got {value}")
+
+    def oracle_options(self) -> dict[str, float | None]:
+        """What the tensor oracle takes (`tensor(options)`): None there means by dtype."""
+        return {"rtol": self.rtol, "atol": self.atol}
+
+    def scalar(self) -> tuple[float, float]:
+        """One (rtol, atol) for what compares without an output's dtype at hand (node-level
+        divergence, repro.py, the standalone script): float32's where none was given."""
+        return (
+            DEFAULT_RTOL if self.rtol is None else self.rtol,
+            DEFAULT_ATOL if self.atol is None else self.atol,
+        )
 
 
 def dtype_tolerances(value: Any) -> tuple[float, float]:

@@ -269,7 +269,7 @@ def _compare(
 ) -> Comparison:
     """The tensor oracle takes the sweep's tolerances; a task comparator its manifest options."""
     if name == "tensor":
-        options: Mapping[str, Any] = {"rtol": settings.rtol, "atol": settings.atol, "noise": context.noise}
+        options: Mapping[str, Any] = {**settings.tolerances.oracle_options(), "noise": context.noise}
     else:
         options = context.ref.meta.get("comparator_options", {})
     compare = COMPARATORS[name](options)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import (
     InputSpecError,
@@ -43,9 +44,7 @@ class EvalSettings:
     samples: int = 1
     seed: int = 0
     dynamic_dim: int = 2
-    # None: each output's dtype decides (compare.tensor.DTYPE_TOLERANCES)
-    rtol: float | dict[str, float] | None = None
-    atol: float | dict[str, float] | None = None
+    tolerances: Tolerances = field(default_factory=Tolerances)
     threads: int = 1
     # auto: ONNX Runtime, or the reference implementation for an original ONNX Runtime cannot run
     runner: str = "auto"

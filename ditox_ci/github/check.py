@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
@@ -12,7 +12,9 @@ from github.GithubObject import NotSet
 
 from ditox_ci.github.client import GitHubClient, WriteDenied
 from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
+from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report
@@ -31,24 +33,33 @@ def unverified_name(check_name: str) -> str:
     return check_name if check_name.endswith(UNVERIFIED_SUFFIX) else check_name + UNVERIFIED_SUFFIX
 
 
-class Check:
+@dataclass(frozen=True)
+class CheckOptions(SurfaceOptions):
+    check: bool = option(True, "check run / commit status (default on)")
+    check_name: str = option("ditox-ci", "the check run's (or commit status') name (default ditox-ci)")
+    max_annotations: int = option(50, "annotations per check (default 50)", "N")
+
+
+@SURFACES.register("check")
+class Check(Surface):
     """Reports the check of `context.sha`; `url` is the check run's once known."""
 
+    step = "report the check"
+    switch = "check"
+    permission = "checks: write (or statuses: write)"
+    url_output = "check_url"
+    options = CheckOptions
+
     def __init__(
-        self,
-        client: GitHubClient,
-        context: GitHubContext,
-        *,
-        check_name: str,
-        max_annotations: int,
-        untrusted: bool,
+        self, client: GitHubClient, context: GitHubContext, options: CheckOptions, failed: list[str]
     ) -> None:
-        self.client = client
-        self.context = context
-        self.check_name = unverified_name(check_name) if untrusted else check_name
-        self.max_annotations = max_annotations
-        self.untrusted = untrusted
-        self.url = ""
+        super().__init__(client, context, options, failed)
+        self.check_name = unverified_name(options.check_name) if options.untrusted else options.check_name
+        self.max_annotations = options.max_annotations
+        self.untrusted = options.untrusted
+
+    def wanted(self, options: CheckOptions, log: Log) -> bool:
+        return options.check and bool(self.context.sha)
 
     def publish(self, report: Report, texts: Texts) -> None:
         new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from github import GithubException
 from github.IssueComment import IssueComment
 
 from ditox_ci.github.client import GitHubClient, error_message
 from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
 from ditox_ci.github.text import Texts
+from ditox_ci.log import Log
+from ditox_ci.report.model import Report
 
 
 def pull_of_run(client: GitHubClient, context: GitHubContext) -> int | None:
@@ -39,17 +44,30 @@ def pull_of_run(client: GitHubClient, context: GitHubContext) -> int | None:
     )
 
 
-class StickyComment:
+@dataclass(frozen=True)
+class CommentOptions(SurfaceOptions):
+    comment: bool = option(True, "sticky pull-request comment (default on)")
+    comment_key: str = option("default", "tells apart the comments of several jobs on one PR")
+
+
+@SURFACES.register("comment")
+class StickyComment(Surface):
     """Writes the report's comment on `context.pr_number`; `url` is the comment's once known."""
 
+    step = "update the pull request comment"
+    switch = "comment"
+    permission = "pull-requests: write"
+    url_output = "comment_url"
+    options = CommentOptions
+
     def __init__(
-        self, client: GitHubClient, context: GitHubContext, comment_key: str, failed: list[str]
+        self, client: GitHubClient, context: GitHubContext, options: CommentOptions, failed: list[str]
     ) -> None:
-        self.client = client
-        self.context = context
-        self.comment_key = comment_key
-        self.failed = failed  # the publish's list of failures: a PR at another commit goes there
-        self.url = ""
+        super().__init__(client, context, options, failed)
+        self.comment_key = options.comment_key
+
+    def wanted(self, options: CommentOptions, log: Log) -> bool:
+        return options.comment and bool(self.context.pr_number)
 
     def _pr_matches(self, number: int) -> bool:
         """Whether PR `number` is at the report's commit. A number from outside the event (a fork's
@@ -65,7 +83,7 @@ class StickyComment:
         client.log.error(f"not commenting: {reason}; --pr must name the PR the swept commit belongs to")
         return False
 
-    def publish(self, texts: Texts) -> None:
+    def publish(self, report: Report, texts: Texts) -> None:
         client = self.client
         body = texts.comment(self.comment_key)
         marker = body.splitlines()[0]

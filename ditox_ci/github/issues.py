@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import partial
 
 from github import GithubException
@@ -12,6 +13,7 @@ from github.IssueComment import IssueComment
 
 from ditox_ci.github.client import GitHubClient
 from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, numbers, option
 from ditox_ci.github.text import (
     Texts,
     event_marker,
@@ -24,33 +26,66 @@ from ditox_ci.github.text import (
     with_last_seen,
     with_subject,
 )
+from ditox_ci.log import Log
 from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.text import md
 from ditox_ci.triage.classify import issue_worthy
 
 _LABEL_COLOUR = "b60205"
 
 
-class Issues:
+@dataclass(frozen=True)
+class IssuesOptions(SurfaceOptions):
+    file_issues: bool = option(False, "one issue per fingerprint")
+    close_fixed: bool = option(False, "comment on and close fixed issues")
+    max_new_issues: int = option(10, "issues opened per run (default 10)", "N")
+    bot_label: str = "ditox-ci"
+
+
+@SURFACES.register("issues")
+class Issues(Surface):
     """Files the report's issues; what it opened, reopened, closed and held back is kept here."""
 
+    step = "file issues"
+    switch = "file_issues"
+    permission = "issues: write"
+    options = IssuesOptions
+
     def __init__(
-        self,
-        client: GitHubClient,
-        context: GitHubContext,
-        *,
-        bot_label: str,
-        max_new_issues: int,
-        close_fixed: bool,
+        self, client: GitHubClient, context: GitHubContext, options: IssuesOptions, failed: list[str]
     ) -> None:
-        self.client = client
-        self.context = context
-        self.bot_label = bot_label
-        self.max_new_issues = max_new_issues
-        self.close_fixed = close_fixed
+        super().__init__(client, context, options, failed)
+        self.bot_label = options.bot_label
+        self.max_new_issues = options.max_new_issues
+        self.close_fixed = options.close_fixed
         self.opened: list[int] = []
         self.reopened: list[int] = []
         self.closed: list[int] = []
         self.held_back: list[str] = []  # titles not filed this run: over --max-new-issues
+
+    def wanted(self, options: IssuesOptions, log: Log) -> bool:
+        if options.file_issues and options.untrusted:
+            log.warning("the report is untrusted (--untrusted): no issue is opened, reopened or closed")
+            return False
+        return options.file_issues
+
+    def outputs(self) -> dict[str, str]:
+        return {
+            "issues_opened": numbers(self.opened),
+            "issues_reopened": numbers(self.reopened),
+            "issues_closed": numbers(self.closed),
+        }
+
+    def summary(self) -> str:
+        if not self.held_back:
+            return ""
+        shown = self.held_back[:50]
+        lines = "".join(f"- {md(title)}\n" for title in shown)
+        more, cap = len(self.held_back) - len(shown), self.max_new_issues
+        return (
+            f"\n### Not filed this run ({len(self.held_back)}, over --max-new-issues {cap})\n\n"
+            f"{lines}{f'- …and {more} more' + chr(10) if more else ''}\nThey are filed by the next runs.\n"
+        )
 
     def _bot_issues(self) -> dict[str, Issue]:
         """The bot's issues by fingerprint: written by the bot's identity and carrying its hidden

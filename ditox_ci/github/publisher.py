@@ -1,6 +1,7 @@
 """The GitHub bot: one sticky PR comment, a check run (or commit status), one issue per fingerprint.
 
-`publish` runs the surfaces (`comment.py`, `check.py`, `issues.py`) over one `GitHubClient`.
+`publish` runs every registered surface (`surface.py`: `comment.py`, `check.py`, `issues.py`, in
+that order) over one `GitHubClient`.
 
 Every object the bot owns carries a hidden marker and is looked up before it is written, so a
 re-run (or a run killed halfway) edits what exists instead of creating it twice. An object counts
@@ -12,49 +13,32 @@ the others still go out. The work is bounded whatever the report's size: at most
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TextIO
 
 from github import GithubException
 
 from ditox_ci.errors import GitHubError
-from ditox_ci.github.check import Check
+from ditox_ci.github.check import CheckOptions
 from ditox_ci.github.client import GitHubClient, RetryPolicy, WriteBudgetSpent, WriteDenied, error_message
-from ditox_ci.github.comment import StickyComment, pull_of_run
+from ditox_ci.github.comment import CommentOptions, pull_of_run
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.issues import Issues
+from ditox_ci.github.issues import IssuesOptions
+from ditox_ci.github.surface import SURFACES, Surface
 from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.report.model import Report
 
-# What each surface needs from the workflow's `permissions:` block.
-_PERMISSION = {
-    "comment": "pull-requests: write",
-    "check": "checks: write (or statuses: write)",
-    "issues": "issues: write",
-}
-_TURN_OFF = {"comment": "--no-comment", "check": "--no-check", "issues": "--no-file-issues"}
-
 
 @dataclass(frozen=True)
-class PublishOptions:
+class PublishOptions(CommentOptions, CheckOptions, IssuesOptions):
+    """The surfaces' options (each surface's own dataclass) and what the publisher itself takes."""
+
     dry_run: bool = False
-    comment: bool = True
-    check: bool = True
-    file_issues: bool = False
-    close_fixed: bool = False
-    # a report from a run we cannot vouch for (a fork's artifact): a neutral "unverified" check,
-    # and no issue is opened, reopened or closed from it
-    untrusted: bool = False
-    bot_label: str = "ditox-ci"
     # whose comments and issues are the bot's; empty: the token's own identity
     bot_login: str = ""
-    comment_key: str = "default"
-    check_name: str = "ditox-ci"
     artifact: str = "ditox-report"
-    max_new_issues: int = 10
-    max_annotations: int = 50
     max_writes: int = 100
     attempts: int = 4
     backoff_s: float = 2.0
@@ -71,13 +55,18 @@ class PublishResult:
     failed: tuple[str, ...] = ()
     denied: tuple[str, ...] = ()  # the surfaces the token may not write
     read_only: bool = False  # every surface tried was denied (a fork's pull request)
-    comment_url: str = ""
-    check_url: str = ""
-    issues_opened: tuple[int, ...] = ()
-    issues_reopened: tuple[int, ...] = ()
-    issues_closed: tuple[int, ...] = ()
-    issues_held_back: tuple[str, ...] = ()  # titles not filed this run: over --max-new-issues
+    # the Action outputs each surface sets (comment_url, check_url, issues_opened …)
+    outputs: Mapping[str, str] = field(default_factory=dict)
+    # what the surfaces add to the step summary (the issues held back by --max-new-issues)
+    summaries: tuple[str, ...] = ()
     writes_held_back: bool = False  # --max-writes was reached
+
+
+def in_order() -> list[tuple[str, type[Surface]]]:
+    """The surfaces in the order PublishOptions names their options: the comment, which a fork's
+    read-only token may still write, before the check and the issues."""
+    bases = PublishOptions.__mro__
+    return sorted(SURFACES.items(), key=lambda item: bases.index(item[1].options))
 
 
 def publish(
@@ -109,39 +98,17 @@ def publish(
     texts = Texts(report, context.sha, options.artifact, context.run_url)
     failed: list[str] = []
     denied: list[str] = []
-    comment = StickyComment(client, context, options.comment_key, failed)
-    check = Check(
-        client,
-        context,
-        check_name=options.check_name,
-        max_annotations=options.max_annotations,
-        untrusted=options.untrusted,
-    )
-    issues = Issues(
-        client,
-        context,
-        bot_label=options.bot_label,
-        max_new_issues=options.max_new_issues,
-        close_fixed=options.close_fixed,
-    )
-    steps: list[tuple[str, str, Callable[[], None]]] = []
-    if options.comment and context.pr_number:
-        steps.append(("comment", "update the pull request comment", lambda: comment.publish(texts)))
-    if options.check and context.sha:
-        steps.append(("check", "report the check", lambda: check.publish(report, texts)))
-    if options.file_issues and options.untrusted:
-        log.warning("the report is untrusted (--untrusted): no issue is opened, reopened or closed")
-    elif options.file_issues:
-        steps.append(("issues", "file issues", lambda: issues.publish(report, texts)))
+    surfaces = {name: surface(client, context, options, failed) for name, surface in in_order()}
+    steps = [(name, surface) for name, surface in surfaces.items() if surface.wanted(options, log)]
     if steps and not context.repository and not options.dry_run:
         raise GitHubError("GITHUB_REPOSITORY is not set; set it to owner/name or use --dry-run")
     finished = 0
-    for surface, name, run in steps:
+    for name, surface in steps:
         try:
-            finished += _step(surface, name, run, options, log, failed, denied)
+            finished += _step(name, surface, report, texts, options, log, denied)
         except GitHubError as exc:
             # GitHub is down or rate-limited past --max-wait: later steps would fail alike.
-            failed.append(f"{name}: {exc}")
+            failed.append(f"{surface.step}: {exc}")
             log.error(str(exc))
             break
     read_only = bool(steps) and len(denied) == len(steps)
@@ -157,28 +124,25 @@ def publish(
         failed=tuple(failed),
         denied=tuple(denied),
         read_only=read_only,
-        comment_url=comment.url,
-        check_url=check.url,
-        issues_opened=tuple(issues.opened),
-        issues_reopened=tuple(issues.reopened),
-        issues_closed=tuple(issues.closed),
-        issues_held_back=tuple(issues.held_back),
+        outputs={key: value for surface in surfaces.values() for key, value in surface.outputs().items()},
+        summaries=tuple(text for surface in surfaces.values() if (text := surface.summary())),
         writes_held_back=client.writes_held_back,
     )
 
 
 def _step(
-    surface: str,
-    name: str,
-    run: Callable[[], None],
+    surface_name: str,
+    surface: Surface,
+    report: Report,
+    texts: Texts,
     options: PublishOptions,
     log: Log,
-    failed: list[str],
     denied: list[str],
 ) -> bool:
     """Run one surface; its failure is recorded and does not stop the others."""
+    name, failed = surface.step, surface.failed
     try:
-        run()
+        surface.publish(report, texts)
         return True
     except WriteBudgetSpent:
         failed.append(
@@ -186,11 +150,11 @@ def _step(
             f"the rest is in the `{options.artifact}` artifact"
         )
     except WriteDenied as exc:
-        denied.append(surface)
+        denied.append(surface_name)
         failed.append(f"{name}: {exc}")
         log.warning(
             f"the token may not {name} ({exc}): skipped. Grant the workflow "
-            f"`{_PERMISSION[surface]}`, or turn this surface off ({_TURN_OFF[surface]})."
+            f"`{surface.permission}`, or turn this surface off ({surface.turn_off})."
         )
     except GithubException as exc:
         failed.append(f"{name}: GitHub answered {exc.status}")

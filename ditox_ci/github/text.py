@@ -165,25 +165,22 @@ class Texts:
     def _bugs(self) -> dict[str, Any]:
         return bug_context(self.report.findings, self.report.stats.get("baseline", {}))
 
-    def comment(self, key: str) -> str:
+    def bugs_page(self, template: str, limit: int, **extra: Any) -> str:
+        """A page over the report's bugs (`templates/<template>`), as many of them shown as fit in
+        `limit` characters, with a pointer to the artifact for the rest: what a surface writes."""
         bugs = self._bugs()
 
         def render_with(shown: int) -> str:
-            return render(
-                "comment.md.j2", marker=sticky_marker(key), shown=shown, **bugs, **self._common()
-            )
+            return render(template, shown=shown, **extra, **bugs, **self._common())
 
         most = max(len(bugs["new_bugs"]), len(bugs["fixed_bugs"]))
-        return fit(render_with, most, self.limit, self.pointer)
+        return fit(render_with, most, limit, self.pointer)
+
+    def comment(self, key: str) -> str:
+        return self.bugs_page("comment.md.j2", self.limit, marker=sticky_marker(key))
 
     def check_summary(self) -> str:
-        bugs = self._bugs()
-
-        def render_with(shown: int) -> str:
-            return render("check.md.j2", shown=shown, **bugs, **self._common())
-
-        most = max(len(bugs["new_bugs"]), len(bugs["fixed_bugs"]))
-        return fit(render_with, most, min(self.limit, CHECK_SUMMARY_LIMIT), self.pointer)
+        return self.bugs_page("check.md.j2", min(self.limit, CHECK_SUMMARY_LIMIT))
 
     def issue(self, finding: Finding, others: Sequence[str] = ()) -> str:
         """The bug report for a fingerprint; `others` are further models showing the same bug

@@ -66,6 +66,8 @@ class PinpointOptions:
     reduce_budget: float = 30.0
     rtol: float = 1e-3
     atol: float = 1e-4
+    # how long repro.py and the standalone script let the optimizer and runtime take: the sweep's
+    timeout_s: float = 60.0
     # findings the baseline accepts as by design are localized (the baseline matches on culprit
     # passes) but not reduced: nobody will read their repro
     by_design: Callable[[Finding], bool] = field(default=lambda finding: False, compare=False)
@@ -375,7 +377,7 @@ class _Pinpointer:
         self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step
     ) -> dict[str, Any] | None:
         """What an issue needs to reproduce the bug without the run's artifact (one child run)."""
-        timeout_s = self.pool.config.timeout_s
+        timeout_s = self.options.timeout_s
         if self.options.deadline is not None:
             timeout_s = min(timeout_s, self.options.deadline - time.monotonic())
             if timeout_s < STANDALONE_MIN_S:
@@ -414,7 +416,7 @@ class _Pinpointer:
                 self.pool.config.optimizer,
                 self.options.rtol,
                 self.options.atol,
-                self.pool.config.timeout_s,
+                self.options.timeout_s,
                 divergence,
                 runner_name,
             )

@@ -18,6 +18,7 @@ import onnx
 import onnxoptimizer
 from onnx import TensorProto, helper, numpy_helper
 
+from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine.evaluate import EvalSettings, prepare, run_step
@@ -136,7 +137,7 @@ def engine_outcome(
         write_recorded_inputs(folder, model, list(feeds))
         path, exact = str(folder / "model.onnx"), {EXACT_SAMPLES: True}
         ref = ModelRef(id="candidate", source="test", path=path, inputs_dir=str(folder), meta=exact)
-        settings = EvalSettings(samples=len(feeds), rtol=rtol, atol=atol)
+        settings = EvalSettings(samples=len(feeds), tolerances=Tolerances(rtol, atol))
         context = prepare(ref, settings)
         step = Step("passes:" + ",".join(passes), tuple(passes))
         return run_step(context, load_optimizer(spec), step, settings=settings)

@@ -138,7 +138,9 @@ def test_an_interrupted_stream_of_models_claims_no_plan(tmp_path: Path) -> None:
     """`ditox-ci fuzz` makes models as workers free up: an interrupted one planned none ("1 of 0")."""
     from ditox_ci.errors import Interrupted
     from ditox_ci.log import Log
-    from ditox_ci.sweep import ModelStream, SweepOptions, run_sweep
+    from ditox_ci.run_options import SweepOptions, sweep_setup
+    from ditox_ci.sweep import run_sweep
+    from ditox_ci.sweep_plan import ModelStream
 
     onnx.save(_chain("quick", 3), tmp_path / "quick.onnx")
 
@@ -147,5 +149,7 @@ def test_an_interrupted_stream_of_models_claims_no_plan(tmp_path: Path) -> None:
         raise Interrupted(signal.SIGTERM)
 
     options = SweepOptions(configs=("nop",), jobs=1, localize="off", out=str(tmp_path / "out"))
-    report = run_sweep(options, Log({}, quiet=True), stream=ModelStream(made()))
+    log = Log({}, quiet=True)
+    with sweep_setup(options, log) as setup:
+        report = run_sweep(setup, log, stream=ModelStream(made()))
     assert report.stats["interrupted"] is True and "models_planned" not in report.stats

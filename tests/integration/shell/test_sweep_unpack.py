@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ditox_ci.ci.shard import Shard
 from ditox_ci.corpus import CorpusContext
 from ditox_ci.corpus.node_cases import node_root
-from ditox_ci.sweep import SweepOptions, plan_sweep
+from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep_plan import plan_sweep
 
 
 def test_each_shard_unpacks_its_own_models_and_no_other(tmp_path: Path) -> None:
@@ -15,7 +17,7 @@ def test_each_shard_unpacks_its_own_models_and_no_other(tmp_path: Path) -> None:
     root = node_root(CorpusContext(cache))
     swept: list[set[str]] = []
     for index in range(2):
-        shard, out = f"{index}/2", str(tmp_path / "out")
+        shard, out = Shard(index, 2), str(tmp_path / "out")
         options = SweepOptions(models=("onnx-node:test_a[bc]*",), shard=shard, cache_dir=str(cache), out=out)
         before = set(root.iterdir()) if root.exists() else set()
         _, _, jobs = plan_sweep(options)

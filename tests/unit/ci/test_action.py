@@ -17,12 +17,12 @@ from ditox_ci.ci.action import (
     install_commands,
     outputs,
     plan,
-    read_inputs,
     runnable,
     stage_env,
     wheel_warnings,
     write_outputs,
 )
+from ditox_ci.ci.inputs import read_inputs
 from ditox_ci.errors import ConfigError, OptimizerLoadError
 from ditox_ci.report.model import Culprit, Finding, Report
 from tests.helpers import minimal_report, parse_github_output

@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci.ci.shard import estimate_cost, parse_shard, plan_jobs, previous_costs
+from ditox_ci.ci.shard import Shard, estimate_cost, plan_jobs, previous_costs
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
 from ditox_ci.errors import UsageError
@@ -48,13 +48,14 @@ def _chain_model(path: Path, nodes: int) -> ModelRef:
     ("text", "expected"), [("0/1", (0, 1)), ("2/4", (2, 4)), (" 3 / 4 ", (3, 4))]
 )
 def test_parse_shard_accepts_index_over_count(text: str, expected: tuple[int, int]) -> None:
-    assert parse_shard(text) == expected
+    assert Shard.parse(text) == Shard(*expected)
+    assert str(Shard.parse(text)) == f"{expected[0]}/{expected[1]}"
 
 
 @pytest.mark.parametrize("text", ["4/4", "1/0", "1", "a/b", "-1/3", "1/2/3", ""])
 def test_parse_shard_rejects_malformed_or_out_of_range(text: str) -> None:
     with pytest.raises(UsageError, match="shard"):
-        parse_shard(text)
+        Shard.parse(text)
 
 
 def test_every_model_lands_in_exactly_one_shard() -> None:

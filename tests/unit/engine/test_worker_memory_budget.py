@@ -12,17 +12,18 @@ from types import SimpleNamespace
 import pytest
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine import worker
+from ditox_ci.engine import deaths
+from ditox_ci.engine.deaths import failure_outcome
 from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
     DEFAULT_MEMORY_LIMIT_MB,
+    LOOKAHEAD,
     OWN_IR_ALLOWANCE_PER_MODEL_MB,
     Job,
     WorkerConfig,
     WorkerPool,
-    _failure_outcome,
     _Running,
     _Slot,
     allowance_per_model_mb,
@@ -102,19 +103,19 @@ def test_a_free_worker_looks_past_a_bounded_number_of_jobs(tmp_path: Path):
     vgg = _job(tmp_path, "vgg", 548)
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         _running_on(pool, [vgg])
-        large = [vgg] * (worker.LOOKAHEAD + 1)
+        large = [vgg] * (LOOKAHEAD + 1)
         waiting: list[Job] = []
         assert pool._next_fitting(waiting, iter([*large, _job(tmp_path, "case", 0)])) is None
-        assert len(waiting) == worker.LOOKAHEAD
+        assert len(waiting) == LOOKAHEAD
         pool._slots.clear()
 
 
 def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer_caught_it():
     """Which one gets there first depends on the machine's load; the bug is the same."""
-    polled = _failure_outcome("optimize", "exceeded the memory limit", "3700 MiB > 3584 MiB", "")
+    polled = failure_outcome("optimize", "exceeded the memory limit", "3700 MiB > 3584 MiB", "")
     oom_kill = "SIGKILL from the OOM killer; last seen at 3500 MiB"
-    killed = _failure_outcome("optimize", "ran out of memory", oom_kill, "")
-    guessed = _failure_outcome("optimize", "ran out of memory", "SIGKILL from most likely the OOM killer", "")
+    killed = failure_outcome("optimize", "ran out of memory", oom_kill, "")
+    guessed = failure_outcome("optimize", "ran out of memory", "SIGKILL from most likely the OOM killer", "")
     assert polled.same_failure(killed) and killed.same_failure(guessed)
     prints = {failure_fingerprint(outcome, ("fuse_bn_into_conv",)) for outcome in (polled, killed, guessed)}
     assert len(prints) == 1
@@ -125,10 +126,10 @@ def test_the_optimizer_over_its_allowance_is_a_resource_limit_with_the_allowance
     """onnxslim on light/vgg19 over an allowance fitted to onnxoptimizer: a warning (never gates)
     that names the allowance and the flag that raises it; the runtime's blow-up stays a finding."""
     over = ("exceeded the memory limit", "5178 MiB > 4896 MiB", "")
-    limited = _failure_outcome("optimize", *over, allowance_mb=4896)
+    limited = failure_outcome("optimize", *over, allowance_mb=4896)
     assert limited.kind == "warning" and not limited.failed
     assert limited.evidence["resource_limit"] == {"allowance_mb": 4896, "raise_with": "--memory-limit"}
-    running = _failure_outcome("run", *over, allowance_mb=4896)
+    running = failure_outcome("run", *over, allowance_mb=4896)
     assert running.kind == "runtime-error" and "resource_limit" not in running.evidence
 
 
@@ -149,7 +150,7 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
     """The cgroup's counter went up by two before the pool looked: each kill is one worker's."""
     counter = tmp_path / "memory.events"
     counter.write_text("oom 3\noom_kill 3\n")
-    monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(counter),))
+    monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(counter),))
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         counter.write_text("oom 5\noom_kill 5\n")
         causes: list[str] = []
@@ -166,11 +167,11 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
 ) -> None:
     """A machine with no memory cgroup mounted still counts OOM kills in /proc/vmstat: a SIGKILL
     is then called out of memory only when that count went up."""
-    assert worker._OOM_COUNTERS[-1] == "/proc/vmstat"
+    assert deaths._OOM_COUNTERS[-1] == "/proc/vmstat"
     vmstat = tmp_path / "vmstat"
     vmstat.write_text("nr_free_pages 1000\noom_kill 7\nnr_dirty 3\n")
-    monkeypatch.setattr(worker, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
-    assert worker._oom_kills() == 7
+    monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
+    assert deaths.oom_kills() == 7
     with WorkerPool(WorkerConfig(), jobs=1) as pool:
         causes: list[str] = []
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))

@@ -9,7 +9,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import OptimizerInfo
-from ditox_ci.sweep import SweepPlan, _alone_last
+from ditox_ci.sweep_plan import SweepPlan, alone_last
 
 STEPS = (Step("nop", ("nop",)),)
 INFO = OptimizerInfo(name="fake", version="0", passes=("nop",), default_passes=())
@@ -27,6 +27,6 @@ def test_a_job_no_other_can_run_beside_goes_last_and_the_rest_keep_their_order(t
     jobs = [_job(tmp_path, "large", 40), _job(tmp_path, "a", 0), _job(tmp_path, "b", 1)]
     plan = SweepPlan(INFO, STEPS, jobs, {job.ref.id: 1 for job in jobs})
     with WorkerPool(WorkerConfig(memory_limit_mb=600), jobs=2) as pool:
-        assert [job.ref.id for job in _alone_last(plan, pool).jobs] == ["a", "b", "large"]
+        assert [job.ref.id for job in alone_last(plan, pool).jobs] == ["a", "b", "large"]
     with WorkerPool(WorkerConfig(memory_limit_mb=600), jobs=1) as alone:
-        assert [job.ref.id for job in _alone_last(plan, alone).jobs] == ["large", "a", "b"]
+        assert [job.ref.id for job in alone_last(plan, alone).jobs] == ["large", "a", "b"]

@@ -1,0 +1,249 @@
+"""The Action's inputs: action.yml's inputs as one frozen dataclass, read and checked through the
+options resolver, what `mode` and `fail_on` mean, and the table that maps the other inputs to the
+flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.engine.runner import RUNNER_CHOICES
+from ditox_ci.errors import ConfigError
+from ditox_ci.optimizers.spec import parse_spec
+from ditox_ci.options import resolve
+from ditox_ci.report.kinds import kind_gates
+from ditox_ci.report.model import Report
+from ditox_ci.safeload import one_line
+
+
+@dataclass(frozen=True)
+class ActionInputs:
+    """The inputs of action.yml, by the same snake_case names."""
+
+    mode: str = "all"
+    models: tuple[str, ...] = ()
+    configs: tuple[str, ...] = ()
+    passes: tuple[str, ...] = ()
+    optimizer: str = "onnxoptimizer"
+    base_optimizer: str = ""
+    baseline: str = ""
+    previous: str = ""
+    shard_index: int = 0
+    shard_count: int = 1
+    rtol: float | None = None
+    atol: float | None = None
+    max_skipped: float | None = None
+    jobs: int | None = None
+    runner: str = "auto"
+    timeout: float | None = None
+    out: str = "ditox-report"
+    reports: tuple[str, ...] = ()
+    github_token: str = ""
+    pr_number: int | None = None
+    comment: bool = True
+    file_issues: bool = False
+    close_fixed: bool = False
+    fail_on: str = "new"
+    dry_run: bool = False
+    untrusted: bool = False
+    check: bool = True
+    check_name: str = "ditox-ci"
+    comment_key: str = "default"
+    max_new_issues: int = 10
+
+
+# Which CLI stages each mode runs, in order.
+MODES: dict[str, tuple[str, ...]] = {
+    "sweep": ("sweep",),
+    "merge": ("merge",),
+    "publish": ("publish",),
+    "all": ("sweep", "publish"),
+}
+
+
+def _failing(report: Report, statuses: tuple[str, ...]) -> int:
+    """Findings with one of `statuses` of a kind that gates: warnings never fail a job (as in
+    `ditox-ci sweep`)."""
+    return sum(1 for f in report.findings if f.status in statuses and kind_gates(f.kind))
+
+
+# fail_on → how many findings make the job fail (exit code 1).
+GATES: dict[str, Callable[[Report], int]] = {
+    "new": lambda report: _failing(report, ("new",)),
+    "any": lambda report: _failing(report, ("new", "known")),
+    "never": lambda report: 0,
+}
+
+def read_inputs(env: Mapping[str, str]) -> ActionInputs:
+    """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
+    inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
+    choices: dict[str, tuple[str, ...]] = {
+        "mode": tuple(MODES),
+        "fail_on": tuple(GATES),
+        "runner": RUNNER_CHOICES,
+    }
+    for name, allowed in choices.items():
+        value = getattr(inputs, name)
+        if value not in allowed:
+            raise ConfigError(
+                f"input {name}: '{value}' is not one of {', '.join(allowed)}; fix the `with:` block"
+            )
+    if inputs.shard_count < 1 or not 0 <= inputs.shard_index < inputs.shard_count:
+        raise ConfigError(
+            f"inputs shard_index={inputs.shard_index} shard_count={inputs.shard_count}: the index "
+            "must be 0 … shard_count-1 (use strategy.job-index and strategy.job-total)"
+        )
+    if inputs.mode == "all" and inputs.shard_count > 1:
+        raise ConfigError(
+            "mode 'all' publishes the report of one job, so it cannot run a shard; use mode "
+            "'sweep' in the shard jobs and 'merge' then 'publish' in a job that needs them"
+        )
+    if inputs.mode == "merge" and not inputs.reports:
+        raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
+    _refuse_option_like(inputs)
+    if "sweep" in MODES[inputs.mode]:  # what the sweep will say, said before anything is installed
+        parse_spec(inputs.optimizer, "input optimizer:")
+        if inputs.base_optimizer:
+            parse_spec(inputs.base_optimizer, "input base_optimizer:")
+    return inputs
+
+
+def _refuse_option_like(inputs: ActionInputs) -> None:
+    """A value that starts with `-` would reach the CLI as an option of its own (`models:
+    ok.onnx,--out=/x` set the sweep's out): `models` may be built from text a PR controls, such as
+    its list of changed files. The token is no value of a command line."""
+    for name, value in vars(inputs).items():
+        values = value if isinstance(value, tuple) else (value,)
+        for item in values:
+            if name != "github_token" and isinstance(item, str) and item.startswith("-"):
+                raise ConfigError(
+                    f"input {name}: {one_line(item, 80)!r} starts with '-' and would be read as an "
+                    "option; name a file that starts with '-' as ./NAME"
+                )
+
+
+SARIF_FILE = "ditox.sarif"
+JUNIT_FILE = "junit.xml"
+
+
+def report_path(inputs: ActionInputs) -> Path:
+    return Path(inputs.out) / "report.json"
+
+
+# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last successful run:
+# a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
+FETCHED_PREVIOUS = Path(".ditox-previous")
+WORKFLOW_PREFIX = "workflow:"
+
+
+def previous_report(inputs: ActionInputs) -> str:
+    """What the stages get as --previous: the input's path, or where the download puts it."""
+    if inputs.previous.startswith(WORKFLOW_PREFIX):
+        return str(FETCHED_PREVIOUS / "report.json")
+    return inputs.previous
+
+
+def _value(flag: str, value: Any) -> list[str]:
+    """`flag VALUE`, left out when the input is empty: the CLI's own default then holds."""
+    return [] if value is None or value == "" or value == () else [flag, str(value)]
+
+
+def _given(flag: str, value: Any) -> list[str]:
+    return [flag, str(value)]
+
+
+def _listed(flag: str, values: tuple[str, ...]) -> list[str]:
+    return [flag, *values] if values else []
+
+
+def _joined(flag: str, values: tuple[str, ...]) -> list[str]:
+    return [flag, ",".join(values)] if values else []
+
+
+def _switch(flag: str, on: bool) -> list[str]:
+    return [flag if on else f"--no-{flag[2:]}"]
+
+
+def _when_on(flag: str, on: bool) -> list[str]:
+    return [flag] if on else []
+
+
+@dataclass(frozen=True)
+class InputFlag:
+    """How inputs of action.yml reach a stage's command line: `form` turns the value into argv.
+
+    The flag is `--<input>` unless named; the value is the input's own unless `value` derives it
+    from the inputs (the shard from two inputs, a file's path below `out`). `reads` names the
+    inputs it takes, which a test checks against action.yml."""
+
+    input: str
+    form: Callable[[str, Any], list[str]] = _value
+    flag: str = ""
+    value: Callable[[ActionInputs], Any] | None = None
+    reads: tuple[str, ...] = ()
+
+    def argv(self, inputs: ActionInputs) -> list[str]:
+        value = self.value(inputs) if self.value is not None else getattr(inputs, self.input)
+        return self.form(self.flag or f"--{self.input.replace('_', '-')}", value)
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        return self.reads or (self.input,)
+
+
+def _shard(inputs: ActionInputs) -> str:
+    return f"{inputs.shard_index}/{inputs.shard_count}" if inputs.shard_count > 1 else ""
+
+
+def _below_out(name: str) -> Callable[[ActionInputs], str]:
+    return lambda inputs: str(Path(inputs.out) / name)
+
+
+# In the order the stages' command lines give them.
+SWEEP_FLAGS = (
+    InputFlag("out", _given),
+    InputFlag("optimizer", _given),
+    InputFlag("models", _listed),
+    InputFlag("configs", _joined),
+    InputFlag("passes", _joined),
+    InputFlag("shard", value=_shard, reads=("shard_index", "shard_count")),
+    # the CLI installs each build into a folder of its own (`ditox_ci.optimizers.install`)
+    InputFlag("base_optimizer"),
+    InputFlag("baseline"),
+    InputFlag("previous", value=previous_report),
+    InputFlag("rtol"),
+    InputFlag("atol"),
+    InputFlag("max_skipped"),
+    InputFlag("jobs"),
+    InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
+    InputFlag("timeout"),
+)
+PUBLISH_FLAGS = (
+    InputFlag("report", _given, value=lambda inputs: str(report_path(inputs)), reads=("out",)),
+    # publish classifies again: with the sweep's baseline it lists that baseline's stale entries
+    InputFlag("baseline"),
+    InputFlag("previous", value=previous_report),
+    InputFlag("comment", _switch),
+    InputFlag("check", _switch),
+    InputFlag("check_name", _given),
+    InputFlag("comment_key", _given),
+    InputFlag("file_issues", _switch),
+    InputFlag("max_new_issues", _given),
+    # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
+    InputFlag("sarif", _given, value=_below_out(SARIF_FILE), reads=("out",)),
+    InputFlag("junit", _given, value=_below_out(JUNIT_FILE), reads=("out",)),
+    InputFlag("close_fixed", _switch),
+    InputFlag("pr_number", flag="--pr"),
+    InputFlag("untrusted", _when_on),
+    InputFlag("dry_run", _when_on),
+)
+# The inputs no stage's flag carries, and where they go instead.
+ACTION_ONLY = {
+    "mode": "which stages run (MODES)",
+    "reports": "the merge stage's arguments",
+    "github_token": "the publishing stage's environment, never a command line",
+    "fail_on": "the job's exit code (GATES)",
+}

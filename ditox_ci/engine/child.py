@@ -1,0 +1,140 @@
+"""The worker process: loads the optimizer once, then prepares each Job's original and judges its
+steps, sending a message per phase and per step (`engine.messages`). It dies with its parent, and
+its stdout and stderr go to a file the parent reads a dead worker's last words from.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing.connection
+import multiprocessing.forkserver
+import os
+import signal
+from collections import OrderedDict
+
+from ditox_ci.engine import runner
+from ditox_ci.engine.divergence import Divergence, first_divergence
+from ditox_ci.engine.evaluate import ModelContext, SkipModel, optimizer_input, prepare, run_step
+from ditox_ci.engine.messages import (
+    InternalFailure,
+    Job,
+    JobDone,
+    ModelSkipped,
+    OptimizerLoadFailed,
+    OriginalPrepared,
+    PhaseStarted,
+    StepDivergence,
+    StepFinished,
+    Stop,
+    WorkerConfig,
+)
+from ditox_ci.engine.plan import Step
+from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
+from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+
+PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+CONTEXTS_KEPT = 2
+# a context holds its model at least twice (parsed and as bytes): a large one is not kept past the
+# jobs of its own model
+CONTEXT_KEPT_MAX_BYTES = 64 * 2**20
+# a worker whose own Python code (preparing, running, comparing) raised MemoryError exits with
+# this code: the parent treats it like the OOM killer's SIGKILL, a memory finding, not exit 70
+MEMORY_ERROR_EXIT = 86
+
+
+def _divergence(
+    context: ModelContext, optimizer: LoadedOptimizer, step: Step, rtol: float, atol: float
+) -> Divergence | None:
+    """Where inside the graph the step's output mismatch starts; None when that cannot be found."""
+    try:
+        model = optimizer_input(context, optimizer)
+        optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
+        return first_divergence(context.model, optimized, context.feeds, rtol=rtol, atol=atol)
+    except Exception:  # optional evidence: its trouble is neither a finding nor a reason to stop
+        return None
+
+
+def _die_with_parent() -> None:
+    """Have the kernel kill this worker when its parent dies, even by SIGKILL (Linux prctl
+    PR_SET_PDEATHSIG). The parent is the forkserver, which exits once the sweep has died and no
+    process holds the write end of its "alive" pipe: every forked child inherits one, which would
+    keep the forkserver, and so its workers, alive forever after a SIGKILLed sweep. A worker starts
+    no processes of its own, so it lets go of it."""
+    alive_fd = getattr(multiprocessing.forkserver._forkserver, "_forkserver_alive_fd", None)
+    if isinstance(alive_fd, int):
+        with contextlib.suppress(OSError):
+            os.close(alive_fd)
+        multiprocessing.forkserver._forkserver._forkserver_alive_fd = None  # type: ignore[attr-defined]
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent died before the prctl took effect
+        os._exit(1)
+    # Ctrl-C reaches the whole process group; the sweep decides what stops and kills its workers
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
+    _die_with_parent()
+    descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(descriptor, 2)
+    # the optimizer's own prints too: a build under test must not write workflow commands
+    # (`::add-mask::`, `::stop-commands::`) into the job's log; its words reach it only as evidence
+    os.dup2(descriptor, 1)
+    try:
+        optimizer = load_optimizer(config.optimizer, config.optimizer_path)
+    except OptimizerLoadError as exc:
+        conn.send(OptimizerLoadFailed(str(exc)))
+        return
+    contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
+    while True:
+        job: Job | Stop = conn.recv()
+        if isinstance(job, Stop):
+            return
+        conn.send(PhaseStarted(-1, "prepare"))
+        runs_before = runner.runs_so_far()
+        key = (job.ref.id, job.ref.path)
+        context = None if job.fresh else contexts.get(key)
+        if context is None:
+            # the next model gets the worker's memory (its allowance) to itself
+            for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:
+                del contexts[stale]
+            try:
+                context = prepare(job.ref, config.settings)
+            except SkipModel as exc:
+                conn.send(ModelSkipped(str(exc)))
+                continue
+            except MemoryError:
+                os._exit(MEMORY_ERROR_EXIT)
+            # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
+            except (Exception, InternalError, FatalError) as exc:
+                conn.send(InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}"))
+                continue
+        contexts[key] = context
+        contexts.move_to_end(key)
+        while len(contexts) > CONTEXTS_KEPT:
+            contexts.popitem(last=False)
+        hits_before = context.cache_hits
+        extra = job.ref.comparator
+        comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
+        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info))
+        for index, step in enumerate(job.steps):
+
+            def on_phase(phase: str, index: int = index) -> None:
+                conn.send(PhaseStarted(index, phase))
+
+            try:
+                outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+            except MemoryError:
+                os._exit(MEMORY_ERROR_EXIT)
+            # a bug in ditox-ci or its configuration, never the optimizer's
+            except (Exception, InternalError, FatalError) as exc:
+                conn.send(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
+                break
+            conn.send(StepFinished(index, outcome))
+            if job.divergence is not None and outcome.kind == "output-mismatch":
+                conn.send(PhaseStarted(index, "divergence"))
+                conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
+        else:
+            conn.send(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))

@@ -1,0 +1,108 @@
+"""What a worker's death says: the finding for the step it died in (crash, hang, memory), and the
+kernel's and /proc's word on why it died.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+from ditox_ci.engine.evaluate import RUNNER_TITLES
+from ditox_ci.engine.messages import DEFAULT_MEMORY_LIMIT_MB
+from ditox_ci.engine.outcome import Outcome
+
+# the causes of a worker's death that are the model's appetite for memory, not a crash
+MEMORY_CAUSES = ("exceeded the memory limit", "ran out of memory")
+
+
+def failure_outcome(
+    phase: str,
+    cause: str,
+    detail: str,
+    stderr: str,
+    runner_name: str = "onnxruntime",
+    allowance_mb: int = DEFAULT_MEMORY_LIMIT_MB,
+) -> Outcome:
+    in_optimizer = phase == "optimize"
+    if in_optimizer and cause in MEMORY_CAUSES:
+        return _resource_limit(detail, stderr, allowance_mb)
+    if cause == "timed out":
+        kind = "optimizer-timeout" if in_optimizer else "runtime-error"
+    else:
+        kind = "optimizer-crash" if in_optimizer else "runtime-error"
+    runner_title = RUNNER_TITLES.get(runner_name, runner_name)
+    where = "optimizer" if in_optimizer else f"{runner_title} on the optimized model"
+    if cause in MEMORY_CAUSES:
+        # one message whichever caught it (the poll or the kernel, a race the machine's load
+        # decides; its words are in evidence.detail), so the same blow-up keeps one fingerprint
+        message = f"{where} ran out of memory"
+    else:
+        message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
+    evidence: dict[str, Any] = {"message": message, "phase": phase}
+    if cause in MEMORY_CAUSES:
+        evidence["memory"] = True
+    if detail:
+        evidence["signal" if cause == "crashed" else "detail"] = detail
+    if stderr:
+        evidence["stderr"] = stderr
+    return Outcome(kind, message, evidence)
+
+
+def _resource_limit(detail: str, stderr: str, allowance_mb: int) -> Outcome:
+    """The optimizer needed more memory than the worker's allowance: a limit of this run, reported
+    (a warning, which does not gate) with the allowance it had and how to raise it, not a new bug.
+    onnxslim sweeps light/vgg19 fine without the limit that was fitted to onnxoptimizer."""
+    message = "optimizer ran out of memory"
+    evidence: dict[str, Any] = {
+        "message": message,
+        "phase": "optimize",
+        "memory": True,
+        "resource_limit": {"allowance_mb": allowance_mb, "raise_with": "--memory-limit"},
+        "detail": detail,
+    }
+    if stderr:
+        evidence["stderr"] = stderr
+    return Outcome("warning", message, evidence)
+
+
+# where the kernel counts OOM kills: cgroup v2's memory.events, v1's memory.oom_control (the
+# container's own cgroup is mounted at the root of the hierarchy), else the whole kernel's count
+# (/proc/vmstat, Linux 4.13+), which a kill elsewhere on the host can raise at the same moment
+_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control", "/proc/vmstat")
+
+
+def oom_kills() -> int | None:
+    """How many processes the kernel's OOM killer has killed (in this cgroup where it says; else
+    on this kernel); None where unknown."""
+    for counter in _OOM_COUNTERS:
+        try:
+            lines = Path(counter).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            name, _, count = line.partition(" ")
+            if name == "oom_kill" and count.strip().isdigit():
+                return int(count)
+    return None
+
+
+def signal_name(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "killed"
+    if exitcode < 0:
+        try:
+            return signal.Signals(-exitcode).name
+        except ValueError:
+            return f"signal {-exitcode}"
+    return f"exit code {exitcode}"
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError):
+        pass
+    return 0.0

@@ -1,0 +1,154 @@
+"""What crosses the pipe between the pool and its workers, and the Job and JobResult around it.
+
+Every message over the pipe is a frozen dataclass of this module. The parent sends a Job, or Stop.
+A worker answers each Job with:
+  PhaseStarted(-1, "prepare"), then OriginalPrepared(nodes, sha256, info) or ModelSkipped(reason);
+  per step i: PhaseStarted(i, "optimize"), PhaseStarted(i, "run") when the optimized model is run,
+    StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an output
+    mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
+    whose output differs (localize_nodes), found with the optimizer run again in the worker;
+  JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
+  parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
+  run exits 70 once the report is written.
+A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
+optional evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase
+is replaced and the model resumes at the next step, the mismatch found but without its divergence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
+
+# 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
+DEFAULT_MEMORY_LIMIT_MB = 3584
+# A worker holds a model several times over (the parsed original and its bytes, the optimizer's
+# copies, the optimized model, a runtime session): VGG-19's 548 MB peak at 3.9 GiB. A model gets
+# this allowance when it is larger than --memory-limit, and the pool starts it only when it and what
+# runs beside it, each counted at what its model needs (`WorkerPool._reserve_mb`), fit in --jobs ×
+# --memory-limit.
+ALLOWANCE_BASE_MB = 512
+ALLOWANCE_PER_MODEL_MB = 8
+# An optimizer that converts the model into an IR of its own holds one more copy: onnxscript peaked
+# at 8.5 × vgg19's size (5,178 MiB), over the 8 × fitted to onnxoptimizer. Any optimizer but
+# onnxoptimizer gets this much per MiB of model (see docs/optimizers.md).
+OWN_IR_ALLOWANCE_PER_MODEL_MB = 12
+
+
+@dataclass(frozen=True)
+class WorkerConfig:
+    optimizer: str = "onnxoptimizer"
+    optimizer_path: str | None = None
+    settings: EvalSettings = field(default_factory=EvalSettings)
+    comparators: tuple[str, ...] = ("tensor",)
+    timeout_s: float = 60.0
+    memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
+    # MiB of allowance per MiB of model file, by optimizer (see allowance_mb)
+    allowance_per_model_mb: int = ALLOWANCE_PER_MODEL_MB
+
+
+def allowance_per_model_mb(optimizer_name: str) -> int:
+    """How much memory a worker needs per MiB of model for this optimizer's copies of it."""
+    return ALLOWANCE_PER_MODEL_MB if optimizer_name == "onnxoptimizer" else OWN_IR_ALLOWANCE_PER_MODEL_MB
+
+
+@dataclass(frozen=True)
+class Job:
+    ref: ModelRef
+    steps: tuple[Step, ...]
+    # (rtol, atol): also find where inside the graph each step's output mismatch starts
+    divergence: tuple[float, float] | None = None
+    # prepare the original again and judge every step anew, even when the worker holds the model:
+    # a re-run that asks whether a failure reproduces must not be answered from its cache
+    fresh: bool = False
+
+
+@dataclass(frozen=True)
+class JobResult:
+    ref: ModelRef
+    status: str
+    reason: str = ""
+    nodes: int = 0
+    sha256: str = ""
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    # by step label, for the steps of a Job that asked for divergence and got one
+    divergences: dict[str, Divergence] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    optimizer_runs: int = 0
+    runtime_runs: int = 0
+    cache_hits: int = 0
+    restarts: int = 0
+
+
+# ---------------------------------------------------------------- messages
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Parent to worker: no more jobs; exit."""
+
+
+@dataclass(frozen=True)
+class PhaseStarted:
+    step_index: int  # into the Job's steps; -1 while the original is prepared
+    phase: str  # "prepare", "optimize", "run" or "divergence"
+
+
+@dataclass(frozen=True)
+class OriginalPrepared:
+    nodes: int
+    sha256: str
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelSkipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    step_index: int
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class StepDivergence:
+    step_index: int
+    divergence: Divergence | None
+
+
+@dataclass(frozen=True)
+class JobDone:
+    # this Job's alone: a context kept from an earlier Job of the same model carries that one's too
+    runtime_runs: int
+    cache_hits: int
+
+
+@dataclass(frozen=True)
+class InternalFailure:
+    message: str
+
+
+@dataclass(frozen=True)
+class OptimizerLoadFailed:
+    message: str
+
+
+WorkerMessage = (
+    PhaseStarted
+    | OriginalPrepared
+    | ModelSkipped
+    | StepFinished
+    | StepDivergence
+    | JobDone
+    | InternalFailure
+    | OptimizerLoadFailed
+)

@@ -1,0 +1,96 @@
+"""What a publish surface is: one kind of GitHub object the bot writes (a comment, a check, issues).
+
+In the style of Polygraphy's BaseRunner, a surface declares what the publisher and the CLI need of
+it and fills in `publish`: its options (a frozen dataclass that `PublishOptions` derives from, each
+field with the `help` of its `--flag`), the option that turns it on, the permission it needs, the
+Action output that names what it wrote, and any text it adds to the step summary. The publisher
+runs every registered surface (`SURFACES`, in the order they were registered) the same way, so a
+new surface is its module, its template and its inputs and output in action.yml.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import Field, dataclass, field, fields
+from typing import Any, ClassVar
+
+from ditox_ci.github.client import GitHubClient
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.text import Texts
+from ditox_ci.log import Log
+from ditox_ci.registry import Registry
+from ditox_ci.report.model import Report
+
+
+def option(default: Any, help: str, metavar: str | None = None) -> Any:
+    """A surface's option: a dataclass field whose `--flag` the publish command adds with `help`."""
+    return field(default=default, metadata={"help": help, "metavar": metavar})
+
+
+@dataclass(frozen=True)
+class SurfaceOptions:
+    """What every surface may read besides its own options."""
+
+    # a report from a run we cannot vouch for (a fork's artifact): a neutral "unverified" check,
+    # and no issue is opened, reopened or closed from it
+    untrusted: bool = False
+
+
+class Surface(ABC):
+    """One kind of GitHub object. A subclass sets the class attributes and fills in `publish`."""
+
+    # what the step is called in messages: "could not <step>", "the token may not <step>"
+    step: ClassVar[str]
+    # the boolean option that turns it on; its `--no-` flag turns it off
+    switch: ClassVar[str]
+    # what it needs in the workflow's `permissions:` block
+    permission: ClassVar[str]
+    # the Action output that names what it wrote (empty: none)
+    url_output: ClassVar[str] = ""
+    options: ClassVar[type[SurfaceOptions]]
+
+    def __init__(self, client: GitHubClient, context: GitHubContext, options: Any, failed: list[str]) -> None:
+        self.client = client
+        self.context = context
+        self.failed = failed  # the publish's list of failures
+        self.url = ""
+
+    @property
+    def turn_off(self) -> str:
+        return f"--no-{self.switch.replace('_', '-')}"
+
+    def wanted(self, options: Any, log: Log) -> bool:
+        """Whether this run publishes it: its switch is on and the event has what it needs."""
+        return bool(getattr(options, self.switch))
+
+    @abstractmethod
+    def publish(self, report: Report, texts: Texts) -> None: ...
+
+    def outputs(self) -> dict[str, str]:
+        """The Action outputs it sets, whether it ran or not."""
+        return {self.url_output: self.url} if self.url_output else {}
+
+    def summary(self) -> str:
+        """What it adds to the step summary after publishing (Markdown; empty: nothing)."""
+        return ""
+
+
+SURFACES: Registry[type[Surface]] = Registry("publish surface")
+
+
+def numbers(values: list[int]) -> str:
+    """A list of issue numbers as an Action output (a JSON array, for fromJSON)."""
+    return json.dumps(values)
+
+
+def surface_options() -> Iterator[Field[Any]]:
+    """Every option the registered surfaces declare, once each, in registration order."""
+    seen: set[str] = {item.name for item in fields(SurfaceOptions)}
+    for surface in SURFACES.values():
+        for item in fields(surface.options):
+            if item.name not in seen:
+                seen.add(item.name)
+                yield item
+

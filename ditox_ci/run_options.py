@@ -1,0 +1,194 @@
+"""What a command that runs models is told, resolved once, and handed down whole.
+
+`RunOptions` are the options every command that runs models through the worker pool takes (sweep,
+fuzz, reduce); `SweepOptions` and `ReduceOptions` add their own. The options resolver
+(`ditox_ci.options.resolve`) fills them; they check their values when built. A sweep is then set
+up once (`sweep_setup`): the optimizer installed and loaded, the baseline and the previous report
+read, the timeout decided. Nothing below re-reads a flag, re-loads a file or re-applies a default:
+the sweep, pinpointing and `finish` take the `SweepSetup`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ditox_ci.ci.shard import Shard
+from ditox_ci.compare import COMPARATORS
+from ditox_ci.compare.tensor import Tolerances
+from ditox_ci.corpus import default_cache_dir
+from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.plan import DEFAULT_CONFIGS
+from ditox_ci.engine.runner import RUNNER_CHOICES
+from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, WorkerConfig, allowance_per_model_mb, warm_up
+from ditox_ci.errors import UsageError
+from ditox_ci.log import Log
+from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.optimizers.install import Installation, optimizer_build
+from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
+from ditox_ci.report import Report, read_report
+from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
+
+# the options that name a file or folder
+PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options of every command that runs models in the worker pool."""
+
+    optimizer: str = "onnxoptimizer"
+    samples: int = 1
+    seed: int = 0
+    # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
+    rtol: float | None = None
+    atol: float | None = None
+    timeout: float = 60.0
+    memory_limit: int = DEFAULT_MEMORY_LIMIT_MB
+    jobs: int = 0
+    # also judge float outputs against each model's own measured noise floor
+    calibrate: bool = True
+    dynamic_dim: int = 2
+    runner: str = "auto"
+    comparator: str | None = None
+    cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
+
+    def __post_init__(self) -> None:
+        # every path the command writes, reads or runs is made absolute here, once: the workers, the
+        # optimizer and the standalone script run in other working directories (a relative --out
+        # once made the script's path double, and every issue said the bug did not reproduce)
+        for name in PATH_OPTIONS:
+            value = getattr(self, name, None)
+            if value:
+                object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
+        for name in ("jobs", "samples", "dynamic_dim", "memory_limit"):
+            if getattr(self, name) < (0 if name == "jobs" else 1):
+                raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
+        Tolerances(self.rtol, self.atol)  # refuses a tolerance that is NaN, negative or infinite
+        if not self.timeout > 0:
+            raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
+        if self.runner not in RUNNER_CHOICES:
+            raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
+        if self.comparator is not None:
+            COMPARATORS.lookup(self.comparator)
+
+    @property
+    def tolerances(self) -> Tolerances:
+        return Tolerances(self.rtol, self.atol)
+
+
+@dataclass(frozen=True)
+class SweepOptions(RunOptions):
+    models: tuple[str, ...] = ()
+    configs: tuple[str, ...] = DEFAULT_CONFIGS
+    passes: tuple[str, ...] = ()
+    base_optimizer: str | None = None
+    baseline: str | None = None
+    previous: str | None = None
+    shard: Shard = field(default_factory=Shard)
+    out: str = "ditox-report"
+    localize: str = "auto"
+    reduce_budget: float = 30.0
+    # with a base build: seconds for making models for the passes the head adds or changes (0: off)
+    exercise_budget: float = 60.0
+    # the PR's base commit: passes whose source changed since it, in the working directory's
+    # checkout, are exercised too
+    changed_since: str | None = None
+    # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
+    max_skipped: float | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
+            raise UsageError(f"--max-skipped must be a fraction from 0 to 1, got {self.max_skipped}")
+        if self.localize not in LOCALIZE_MODES:
+            raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
+        for name in ("exercise_budget", "reduce_budget"):
+            value = getattr(self, name)
+            if value < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 0 seconds, got {value}")
+
+
+@dataclass(frozen=True)
+class ReduceOptions(RunOptions):
+    """`ditox-ci reduce`: the model and its culprit passes are its arguments, the rest options."""
+
+    passes: tuple[str, ...] = ()
+    fixed_point: bool = False
+    out: str = "ditox-repro"
+    budget: float = 60.0
+    samples: int = 2
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.passes:
+            raise UsageError("--passes is empty; give the culprit passes, e.g. --passes fuse_bn_into_conv")
+        if not self.budget > 0:
+            raise UsageError(f"--budget must be > 0 seconds, got {self.budget}")
+
+
+def worker_config(options: RunOptions, build: Installation, timeout_s: float | None = None) -> WorkerConfig:
+    """The worker pool's configuration: the one place options become the engine's settings."""
+    comparators = ("tensor",) + ((options.comparator,) if options.comparator else ())
+    return WorkerConfig(
+        optimizer=build.optimizer,
+        optimizer_path=build.path,
+        settings=EvalSettings(
+            samples=options.samples,
+            seed=options.seed,
+            dynamic_dim=options.dynamic_dim,
+            tolerances=options.tolerances,
+            calibrate=options.calibrate,
+            runner=options.runner,
+            noise_floor=build.info.noise_floor,
+        ),
+        comparators=comparators,
+        timeout_s=options.timeout if timeout_s is None else timeout_s,
+        memory_limit_mb=options.memory_limit,
+        allowance_per_model_mb=allowance_per_model_mb(build.info.name),
+    )
+
+
+@dataclass(frozen=True)
+class SweepSetup:
+    """One sweep, resolved once: its options, the optimizer under test (installed and loaded), the
+    baseline and the previous report as read, and the timeout of one optimizer or runtime call."""
+
+    options: SweepOptions
+    build: Installation
+    baseline: Baseline
+    previous: Report | None
+    timeout_s: float
+    # time.monotonic() when it began: the report's wall time counts installing the optimizer
+    started: float
+
+    @property
+    def info(self) -> OptimizerInfo:
+        return self.build.info
+
+    @property
+    def worker_config(self) -> WorkerConfig:
+        return worker_config(self.options, self.build, self.timeout_s)
+
+
+@contextlib.contextmanager
+def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = None) -> Iterator[SweepSetup]:
+    """Install and load the optimizer, read the baseline and the previous report, once; every
+    error here is the user's to fix, and said before any model runs. `timeout_cap` bounds the
+    timeout (a fuzz run's: one hung model must not take its budget)."""
+    started = time.monotonic()
+    warm_up()  # the workers' imports run beside the install and the planning
+    with contextlib.ExitStack() as stack:
+        with log.group("set up"):
+            build = stack.enter_context(optimizer_build(options.optimizer, Path(options.cache_dir), log))
+            info = build.info
+            baseline = load_baseline(Path(options.baseline) if options.baseline else None, info.name)
+            if options.baseline:  # an entry that could never match is said before the sweep, not after
+                check_entry_passes(baseline, f"{info.name} {info.version}", info.passes)
+            previous = read_report(Path(options.previous)) if options.previous else None
+        timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
+        yield SweepSetup(options, build, baseline, previous, timeout_s, started)

@@ -1,0 +1,79 @@
+"""The Action maps its inputs to the stages' flags from one table: every input of action.yml is
+carried by a flag of the table or named as the Action's own, and every flag of the table is one
+the CLI's command takes, for the option of the same name."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import yaml
+
+from ditox_ci.__main__ import build_parser
+from ditox_ci.ci.action import build_argv
+from ditox_ci.ci.inputs import ACTION_ONLY, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
+from ditox_ci.cli.publish import PublishSettings
+from ditox_ci.run_options import SweepOptions
+from tests.helpers import ROOT
+
+INPUTS = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
+TABLES = {"sweep": (SWEEP_FLAGS, SweepOptions), "publish": (PUBLISH_FLAGS, PublishSettings)}
+
+
+def _command_options(command: str) -> dict[str, str]:
+    """The command's option strings, each with the option's name (argparse's dest)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {flag: action.dest for action in sub.choices[command]._actions for flag in action.option_strings}
+
+
+def test_every_input_of_action_yml_is_mapped_by_the_table_or_the_action_s_own() -> None:
+    carried = {name for flags, _ in TABLES.values() for flag in flags for name in flag.inputs}
+    assert set(INPUTS) == carried | set(ACTION_ONLY)
+    assert not carried & set(ACTION_ONLY)
+    assert set(INPUTS) == {field.name for field in dataclasses.fields(ActionInputs)}
+
+
+# every input given, every switch on; then every switch off
+GIVEN = ActionInputs(
+    models=("m",),
+    configs=("c",),
+    passes=("p",),
+    base_optimizer="base",
+    baseline="baseline.yml",
+    previous="previous.json",
+    shard_count=2,
+    rtol=0.1,
+    atol=0.1,
+    max_skipped=0.1,
+    jobs=1,
+    runner="reference",
+    timeout=1.0,
+    pr_number=1,
+    file_issues=True,
+    close_fixed=True,
+    dry_run=True,
+    untrusted=True,
+)
+OFF = ActionInputs(comment=False, check=False)
+
+
+def test_every_flag_of_the_table_is_the_command_s_option_of_that_name() -> None:
+    for command, (flags, options) in TABLES.items():
+        known = _command_options(command)
+        fields = {field.name for field in dataclasses.fields(options)}
+        for flag in flags:
+            for inputs in (GIVEN, OFF):
+                argv = flag.argv(inputs)
+                if argv:
+                    assert argv[0] in known, (command, flag, argv)
+                    assert known[argv[0]] in fields, (command, flag, argv)
+            assert flag.argv(GIVEN), f"{flag.input} gives no flag even when set"
+
+
+def test_an_input_the_table_carries_reaches_its_stage() -> None:
+    flag = InputFlag("timeout")
+    assert flag.argv(ActionInputs(timeout=9.0)) == ["--timeout", "9.0"]
+    assert flag.argv(ActionInputs()) == []
+    [sweep] = build_argv({"INPUT_MODE": "sweep", "INPUT_ATOL": "0.5", "INPUT_PASSES": "a, b"})
+    assert sweep[sweep.index("--atol") + 1] == "0.5" and sweep[sweep.index("--passes") + 1] == "a,b"
