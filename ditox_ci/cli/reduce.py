@@ -28,6 +28,7 @@ from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
+from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
 
 NAME = "reduce"
@@ -127,7 +128,7 @@ def _reduce(args: argparse.Namespace, passes: tuple[str, ...], build: Installati
             log.info(f"{args.model} does not fail under {','.join(passes)}: nothing to reduce")
             return 0
 
-        def evaluate(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome:
+        def evaluate(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome | None:
             return candidate_outcome(judge, ref.id, candidate, candidate_feeds, step)
 
         with log.group(f"reduce {args.model.name} ({len(model.graph.node)} nodes)"):
@@ -144,7 +145,8 @@ def _reduce(args: argparse.Namespace, passes: tuple[str, ...], build: Installati
             passes=passes,
             method="--passes of ditox-ci reduce",
         ),
-        evidence={**failure.evidence, "message": failure.message, "reduction": result.to_json()},
+        measured={**failure.evidence, "message": failure.message},
+        pinpointing=Pinpointing(reduction=result.record()),
         repro=f"{fingerprint}/",
     )
     bundle = write_repro(

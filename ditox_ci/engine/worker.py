@@ -52,6 +52,7 @@ from ditox_ci.engine.evaluate import (
     prepare,
     run_step,
 )
+from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
@@ -123,6 +124,8 @@ class JobResult:
     # by step label, for the steps of a Job that asked for divergence and got one
     divergences: dict[str, Divergence] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    # how the original's feeds were drawn, for pinpointing to draw them again (None: not prepared)
+    draw: Draw | None = None
     wall_s: float = 0.0
     optimizer_runs: int = 0
     runtime_runs: int = 0
@@ -149,6 +152,7 @@ class OriginalPrepared:
     nodes: int
     sha256: str
     info: dict[str, Any]
+    draw: Draw | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +279,7 @@ def _child_main(conn: multiprocessing.connection.Connection, config: WorkerConfi
         hits_before = context.cache_hits
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info))
+        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
@@ -544,6 +548,7 @@ class WorkerPool:
             outcomes=running.outcomes,
             divergences=running.divergences,
             info=dict(original.info),
+            draw=original.draw,
             wall_s=time.monotonic() - running.started,
             optimizer_runs=running.optimizer_runs,
             runtime_runs=running.runtime_runs,
