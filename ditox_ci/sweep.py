@@ -13,7 +13,7 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,11 +34,11 @@ from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
-from ditox_ci.report.exercised import EXERCISED_KEY
 from ditox_ci.report.model import INTERNAL_ERROR
+from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.run_options import SweepOptions, SweepSetup
 from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
-from ditox_ci.triage.base_optimizer import KNOWN_BY, check_on_base
+from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
 from ditox_ci.triage.builds import identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
 from ditox_ci.triage.reproduce import reproduce
@@ -184,7 +184,7 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
         timeout_s=setup.timeout_s,
         # localized but not reduced: a limitation by design, or older than this build
         by_design=lambda finding: (
-            finding.evidence.get("known_by") == KNOWN_BY
+            finding.triage.known_by == BY_BASE
             or setup.baseline.match(finding, datetime.date.today()) is not None
         ),
         opaque=info.opaque,
@@ -209,65 +209,6 @@ def _pinpoint_findings(
         else result
         for result in finished.results
     ]
-
-
-@dataclass(frozen=True)
-class SweepStats:
-    """What one sweep (one shard) did and cost: report.json's `stats` as the sweep writes them.
-
-    Later stages add keys of their own (`baseline`, `max_skipped`, `fuzz`); merge adds the
-    shards' counters up key by key, so it reads the JSON, keys it does not know included."""
-
-    wall_s: float
-    optimizer_runs: int
-    runtime_runs: int
-    cache_hits: int
-    worker_restarts: int
-    models_total: int
-    models_skipped: int
-    # models each runner judged, in the order the runners first appear among the sorted models
-    runners: Mapping[str, int]
-    configs: tuple[str, ...]
-    jobs: int
-    coverage_by_family: Mapping[str, Mapping[str, int]]
-    # the signal that stopped the sweep before its work was done
-    interrupted_by: str | None = None
-    # what an interrupted sweep had planned (a stream plans nothing)
-    models_planned: int | None = None
-    pinpoint: Mapping[str, int] | None = None
-    base_optimizer: Mapping[str, Any] | None = None
-    reproduce: Mapping[str, Any] | None = None
-    exercised: Mapping[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        stats: dict[str, Any] = {
-            "wall_s": self.wall_s,
-            "optimizer_runs": self.optimizer_runs,
-            "runtime_runs": self.runtime_runs,
-            "cache_hits": self.cache_hits,
-            "worker_restarts": self.worker_restarts,
-            "models_total": self.models_total,
-            "models_skipped": self.models_skipped,
-            "runners": dict(self.runners),
-            "configs": list(self.configs),
-            "jobs": self.jobs,
-            "coverage_by_family": {
-                name: dict(families) for name, families in self.coverage_by_family.items()
-            },
-        }
-        if self.interrupted_by is not None:
-            stats.update(interrupted=True, interrupted_by=self.interrupted_by)
-            if self.models_planned is not None:
-                stats["models_planned"] = self.models_planned
-        if self.pinpoint is not None:
-            stats["pinpoint"] = dict(self.pinpoint)
-        if self.base_optimizer is not None:
-            stats["base_optimizer"] = dict(self.base_optimizer)
-        if self.reproduce is not None:
-            stats["reproduce"] = dict(self.reproduce)
-        if self.exercised is not None:
-            stats[EXERCISED_KEY] = dict(self.exercised)
-        return stats
 
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
@@ -311,10 +252,12 @@ def _report(
         coverage_by_family=by_family,
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
-        pinpoint=finished.pinpoint_stats,
-        base_optimizer=finished.base_stats,
-        reproduce=finished.reproduce_stats,
-        exercised=finished.exercise_stats,
+        stages=stage_records(
+            pinpoint=finished.pinpoint_stats,
+            base_optimizer=finished.base_stats,
+            reproduce=finished.reproduce_stats,
+            exercised=finished.exercise_stats,
+        ),
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.model import Finding, ModelEntry, Report
+from ditox_ci.report.stats import SweepStats
 
 # What must be identical in every shard for the shards to be parts of one sweep.
 _SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")
@@ -123,28 +123,27 @@ def _finding_key(finding: Finding) -> tuple[str, str, str, str]:
 
 
 def _vouched_for(finding: Finding) -> set[str]:
-    """What a known finding shows is still there: its fingerprint, and the baseline entry it
-    matched (classify writes `known_by = "baseline:<id>"`)."""
-    known_by = str(finding.evidence.get("known_by", ""))
-    entry = {known_by.removeprefix("baseline:")} if known_by.startswith("baseline:") else set()
-    return {finding.fingerprint, *entry}
+    """What a known finding shows is still there: its fingerprint, and the baseline entry it matched."""
+    known_by = finding.triage.known_by
+    entry = known_by.baseline_entry if known_by else None
+    return {finding.fingerprint, *([entry] if entry is not None else [])}
 
 
 def _gone(finding: Finding) -> str:
-    """What a fixed record says is gone: a baseline entry (`evidence.baseline_entry`), else the
-    previous report's fingerprint."""
-    return str(finding.evidence.get("baseline_entry") or finding.fingerprint)
+    """What a fixed record says is gone: a baseline entry (`Triage.stale_entry`), else the previous
+    report's fingerprint."""
+    return finding.triage.stale_entry or finding.fingerprint
 
 
 def _also_in(first: Finding, second: Finding, configs: Sequence[str]) -> Finding:
     """One finding for what two parts of a split model both report (the nop control's): the configs
     that showed it too, from both, in config order."""
-    shown = {*first.evidence.get("also_in", ()), *second.evidence.get("also_in", ())}
+    shown = {*first.triage.also_in, *second.triage.also_in}
     if not shown:
         return first
     order = {config: index for index, config in enumerate(configs)}
-    also_in = sorted(shown, key=lambda config: (order.get(config, len(order)), config))
-    return replace(first, evidence={**first.evidence, "also_in": also_in})
+    also_in = tuple(sorted(shown, key=lambda config: (order.get(config, len(order)), config)))
+    return replace(first, triage=replace(first.triage, also_in=also_in))
 
 
 def _merge_findings(reports: Sequence[Report], configs: Sequence[str]) -> tuple[Finding, ...]:
@@ -181,34 +180,6 @@ def _merge_coverage(reports: Sequence[Report]) -> dict[str, dict[str, int]]:
     return {pass_name: coverage[pass_name] for pass_name in sorted(coverage)}
 
 
-def _add(total: Any, value: Any) -> Any:
-    """Numbers add up, mappings add up key by key; anything else keeps the first shard's value."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value if total is None else total + value
-    if isinstance(value, dict):
-        base = dict(total) if isinstance(total, dict) else {}
-        return {
-            key: _add(base.get(key), value[key]) if key in value else base[key]
-            for key in {**base, **value}
-        }
-    return value if total is None else total
-
-
-def _merge_stats(reports: Sequence[Report]) -> dict[str, Any]:
-    """Counters add up; wall time is the slowest shard (they run in parallel), each one kept."""
-    stats: dict[str, Any] = {}
-    for report in reports:
-        for name, value in report.stats.items():
-            stats[name] = _add(stats.get(name), value)
-    limits = [r.stats["max_skipped"] for r in reports if r.stats.get("max_skipped") is not None]
-    if limits:  # a limit, not a counter: the strictest shard's holds for the whole sweep
-        stats["max_skipped"] = min(limits)
-    walls = [float(report.stats.get("wall_s", 0.0)) for report in reports]
-    stats["wall_s"] = max(walls)
-    stats["shard_wall_s"] = walls
-    return stats
-
-
 def _configs(reports: Sequence[Report]) -> tuple[str, ...]:
     """Every config the sweep ran, the same list in every shard; () for reports that predate it."""
     first = tuple(reports[0].stats.get("configs", ()))
@@ -232,24 +203,29 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     configs = _configs(ordered)
     # an interrupted shard (SIGTERM, a cancelled job) reported only what finished: the merge says
     # so, and publishing treats it as incomplete
-    interrupted = [report.shard.get("index", 0) for report in ordered if report.stats.get("interrupted")]
+    shard_stats = [SweepStats.from_json(report.stats) for report in ordered]
+    stopped = [own.interrupted for own in shard_stats]
+    interrupted = [report.shard.get("index", 0) for report, own in zip(ordered, stopped, strict=True) if own]
     models = _merge_models(ordered, configs, partial=bool(interrupted))
     # a model split over shards counts once
-    stats = {
-        **_merge_stats(ordered),
-        "models_total": len(models),
-        "models_skipped": sum(1 for entry in models if entry.status != "ok"),
-    }
+    stats = replace(
+        SweepStats.merge(shard_stats),
+        models_total=len(models),
+        models_skipped=sum(1 for entry in models if entry.status != "ok"),
+    )
     runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
     if runners:
-        stats["runners"] = dict(runners)
+        stats = replace(stats, runners=dict(runners))
     if interrupted:
         # what finished, plus what each interrupted shard planned and never finished (the shards'
         # own counts would add up the interrupted ones' plans alone, beside every shard's models)
-        stopped = [r for r in ordered if r.stats.get("interrupted")]
-        unfinished = sum(int(r.stats.get("models_planned", 0)) - len(r.models) for r in stopped)
-        stats.update(
-            interrupted=True, interrupted_shards=interrupted, models_planned=len(models) + max(0, unfinished)
+        unfinished = sum(
+            (own.models_planned or 0) - len(report.models)
+            for own, report in zip(shard_stats, ordered, strict=True)
+            if own.interrupted
+        )
+        stats = replace(
+            stats, interrupted_shards=tuple(interrupted), models_planned=len(models) + max(0, unfinished)
         )
     return Report(
         tool=first.tool,
@@ -259,6 +235,6 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         models=models,
         findings=_merge_findings(ordered, configs),
         coverage=_merge_coverage(ordered),
-        stats=stats,
+        stats=stats.to_json(),
         schema_version=first.schema_version,
     )

@@ -27,6 +27,7 @@ from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import resolve
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
+from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.run_options import ReduceOptions, worker_config
 
@@ -95,7 +96,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             log.info(f"{path} does not fail under {','.join(passes)}: nothing to reduce")
             return 0
 
-        def evaluate(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome:
+        def evaluate(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome | None:
             return candidate_outcome(judge, ref.id, candidate, candidate_feeds, step)
 
         with log.group(f"reduce {path.name} ({len(model.graph.node)} nodes)"):
@@ -112,7 +113,8 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             passes=passes,
             method="--passes of ditox-ci reduce",
         ),
-        evidence={**failure.evidence, "message": failure.message, "reduction": result.to_json()},
+        measured={**failure.evidence, "message": failure.message},
+        pinpointing=Pinpointing(reduction=result.record()),
         repro=f"{fingerprint}/",
     )
     bundle = write_repro(

@@ -118,7 +118,7 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         hits_before = context.cache_hits
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info))
+        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
+from ditox_ci.report.evidence import Triage
 from ditox_ci.report.model import Culprit, Finding
 
 # evidence of a finding on a model whose nop control failed too: what the control did
@@ -117,10 +117,10 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         culprit = culprit_for(step)
         if shared is not None and step.label != NOP and outcome.same_failure(shared.failure):
             culprit = shared.culprit()
-        evidence = dict(outcome.evidence)
+        measured = dict(outcome.evidence)
         if step.label != NOP and nop is not None and nop.kind is not None:
             # context only: the finding's kind and fingerprint come from this config's own result
-            evidence[CONTROL_KEY] = f"{nop.kind}: {nop.message}"[:300]
+            measured[CONTROL_KEY] = f"{nop.kind}: {nop.message}"[:300]
         findings.append(
             Finding(
                 fingerprint=culprit_fingerprint(outcome, culprit, step.label),
@@ -128,16 +128,14 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
                 model=result.ref.id,
                 config=step.label,
                 culprit=culprit,
-                evidence=evidence,
+                measured=measured,
             )
         )
     if shared_with_nop:
-        extra: dict[str, Any] = {"also_in": shared_with_nop}
-        if result.info.get("runner_fallback"):  # why messages that differ were folded
-            extra["original_fails"] = str(result.info["runner_fallback"])
-        findings = [
-            replace(f, evidence={**f.evidence, **extra}) if f.config == NOP else f for f in findings
-        ]
+        fallback = result.info.get("runner_fallback")
+        # and why failures whose messages differ were folded
+        folded = Triage(also_in=tuple(shared_with_nop), original_fails=str(fallback) if fallback else None)
+        findings = [replace(f, triage=folded) if f.config == NOP else f for f in findings]
     return findings
 
 

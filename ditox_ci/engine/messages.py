@@ -23,6 +23,7 @@ from typing import Any
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 
@@ -80,6 +81,8 @@ class JobResult:
     # by step label, for the steps of a Job that asked for divergence and got one
     divergences: dict[str, Divergence] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    # how the original's feeds were drawn, for pinpointing to draw them again (None: not prepared)
+    draw: Draw | None = None
     wall_s: float = 0.0
     optimizer_runs: int = 0
     runtime_runs: int = 0
@@ -106,6 +109,7 @@ class OriginalPrepared:
     nodes: int
     sha256: str
     info: dict[str, Any]
+    draw: Draw | None = None
 
 
 @dataclass(frozen=True)

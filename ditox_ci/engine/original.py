@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import math
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.noise import PlainRun, measure_noise, random_output_positions, random_outputs
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.structure import checker_error
+from ditox_ci.engine.values import Feeds
 from ditox_ci.optimizers import NOISE_FLOORS
 
 MAX_REDRAWS = 3
@@ -52,6 +53,32 @@ class EvalSettings:
     calibrate: bool = True
     # what that floor is measured against (ditox_ci.optimizers.NOISE_FLOORS)
     noise_floor: str = NOISE_FLOORS[0]
+
+
+@dataclass(frozen=True)
+class Draw:
+    """How the original's feeds were made, enough to make them again without running it (what
+    pinpointing does, in the parent): `samples` asked for, the `attempt` of the random draw the runner
+    judged (re-drawn after NaN/Inf), then the wide-range sample at `wide_scales` (an input not named
+    at full scale; None: left out), then the sign-structured one when `signed`. A Draw travels in
+    the job result instead of the feeds themselves: those would cross the pipe for every model,
+    megabytes for an image model, and stay in the parent for the whole sweep."""
+
+    samples: int
+    attempt: int = 0
+    wide_scales: Mapping[str, float] | None = None
+    signed: bool = False
+
+    def feeds(self, model: onnx.ModelProto, ref: ModelRef, settings: EvalSettings) -> Feeds:
+        """The feeds the worker judged `model` on."""
+        feeds = make_feeds(model, ref, self.samples, settings.seed, settings.dynamic_dim, self.attempt)
+        if self.wide_scales is not None and feeds:
+            wide = wide_feed(model, feeds[0], settings.seed, ref.id, self.wide_scales)
+            feeds = [*feeds, wide] if wide is not None else feeds
+        if self.signed and feeds:
+            signed = signed_feed(model, feeds[0], settings.seed, ref.id)
+            feeds = [*feeds, signed] if signed is not None else feeds
+        return feeds
 
 
 @dataclass
@@ -81,6 +108,8 @@ class ModelContext:
     noise: list[list[float | None]] = field(default_factory=list)
     # per sample: the original's intermediates that are NaN/Inf on it, found once a mismatch needs it
     saturated: dict[int, list[str]] = field(default_factory=dict)
+    # how `feeds` were made
+    draw: Draw | None = None
 
 
 # Only an adapter over ONNX Runtime's own optimizer measures noise against the reference runner
@@ -123,10 +152,10 @@ def _run_original(
     settings: EvalSettings,
     runner_name: str,
     info: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf."""
-    # the re-draws of a runner that then failed are not this one's: pinpointing re-makes the feeds
-    # from info["redraws"]
+) -> tuple[list[dict[str, Any]], list[list[Any]], Draw]:
+    """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf, and
+    how they were drawn."""
+    # the re-draws of a runner that then failed are not this one's
     info.pop("redraws", None)
     info.pop("original_nonfinite", None)
     title = RUNNER_TITLES[runner_name]
@@ -156,23 +185,26 @@ def _run_original(
         info["redraws"] = attempt + 1
     else:
         info["original_nonfinite"] = True
+    draw = Draw(samples, attempt)
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
-        return feeds, outputs  # a task's inputs (images, text) mean something at their own scale
-    wide_feeds, wide_outputs = _wide_sample(session, model, feeds, ref, settings, info)
-    feeds, outputs = feeds + wide_feeds, outputs + wide_outputs
+        return feeds, outputs, draw  # a task's inputs (images, text) mean something at their own scale
+    wide = _wide_sample(session, model, feeds, ref, settings, info)
+    if wide is not None:
+        feeds, outputs = [*feeds, wide[0]], [*outputs, wide[1]]
+        draw = replace(draw, wide_scales=wide[2])
     signed = signed_feed(model, feeds[0], settings.seed, ref.id)
     if signed is None:
-        return feeds, outputs
+        return feeds, outputs, draw
     try:
         signed_outputs = runner.run(session, signed)
     except runner.RuntimeRunError as exc:
         info["signed_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
-        return feeds, outputs
+        return feeds, outputs, draw
     if not _finite([signed_outputs]):
         info["signed_sample"] = "left out: the original gives NaN/Inf on it"
-        return feeds, outputs
-    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one, as pinpointing re-makes them
-    return [*feeds, signed], [*outputs, signed_outputs]
+        return feeds, outputs, draw
+    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one (Draw.feeds)
+    return [*feeds, signed], [*outputs, signed_outputs], replace(draw, signed=True)
 
 
 # A model's meta flag: its recorded inputs are every sample to judge it on (ditox-ci wrote them,
@@ -191,16 +223,17 @@ def _wide_sample(
     ref: ModelRef,
     settings: EvalSettings,
     info: dict[str, Any],
-) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+) -> tuple[dict[str, Any], list[Any], dict[str, float]] | None:
     """One more sample after `feeds`: the first of them with its float inputs at wide magnitudes.
     Where the original gives NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search
     for valid inputs: each input alone, step by step through WIDE_SCALES while the others stay wide
     (one input driving an Exp or a Pow is the usual cause), then all of them together. Nothing when
-    it has no float input, the original fails on it, or it stays NaN/Inf at the smallest scale."""
+    it has no float input, the original fails on it, or it stays NaN/Inf at the smallest scale.
+    Returns the feed, the original's outputs on it and the scales of the inputs scaled back."""
     first = feeds[0]
     names = wide_inputs(model, first)
     if not names:
-        return [], []
+        return None
     wide = dict.fromkeys(names, WIDE_SCALES[0])
     alone = [{**wide, name: step} for name in names[:WIDE_INPUTS_TRIED] for step in WIDE_SCALES[1:]]
     together = [dict.fromkeys(names, step) for step in WIDE_SCALES[1:]]
@@ -211,14 +244,14 @@ def _wide_sample(
             outputs = runner.run(session, feed)
         except runner.RuntimeRunError as exc:
             info["wide_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
-            return [], []
+            return None
         if _finite([outputs]):
             scaled = {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
             # its index: recorded inputs may have fewer data sets than --samples
             info["wide_sample"] = {"sample": len(feeds), "scales": scaled}
-            return [feed], [outputs]
+            return feed, outputs, scaled
     info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
-    return [], []
+    return None
 
 
 def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
@@ -243,7 +276,7 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     failures: list[str] = []
     for runner_name in runner.RUNNERS if settings.runner == "auto" else (settings.runner,):
         try:
-            feeds, outputs = _run_original(model, data, ref, settings, runner_name, info)
+            feeds, outputs, draw = _run_original(model, data, ref, settings, runner_name, info)
         except _RunnerFailed as exc:
             failures.append(str(exc))
             continue
@@ -285,4 +318,5 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         info=info,
         runner=info["runner"],
         noise=noise,
+        draw=draw,
     )

@@ -256,6 +256,7 @@ class WorkerPool:
             outcomes=running.outcomes,
             divergences=running.divergences,
             info=dict(original.info),
+            draw=original.draw,
             wall_s=time.monotonic() - running.started,
             optimizer_runs=running.optimizer_runs,
             runtime_runs=running.runtime_runs,

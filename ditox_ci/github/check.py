@@ -184,7 +184,7 @@ def _annotation(bug: Bug, path: str) -> dict[str, Any]:
     """Annotation text is plain text (GitHub does not render Markdown there)."""
     finding = bug.example
     passes = " + ".join(finding.culprit.passes) or finding.config
-    message = str(finding.evidence.get("message", ""))[:2000]
+    message = finding.message[:2000]
     seen = f" and {len(bug.findings) - 1} more (model, config) pairs" if len(bug.findings) > 1 else ""
     return {
         "path": path.lstrip("/")[:1000],

@@ -14,7 +14,7 @@ For each failing finding:
    found by two configs or in two models gets one fingerprint;
 4. one repro bundle is written per distinct fingerprint.
 A finding the pool gives no verdict on (JudgeError: its model was skipped) is left as the sweep
-found it, with `pinpoint_error`. Any other error while pinpointing is a bug of ours: the finding is
+found it, with `Pinpointing.error`. Any other error while pinpointing is a bug of ours: the finding is
 left the same way and its model is recorded as an internal error (`Pinpointed.internal_errors`),
 which the run reports with exit 70 once the report is written.
 """
@@ -34,12 +34,12 @@ import onnx
 
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import make_feeds, signed_feed, wide_feed, write_recorded_inputs
+from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.findings import culprit_fingerprint
-from ditox_ci.engine.original import EXACT_SAMPLES, MAX_REDRAWS
+from ditox_ci.engine.original import EXACT_SAMPLES, Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
@@ -47,12 +47,11 @@ from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
-from ditox_ci.pinpoint.reduce import UNJUDGED, ReductionResult, StillFails, reduce, same_finding
+from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
-from ditox_ci.report.standalone import STANDALONE_KEY
 
 LOCALIZE_MODES = ("auto", "off")
 OPAQUE_METHOD = "not localized: opaque optimizer (no pass lists)"
@@ -111,14 +110,14 @@ class Pinpointed:
 
 def candidate_outcome(
     judge: PoolJudge, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
-) -> Outcome:
-    """A reduction check: `reduce` needs a verdict; a candidate the pool gives none on (a worker
-    skipped it) is marked so (see `reduce.UNJUDGED`) and does not fail. Any other error is a bug
-    of ours, which the caller records against the model."""
+) -> Outcome | None:
+    """A reduction check's Outcome; None for a candidate the pool gives no verdict on (a worker
+    skipped it: `reduce.Verdict.UNJUDGED`). Any other error is a bug of ours, which the caller
+    records against the model."""
     try:
         return judge.candidate(name, model, feeds, step)
-    except JudgeError as exc:
-        return Outcome(None, evidence={UNJUDGED: f"{type(exc).__name__}: {exc}"})
+    except JudgeError:
+        return None
 
 
 def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
@@ -290,29 +289,17 @@ class _Pinpointer:
         return self.probes[key]
 
     def _original(self, result: JobResult) -> tuple[onnx.ModelProto, Feeds]:
-        """The model as the sweep ran it, and the feeds its worker judged it on."""
+        """The model as the sweep ran it, and the feeds its worker judged it on (drawn again as
+        the worker drew them: `result.draw`)."""
         if self.loaded is None or self.loaded[0] != result.ref.id:
             model = load_model(result.ref)
             settings = self.pool.config.settings
-            # the worker re-drew random inputs after NaN/Inf; the last draw is what it judged
-            attempt = min(int(result.info.get("redraws", 0)), MAX_REDRAWS)
-            feeds = make_feeds(
-                model, result.ref, settings.samples, settings.seed, settings.dynamic_dim, attempt
-            )
-            # and added the wide-range sample at the scales the original stayed finite at
-            wide = result.info.get("wide_sample")
-            if isinstance(wide, dict) and feeds:
-                extra = wide_feed(model, feeds[0], settings.seed, result.ref.id, wide["scales"])
-                feeds = [*feeds, extra] if extra is not None else feeds
-            # and the sign-structured one after it
-            signed = signed_feed(model, feeds[0], settings.seed, result.ref.id) if feeds else None
-            if isinstance(result.info.get("signed_sample"), dict) and signed is not None:
-                feeds = [*feeds, signed]
-            self.loaded = (result.ref.id, model, feeds)
+            draw = result.draw or Draw(settings.samples)
+            self.loaded = (result.ref.id, model, draw.feeds(model, result.ref, settings))
         return self.loaded[1], self.loaded[2]
 
     def _still_fails(self, ref: ModelRef, step: Step, failure: Outcome) -> StillFails:
-        def evaluate(candidate: onnx.ModelProto, feeds: Feeds) -> Outcome:
+        def evaluate(candidate: onnx.ModelProto, feeds: Feeds) -> Outcome | None:
             self.reduce_checks += 1
             return candidate_outcome(self.judge, ref.id, candidate, feeds, step)
 
@@ -324,7 +311,7 @@ class _Pinpointer:
         culprit = finding.culprit
         if culprit.scope == "unknown":
             if self.options.deadline is not None and self.options.budget_left() <= 0:
-                return replace(finding, evidence={**finding.evidence, "pinpoint_skipped": "out of time"})
+                return replace(finding, pinpointing=replace(finding.pinpointing, skipped="out of time"))
             culprit = self._localize(result, step, failure)
         # the fingerprint comes before reduction and never from it (see failure_fingerprint), and
         # whether or not the finding is reduced: a bug the base build shows too has the same id in
@@ -337,11 +324,13 @@ class _Pinpointer:
         earlier = self.reduced.get(same_bug)
         if earlier is not None:
             self.reused += 1
-            evidence = {**finding.evidence, "reduction": {"same_as": f"{earlier.model} [{earlier.config}]"}}
-            return replace(localized, fingerprint=earlier.fingerprint, repro=earlier.repro, evidence=evidence)
+            reused = replace(finding.pinpointing, same_as=f"{earlier.model} [{earlier.config}]")
+            return replace(
+                localized, fingerprint=earlier.fingerprint, repro=earlier.repro, pinpointing=reused
+            )
         target = culprit_step(step, culprit, self.steps)
         model, feeds = self._original(result)
-        evidence = dict(finding.evidence)
+        pinpointing = finding.pinpointing
         reduction: ReductionResult | None = None
         reduced, reduced_feeds = model, feeds
         budget = self.options.budget_left()
@@ -351,24 +340,25 @@ class _Pinpointer:
             still_fails = self._still_fails(result.ref, target, failure)
             reduction = reduce(model, feeds, still_fails, budget, runner_name)
             reduced, reduced_feeds = reduction.model, reduction.feeds
-            evidence["reduction"] = reduction.to_json()
+            pinpointing = replace(pinpointing, reduction=reduction.record())
         divergence = None
         if failure.kind == "output-mismatch" and reduction is not None:
             divergence = self.judge.divergence(
                 result.ref.id, reduced, reduced_feeds, target, self.options.rtol, self.options.atol
             )
             if divergence is not None:
-                evidence["divergence"] = divergence.to_json()
-        pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, evidence=evidence)
+                pinpointing = replace(pinpointing, divergence=divergence.to_json())
+        pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, pinpointing=pinpointing)
         # a reduction that lost the failure would make a bundle whose repro.py passes
-        if reduction is None or reduction.reason not in ("not-reproducible", "unjudgeable"):
+        if reduction is None or not reduction.record().lost_the_failure:
             bundle = self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name)
             pinpointed = replace(pinpointed, repro=bundle)
             # the standalone reproducer an issue quotes runs ONNX Runtime only
             standalone = runner_name == "onnxruntime"
             record = self._standalone(pinpointed, reduced, reduced_feeds, target) if standalone else None
             if record is not None:
-                pinpointed = replace(pinpointed, evidence={**pinpointed.evidence, STANDALONE_KEY: record})
+                with_record = replace(pinpointed.pinpointing, standalone=record)
+                pinpointed = replace(pinpointed, pinpointing=with_record)
         self.log.info(_summary(pinpointed, reduction))
         self.reduced[same_bug] = pinpointed
         return pinpointed
@@ -488,4 +478,4 @@ def _not_pinpointed(finding: Finding, exc: BaseException, say: Callable[[str], N
     """`finding` as the sweep found it, with why pinpointing it failed."""
     message = _described(exc)
     say(f"{finding.model} [{finding.config}]: not pinpointed ({message})"[:300])
-    return replace(finding, evidence={**finding.evidence, "pinpoint_error": message})
+    return replace(finding, pinpointing=replace(finding.pinpointing, error=message))

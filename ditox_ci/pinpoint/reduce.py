@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import Enum
 
 import numpy as np
 import onnx
@@ -26,15 +26,22 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import Feeds, node_inputs, record_values
 from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
-
-StillFails = Callable[[onnx.ModelProto, Feeds], bool]
-# evidence key of an Outcome that is no verdict: the candidate could not be judged at all
-UNJUDGED = "unjudged"
+from ditox_ci.report.evidence import Reduction
 
 
-class CannotJudge(Exception):
-    """A `still_fails` could not judge the candidate (its feeds cannot be written, the pool has no
-    verdict): for the model as found that is no sign the failure went away."""
+class Verdict(Enum):
+    """What checking a candidate said."""
+
+    FAILS = "still fails the same way"
+    PASSES = "no longer fails that way"
+    # no verdict at all (its feeds cannot be written, the pool skipped it): for the model as found
+    # that is no sign the failure went away
+    UNJUDGED = "could not be judged"
+
+
+StillFails = Callable[[onnx.ModelProto, Feeds], Verdict]
+# a candidate's Outcome, or None when it could not be judged
+Evaluate = Callable[[onnx.ModelProto, Feeds], Outcome | None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,14 +60,10 @@ class ReductionResult:
     reason: str
     elapsed_s: float
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "nodes_before": self.nodes_before,
-            "nodes_after": self.nodes_after,
-            "checks": self.checks,
-            "reason": self.reason,
-            "elapsed_s": round(self.elapsed_s, 3),
-        }
+    def record(self) -> Reduction:
+        """What the report keeps of it."""
+        elapsed_s = round(self.elapsed_s, 3)
+        return Reduction(self.nodes_before, self.nodes_after, self.checks, self.reason, elapsed_s)
 
 
 def _value_info(name: str, samples: Sequence[np.ndarray]) -> onnx.ValueInfoProto:
@@ -165,7 +168,7 @@ class NodeShrinker(Shrinker[int]):
         if built is None:
             return False
         self.checks += 1
-        return self.still_fails(*built)
+        return self.still_fails(*built) is Verdict.FAILS
 
     def best(self) -> tuple[onnx.ModelProto, Feeds] | None:
         """The current candidate's model and feeds; None while no node could go."""
@@ -190,18 +193,16 @@ class NodeShrinker(Shrinker[int]):
             pass
 
 
-def same_finding(
-    evaluate: Callable[[onnx.ModelProto, Feeds], Outcome], failure: Outcome
-) -> StillFails:
-    """A `still_fails` from an evaluator that returns the Outcome of a candidate on its feeds: the
-    same failure by `Outcome.same_failure`, except the output position (a candidate has other
-    outputs than the model it was cut from)."""
+def same_finding(evaluate: Evaluate, failure: Outcome) -> StillFails:
+    """A `still_fails` from an evaluator that returns the Outcome of a candidate on its feeds (None
+    when it has no verdict): the same failure by `Outcome.same_failure`, except the output position
+    (a candidate has other outputs than the model it was cut from)."""
 
-    def still_fails(model: onnx.ModelProto, feeds: Feeds) -> bool:
+    def still_fails(model: onnx.ModelProto, feeds: Feeds) -> Verdict:
         outcome = evaluate(model, feeds)
-        if outcome.kind is None and UNJUDGED in outcome.evidence:
-            raise CannotJudge(str(outcome.evidence[UNJUDGED]))
-        return outcome.same_failure(failure, same_interface=False)
+        if outcome is None:
+            return Verdict.UNJUDGED
+        return Verdict.FAILS if outcome.same_failure(failure, same_interface=False) else Verdict.PASSES
 
     return still_fails
 
@@ -216,7 +217,8 @@ def reduce(
     """Shrink `model` while `still_fails(candidate, candidate_feeds)` holds, for at most budget_s.
 
     `still_fails` must check the same finding on all samples (same kind; for mismatches, still
-    beyond tolerance) under the culprit passes; it should never raise. Intermediate values, the
+    beyond tolerance) under the culprit passes; it should never raise: a candidate it cannot judge
+    is Verdict.UNJUDGED. Intermediate values, the
     inputs of subgraph candidates, are recorded with `runner_name`, the runner that judged it."""
     start = time.monotonic()
     before = len(model.graph.node)
@@ -234,23 +236,17 @@ def reduce(
             elapsed_s=time.monotonic() - start,
         )
 
-    try:
-        if not still_fails(model, feeds):
-            return result(model, feeds, 1, "not-reproducible")
-    except CannotJudge:
+    verdict = still_fails(model, feeds)
+    if verdict is Verdict.UNJUDGED:
         return result(model, feeds, 1, "unjudgeable")
-
-    def fails(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> bool:
-        try:
-            return still_fails(candidate, candidate_feeds)
-        except CannotJudge:  # a candidate that cannot be judged does not fail
-            return False
-
+    if verdict is Verdict.PASSES:
+        return result(model, feeds, 1, "not-reproducible")
     try:
         recorded = record_values(model, feeds, runner_name)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
         return result(model, feeds, 1, "unrecordable")
-    reducer = NodeShrinker(Subgraphs(model, recorded), fails, start + budget_s, checks=1)
+    # a candidate that cannot be judged is one that does not fail
+    reducer = NodeShrinker(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
     reason = "minimal"
     try:
         reducer.run()

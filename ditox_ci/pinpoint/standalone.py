@@ -89,7 +89,7 @@ def checked_standalone(
     if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
         return None
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
-    sample = finding.evidence.get("sample", 0)
+    sample = finding.measured.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
     model, feed, _ = canonical(model, feed)
     record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions())

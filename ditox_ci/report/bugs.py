@@ -9,13 +9,13 @@ while `report.json` keeps every finding.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding
-from ditox_ci.report.standalone import STANDALONE_KEY
 
 MODELS_SHOWN = 3
 
@@ -58,7 +58,7 @@ class Bug:
 
     @property
     def message(self) -> str:
-        return str(self.first.evidence.get("message", ""))
+        return self.first.message
 
     @property
     def repro(self) -> str | None:
@@ -77,16 +77,16 @@ class Bug:
     def reduced(self) -> tuple[int, int] | None:
         """(nodes before, nodes after) of the reduction that made the repro, if one ran."""
         reduction = self._reduction
-        if reduction is None or reduction.get("reason") in ("not-reproducible", "unjudgeable"):
+        if reduction is None or reduction.lost_the_failure:
             return None
-        return int(reduction.get("nodes_before", 0)), int(reduction["nodes_after"])
+        return reduction.nodes_before, reduction.nodes_after
 
     @property
-    def standalone(self) -> dict[str, Any] | None:
+    def standalone(self) -> Mapping[str, Any] | None:
         """The standalone record of the finding that was reduced (`ditox_ci.report.standalone`)."""
         for finding in self.findings:
-            record = finding.evidence.get(STANDALONE_KEY)
-            if isinstance(record, dict) and record.get("model"):
+            record = finding.pinpointing.standalone
+            if record is not None and record.get("model"):
                 return record
         return None
 
@@ -96,15 +96,11 @@ class Bug:
         an optimizer (or runtime) whose result changes from run to run, e.g. one that reads memory
         it does not own."""
         reduction = self._reduction
-        return reduction is not None and reduction.get("reason") == "not-reproducible"
+        return reduction is not None and reduction.reason == "not-reproducible"
 
     @property
-    def _reduction(self) -> dict[str, Any] | None:
-        for finding in self.findings:
-            reduction = finding.evidence.get("reduction")
-            if isinstance(reduction, dict) and "nodes_after" in reduction:
-                return reduction
-        return None
+    def _reduction(self) -> Reduction | None:
+        return next((f.pinpointing.reduction for f in self.findings if f.pinpointing.reduction), None)
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,8 @@ def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
     """Known findings counted per reason, the largest first."""
     by_reason: dict[str, list[Finding]] = {}
     for finding in findings:
-        by_reason.setdefault(str(finding.evidence.get("known_by", "engine")), []).append(finding)
+        known_by = finding.triage.known_by or KnownBy(KnownSource.ENGINE)
+        by_reason.setdefault(known_by.to_json(), []).append(finding)
     groups = [
         KnownGroup(
             reason=reason,

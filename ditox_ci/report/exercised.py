@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.model import Report
+from ditox_ci.report.stats import EXERCISED_KEY
 
-EXERCISED_KEY = "exercised"
 # why a pass is exercised: the base build lacks it, or the PR touched its source file
 WHY_NEW = "new"
 WHY_CHANGED = "changed"

@@ -21,6 +21,11 @@ def _text(value: object, limit: int = 20_000) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _known_by(finding: Finding) -> str:
+    known_by = finding.triage.known_by
+    return known_by.to_json() if known_by else "known"
+
+
 def _cases(report: Report) -> list[tuple[str, str]]:
     swept = tuple(report.stats.get("configs") or ())
     cases = [(entry.id, config) for entry in report.models for config in (entry.configs or swept)]
@@ -48,20 +53,20 @@ def junit_xml(report: Report) -> str:
                 failure = ET.SubElement(
                     case,
                     "failure",
-                    message=_text(f"{finding.kind}: {finding.evidence.get('message', '')}", 1000),
+                    message=_text(f"{finding.kind}: {finding.message}", 1000),
                     type=finding.kind,
                 )
                 failure.text = _text(
                     f"fingerprint {finding.fingerprint}\nculprit {finding.culprit.scope}: "
                     f"{' + '.join(finding.culprit.passes)}\nrepro {finding.repro or '(none)'}\n"
-                    f"{finding.evidence.get('message', '')}"
+                    f"{finding.message}"
                 )
         elif model in skipped_models:
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=_text(f"model skipped: {skipped_models[model]}", 1000))
         elif any(f.status == "known" for f in here):
             counts["skipped"] += 1
-            reasons = sorted({str(f.evidence.get("known_by", "known")) for f in here if f.status == "known"})
+            reasons = sorted({_known_by(f) for f in here if f.status == "known"})
             ET.SubElement(case, "skipped", message=_text(f"known: {', '.join(reasons)}", 1000))
     for name, value in counts.items():
         suite.set(name, str(value))

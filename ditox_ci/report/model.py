@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
+from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
 from ditox_ci.report.kinds import NEW, closes_gate
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
@@ -76,19 +77,37 @@ class Culprit:
 
 @dataclass(frozen=True)
 class Finding:
+    """One failing (model, config): who it is, what was measured, what triage and pinpointing decided.
+
+    `measured` holds the sweep's numbers (the comparator's, which vary by comparator, the message,
+    what the nop control did); `triage` and `pinpointing` what later stages decided
+    (`report.evidence`). report.json holds all three in one `evidence` object (`evidence`)."""
+
     fingerprint: str
     kind: str
     model: str
     config: str
     culprit: Culprit
     status: str = "new"
-    evidence: dict[str, Any] = field(default_factory=dict)
+    measured: dict[str, Any] = field(default_factory=dict)
     repro: str | None = None
+    triage: Triage = field(default_factory=Triage)
+    pinpointing: Pinpointing = field(default_factory=Pinpointing)
 
     @property
     def gates(self) -> bool:
         """Whether this finding closes the gate: new, and of a kind that gates (`kinds.closes_gate`)."""
         return closes_gate(self.kind, self.status)
+
+    @property
+    def message(self) -> str:
+        return str(self.measured.get("message", ""))
+
+    @property
+    def evidence(self) -> dict[str, Any]:
+        """report.json's `evidence` object, for readers of the file's form (the texts' labelled
+        rows, tests); a stage reads the typed parts."""
+        return evidence_json(self.measured, self.triage, self.pinpointing)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -104,6 +123,7 @@ class Finding:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
+        measured, triage, pinpointing = split_evidence(data.get("evidence", {}))
         return cls(
             fingerprint=data["fingerprint"],
             kind=data["kind"],
@@ -111,8 +131,10 @@ class Finding:
             config=data["config"],
             culprit=Culprit.from_json(data["culprit"]),
             status=data.get("status", "new"),
-            evidence=dict(data.get("evidence", {})),
+            measured=measured,
             repro=data.get("repro"),
+            triage=triage,
+            pinpointing=pinpointing,
         )
 
 

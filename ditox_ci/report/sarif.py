@@ -54,7 +54,7 @@ def _location(report: Report, finding: Finding) -> str:
 
 def _result(report: Report, finding: Finding) -> dict[str, Any]:
     passes = " + ".join(finding.culprit.passes) or finding.culprit.scope
-    message = str(finding.evidence.get("message", "")).strip()[:2000]
+    message = finding.message.strip()[:2000]
     return {
         "ruleId": _rule_id(finding.kind),
         "ruleIndex": FINDING_KINDS.index(finding.kind),

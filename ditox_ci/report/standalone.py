@@ -4,7 +4,8 @@ whether the bug is present — so an issue reproduces after the run's artifact h
 be forwarded upstream as it is. Also the Mermaid diagram of the reduced graph before and after the
 culprit passes.
 
-The record lives in the finding's `evidence["standalone"]` (one finding per bug carries it):
+The record lives in the finding's `pinpointing.standalone` (report.json's `evidence.standalone`;
+one finding per bug carries it):
 `model` (printer text), `optimized` (text of the model after the culprit passes, when the
 optimizer returned one), `inputs` (per input: dtype, shape and either `values` or a `seed` with
 `low`/`high`), `passes`, `fixed_point`, `rtol`, `atol`, `versions`, `reproduces` (whether the
@@ -26,7 +27,6 @@ import onnx.printer
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.templates import render
 
-STANDALONE_KEY = "standalone"
 MODEL_TEXT_LIMIT = 20_000
 # an issue shows the model twice (the script's text, the regression test's onnx.helper code) and
 # the inputs' code twice (both feed them); beyond this the body outgrows GitHub's 65,536
@@ -110,11 +110,11 @@ def standalone_record(
     }
 
 
-def standalone_of(report: Report, fingerprint: str) -> dict[str, Any] | None:
+def standalone_of(report: Report, fingerprint: str) -> Mapping[str, Any] | None:
     """The standalone record of a bug: the finding that was reduced carries it."""
     for finding in report.findings:
-        record = finding.evidence.get(STANDALONE_KEY)
-        if finding.fingerprint == fingerprint and isinstance(record, dict) and record.get("model"):
+        record = finding.pinpointing.standalone
+        if finding.fingerprint == fingerprint and record is not None and record.get("model"):
             return record
     return None
 

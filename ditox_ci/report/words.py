@@ -198,7 +198,7 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
     passes = span(", ".join(finding.culprit.passes)) if finding.culprit.passes else "The optimizer"
     sentence = _rewrite(passes, record) if record else None
     if sentence is None:
-        message = str(finding.evidence.get("message", "")).strip()
+        message = finding.message.strip()
         said = (KIND_TEXT.get(finding.kind) or md(finding.kind)).rstrip(".")
         said = f"under {passes}, {said[:1].lower()}{said[1:]}" if finding.culprit.passes else said
         return said[:1].upper() + said[1:] + (f": {md(rounded(message))}" if message else ".")

@@ -3,8 +3,8 @@
 A pull request is blamed only for what it introduces. After the sweep, every model with a finding
 runs again, only the configs that failed (and the nop control), through a worker pool that loads
 the `--base-optimizer` build instead of the one under test. A finding whose config fails the same
-way on the base (`Outcome.same_failure`) is `known`, with `evidence["known_by"] = "base-optimizer"`;
-the others keep what the base did instead in `evidence["on_base"]`, so the PR comment can say so.
+way on the base (`Outcome.same_failure`) is `known`, known by the base optimizer (`Triage.known_by`);
+the others keep what the base did instead in `Triage.on_base`, so the PR comment can say so.
 A failure the base does not show is tried again (`reproduce.retry`): one it shows in any try is
 known, since a failure that comes and goes (a heap-dependent read) is no less the base's.
 """
@@ -23,10 +23,13 @@ from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
+from ditox_ci.report.evidence import KnownBy, KnownSource
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.reproduce import retry, tries_of
 
-KNOWN_BY = "base-optimizer"
+BY_BASE = KnownBy(KnownSource.BASE_OPTIMIZER)
+# report.json's `evidence.known_by` of a finding the base build shows too
+KNOWN_BY = BY_BASE.to_json()
 
 
 @dataclass(frozen=True)
@@ -71,15 +74,14 @@ def judge_on_base(
     for finding in findings:
         seen = tried.get((finding.model, finding.config))
         if seen is not None and seen.reproduced:
-            evidence = {**finding.evidence, "known_by": KNOWN_BY, "base_optimizer": label}
-            judged.append(replace(finding, status="known", evidence=evidence))
+            triage = replace(finding.triage, known_by=BY_BASE, base_optimizer=label)
+            judged.append(replace(finding, status="known", triage=triage))
             continue
         base = last.get(finding.model)
         outcome = base.outcomes.get(finding.config) if base and base.status == "ok" else None
-        evidence = {**finding.evidence, "on_base": _on_base(outcome, base)}
-        if seen is not None and seen.tries > 1:
-            evidence["base_tries"] = seen.tries
-        judged.append(replace(finding, evidence=evidence))
+        tries = seen.tries if seen is not None and seen.tries > 1 else None
+        triage = replace(finding.triage, on_base=_on_base(outcome, base), base_tries=tries)
+        judged.append(replace(finding, triage=triage))
     return judged
 
 
@@ -113,7 +115,7 @@ def check_on_base(
         with WorkerPool(base_config, min(jobs, len({model for model, _ in wanted}))) as pool:
             base_results = retry(pool.run, wanted, job_for, deadline)
     judged = judge_on_base(findings, results, base_results, label)
-    reproduced = sum(1 for f in judged if f.evidence.get("known_by") == KNOWN_BY)
+    reproduced = sum(1 for f in judged if f.triage.known_by == BY_BASE)
     log.info(f"base optimizer {label}: {reproduced} of {len(judged)} findings reproduce there")
     stats = {
         "spec": installation.spec,

@@ -86,14 +86,14 @@ INVALID_MODEL = "invalid-model"
 
 
 def _made_invalid(finding: Finding) -> bool:
-    """The finding's optimized model fails the checker (`evidence.checker`, kept when an interface
+    """The finding's optimized model fails the checker (`measured["checker"]`, kept when an interface
     change is the finding's kind) in a way the model's nop control does not: the config made an
     invalid model, which an entry accepts only when it names `invalid-model`. An interface change
     by design (rewrite_input_dtype's) must not hide an invalid Cast written beside it."""
-    checker = str(finding.evidence.get("checker") or "")
+    checker = str(finding.measured.get("checker") or "")
     if not checker:
         return False
-    control = str(finding.evidence.get("control") or "")
+    control = str(finding.measured.get("control") or "")
     same_as_control = control.startswith(f"{INVALID_MODEL}: ") and _first_line(
         control.removeprefix(f"{INVALID_MODEL}: ")
     ) == _first_line(checker)
@@ -105,7 +105,7 @@ def _first_line(text: str) -> str:
 
 
 def finding_message(finding: Finding) -> str:
-    return str(finding.evidence.get("message", ""))
+    return finding.message
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ the previous report knows it.
 
 Sources of "known", strongest first: an unexpired baseline entry, the engine itself (a finding it
 already marked known, e.g. because it reproduces on `--base-optimizer`), the previous report.
-Why a finding is known is kept in `evidence["known_by"]` so the bot can say so. A report is
+Why a finding is known is kept in `Finding.triage.known_by` (report.json's `evidence.known_by`) so
+the bot can say so. A report is
 classified twice (by the sweep, then by publish): an earlier verdict is decided again only by a
 call that holds its baseline entry or a previous report, so publishing without them keeps it.
 Baseline health (stale, expired, out-of-scope entries) goes to `report.stats["baseline"]`; the
@@ -16,26 +17,26 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
+from ditox_ci.report.evidence import KnownBy, KnownSource, Triage
 from ditox_ci.report.kinds import FindingKind, kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
 
-def _known(finding: Finding, by: str) -> Finding:
-    return replace(finding, status="known", evidence={**finding.evidence, "known_by": by})
+def _known(finding: Finding, by: KnownBy) -> Finding:
+    return replace(finding, status="known", triage=replace(finding.triage, known_by=by))
 
 
 def _new(finding: Finding) -> Finding:
-    evidence = {k: v for k, v in finding.evidence.items() if k != "known_by"}
-    return replace(finding, status="new", evidence=evidence)
+    return replace(finding, status="new", triage=replace(finding.triage, known_by=None))
 
 
-def _decided_here(known_by: str, entry_ids: set[str], previous: Report | None) -> bool:
+def _decided_here(known_by: KnownBy, entry_ids: set[str], previous: Report | None) -> bool:
     """Whether this call holds what made an earlier `known` verdict (and so decides it again): its
     baseline entry (which may have expired or changed since) or a previous report."""
-    if known_by.startswith("baseline:"):
-        return known_by.removeprefix("baseline:") in entry_ids
-    return known_by == "previous" and previous is not None
+    if known_by.source is KnownSource.BASELINE:
+        return known_by.entry in entry_ids
+    return known_by.source is KnownSource.PREVIOUS and previous is not None
 
 
 def _fixed_from_entry(entry: BaselineEntry) -> Finding:
@@ -47,10 +48,8 @@ def _fixed_from_entry(entry: BaselineEntry) -> Finding:
         config="",
         culprit=Culprit(scope="pass" if entry.passes else "unknown", passes=entry.passes),
         status="fixed",
-        evidence={
-            "message": f"baseline entry '{entry.id}' no longer matches any finding",
-            "baseline_entry": entry.id,
-        },
+        measured={"message": f"baseline entry '{entry.id}' no longer matches any finding"},
+        triage=Triage(stale_entry=entry.id),
     )
 
 
@@ -78,13 +77,13 @@ def classify(
             if candidate.matches(finding):
                 matched[candidate.id] += 1
         entry = baseline.match(finding, today)
-        known_by = str(finding.evidence.get("known_by", "engine"))
+        known_by = finding.triage.known_by or KnownBy(KnownSource.ENGINE)
         if entry:
-            findings.append(_known(finding, f"baseline:{entry.id}"))
+            findings.append(_known(finding, KnownBy(KnownSource.BASELINE, entry.id)))
         elif finding.status == "known" and not _decided_here(known_by, entry_ids, previous):
             findings.append(_known(finding, known_by))
         elif finding.fingerprint in previous_open:
-            findings.append(_known(finding, "previous"))
+            findings.append(_known(finding, KnownBy(KnownSource.PREVIOUS)))
         elif finding.status == FLAKY:  # no re-run showed it: it stays apart, and does not gate
             findings.append(finding)
         else:
@@ -101,7 +100,7 @@ def classify(
     for old in previous_open.values():
         # A model this run did not check (another shard, a narrower --models) proves nothing.
         if old.fingerprint not in present and old.model in checked_models:
-            findings.append(replace(old, status="fixed", evidence=dict(old.evidence)))
+            findings.append(replace(old, status="fixed"))
             present.add(old.fingerprint)
 
     stale, unchecked = [], []
@@ -140,5 +139,5 @@ def issue_worthy(finding: Finding) -> bool:
     return (
         finding.status not in ("fixed", FLAKY)
         and kind_gates(finding.kind)
-        and not str(finding.evidence.get("known_by", "")).startswith("baseline:")
+        and not (finding.triage.known_by and finding.triage.known_by.baseline_entry is not None)
     )

@@ -21,24 +21,13 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
+from ditox_ci.report.evidence import Tries
 from ditox_ci.report.model import FLAKY, Finding
 
 # how often a finding is run again before it is called flaky (or, on the base, not reproduced)
 TRIES = 3
-REPRODUCE_KEY = "reproduce"
 
 Key = tuple[str, str]  # (model id, config label)
-
-
-@dataclass(frozen=True)
-class Tries:
-    """What re-running one finding showed: how many tries ran, and in how many the failure was back."""
-
-    tries: int
-    reproduced: int
-
-    def to_json(self) -> dict[str, int]:
-        return {"tries": self.tries, "reproduced": self.reproduced}
 
 
 def tries_of(wanted: Mapping[Key, Outcome], results: Iterable[JobResult]) -> dict[Key, Tries]:
@@ -130,9 +119,8 @@ def reproduce(
         if seen is None:
             judged.append(finding)
             continue
-        evidence = {**finding.evidence, REPRODUCE_KEY: seen.to_json()}
         status = finding.status if seen.reproduced else FLAKY
-        judged.append(replace(finding, status=status, evidence=evidence))
+        judged.append(replace(finding, status=status, triage=replace(finding.triage, reproduce=seen)))
     flaky = sum(1 for seen in tried.values() if not seen.reproduced)
     if tried:
         log.info(f"reproduce: {len(tried) - flaky} of {len(tried)} findings show again; {flaky} flaky")

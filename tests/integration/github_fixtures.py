@@ -25,7 +25,7 @@ def finding(fp: str, kind: str, model: str, passes: tuple[str, ...], message: st
         model=model,
         config=f"pass:{passes[0]}" if len(passes) == 1 else "default",
         culprit=Culprit("pass" if len(passes) == 1 else "interaction", passes, "bisect", 4),
-        evidence={"message": message, "max_abs": 0.5, "output": "y"},
+        measured={"message": message, "max_abs": 0.5, "output": "y"},
         repro=f"repro/{fp}/",
     )
 

@@ -243,7 +243,7 @@ def test_two_thousand_findings_make_a_bounded_number_of_writes(server, tmp_path:
 
 def test_untrusted_text_makes_no_links_in_comments_issues_and_checks(server, tmp_path: Path):
     hostile = "see https://evil.example/x or www.evil.example, GH-1 and #1"
-    bug = replace(BUG_A, model="links/model.onnx", evidence={**BUG_A.evidence, "message": hostile})
+    bug = replace(BUG_A, model="links/model.onnx", measured={**BUG_A.measured, "message": hostile})
     rep = replace(report(bug), models=(ModelEntry("links/model.onnx", "t", "0" * 64),))
     argv = ["--report", str(write(tmp_path, "links.json", rep)), "--file-issues"]
     assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0

@@ -61,7 +61,7 @@ def make_bundle(tmp_path: Path, spec: str, passes: Sequence[str], nodes: int) ->
         model="chain.onnx",
         config="default",
         culprit=Culprit(scope, tuple(passes), "bisect+ddmin", 8),
-        evidence={"message": failure.message, **failure.evidence},
+        measured={"message": failure.message, **failure.evidence},
     )
     return write_bundle(
         tmp_path / "repro",
@@ -111,7 +111,7 @@ def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path
         model="chain.onnx",
         config="default",
         culprit=Culprit("pass", (planted.SINGLE_CULPRIT,), "bisect+ddmin", 4),
-        evidence={"message": "optimizer timed out (2.0 s)"},
+        measured={"message": "optimizer timed out (2.0 s)"},
     )
     bundle = write_bundle(
         tmp_path / "repro",
@@ -221,7 +221,7 @@ def test_an_invalid_model_bundle_reproduces_what_only_the_full_check_rejects(tmp
     feeds = [{"x": np.array([[1.0, -1.0]], np.float32)}]
     finding = Finding(
         fingerprint="1" * 20, kind="invalid-model", model="m.onnx", config="default",
-        culprit=Culprit("pass", ("p",), "single", 1), evidence={"message": "InferenceError"},
+        culprit=Culprit("pass", ("p",), "single", 1), measured={"message": "InferenceError"},
     )
     bundle = write_bundle(
         tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,
@@ -256,7 +256,7 @@ def test_a_bundle_keeps_element_types_numpy_lacks_and_still_reproduces(tmp_path:
     [outputs] = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
     finding = Finding(
         fingerprint="2" * 20, kind="output-mismatch", model="m.onnx", config="default",
-        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), evidence={"message": "y"},
+        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), measured={"message": "y"},
     )
     bundle = write_bundle(
         tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,
@@ -300,7 +300,7 @@ def test_repro_feeds_a_renamed_input_by_position_as_the_engine_does(tmp_path: Pa
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
     finding = Finding(
         fingerprint="3" * 20, kind="output-mismatch", model="m.onnx", config="default",
-        culprit=Culprit("pass", ("p",), "single", 1), evidence={"message": "y"},
+        culprit=Culprit("pass", ("p",), "single", 1), measured={"message": "y"},
     )
     bundle = write_bundle(
         tmp_path / "repro", finding=finding, model=model, original_model=model,
@@ -340,7 +340,7 @@ def test_a_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:
     outputs = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
     finding = Finding(
         fingerprint="2" * 20, kind="output-mismatch", model="chain.onnx", config="default",
-        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), evidence={"message": "differs"},
+        culprit=Culprit("pass", ("eliminate_identity",), "single", 1), measured={"message": "differs"},
     )
     bundle = write_bundle(
         tmp_path / "repro", finding=finding, model=model, original_model=model, feeds=feeds,

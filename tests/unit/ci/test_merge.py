@@ -13,6 +13,7 @@ import pytest
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import InputError, MergeError
+from ditox_ci.report.evidence import Triage
 from ditox_ci.report.exercised import EXERCISED_KEY, ExercisedPass, never_fired_warnings
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
@@ -206,7 +207,8 @@ def _nop_finding(also_in: list[str]) -> Finding:
         model="m1",
         config="nop",
         culprit=Culprit(scope="infrastructure", method="nop-control"),
-        evidence={"message": "boom", "also_in": also_in},
+        measured={"message": "boom"},
+        triage=Triage(also_in=tuple(also_in)),
     )
 
 

@@ -27,7 +27,7 @@ def test_one_error_per_bug_and_the_summary_s_tally_last(tmp_path: Path, capsys: 
             "m0",
             config,
             Culprit("pass", ("fuse_pad_into_pool",)),
-            evidence={"message": "output 'y' differs"},
+            measured={"message": "output 'y' differs"},
         )
         for config in ("default", "fixed-point", "pass:fuse_pad_into_pool")
     ]

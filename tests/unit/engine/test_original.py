@@ -12,7 +12,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import INPUT_GENERATORS, register_input_generator
 from ditox_ci.engine import runner
 from ditox_ci.engine.noise import random_output_positions
-from ditox_ci.engine.original import EvalSettings, prepare
+from ditox_ci.engine.original import Draw, EvalSettings, prepare
 
 
 def _model(path: Path) -> str:
@@ -74,6 +74,27 @@ def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Pat
     assert context.info["signed_sample"] == {"sample": 3}
     assert len(context.feeds) == 4
     assert runner.runs_so_far() - before == 2 + 2 + 1 + 4
+
+
+def test_a_contexts_draw_makes_its_feeds_again_without_running_the_original(tmp_path: Path) -> None:
+    """What pinpointing does in the parent with a job result's Draw: the same samples, the wide
+    one scaled back as the worker found it and the sign-structured one, in the same order."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "exp.onnx")
+    ref, settings = ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2)
+    context = prepare(ref, settings)
+    assert context.draw == Draw(2, 0, {"x": 0.1}, signed=True)
+
+    before = runner.runs_so_far()
+    again = context.draw.feeds(onnx.load(ref.path), ref, settings)
+    assert runner.runs_so_far() == before
+    assert len(again) == len(context.feeds) == 4
+    for made, judged in zip(again, context.feeds, strict=True):
+        np.testing.assert_array_equal(made["x"], judged["x"])
 
 
 def test_a_negative_dim_is_drawn_at_the_dynamic_size_like_a_symbolic_one(tmp_path: Path) -> None:

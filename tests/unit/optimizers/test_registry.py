@@ -239,12 +239,12 @@ def test_the_shipped_by_design_baselines_of_orts_extended_level_and_onnxslim() -
         "m",
         "default",
         Culprit("pass", ("LayerNormFusionL2",)),
-        evidence={"message": "No Op registered for LayerNormalization with domain_version of 12"},
+        measured={"message": "No Op registered for LayerNormalization with domain_version of 12"},
     )
     assert load_baseline(None, "onnxruntime-extended").match(layernorm, today) is not None
     assert load_baseline(None, "onnxruntime").match(layernorm, today) is None
     opset17 = replace(
-        layernorm, evidence={"message": "No Op registered for LayerNormalization with domain_version of 17"}
+        layernorm, measured={"message": "No Op registered for LayerNormalization with domain_version of 17"}
     )
     assert load_baseline(None, "onnxruntime-extended").match(opset17, today) is None
     inputs = Finding(
@@ -253,7 +253,7 @@ def test_the_shipped_by_design_baselines_of_orts_extended_level_and_onnxslim() -
         "m",
         "default",
         Culprit("pass", ("dead_node_elimination",)),
-        evidence={"message": "graph input count changed from 2 to 1"},
+        measured={"message": "graph input count changed from 2 to 1"},
     )
     assert load_baseline(None, "onnxslim").match(inputs, today) is not None
     assert load_baseline(None, "onnxslim").match(replace(inputs, kind="output-mismatch"), today) is None

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
+from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool
@@ -86,7 +87,7 @@ def test_a_models_findings_share_one_load_and_one_draw_of_feeds(
         refs.append(ModelRef(id=name, source="test", path=str(tmp_path / f"{name}.onnx")))
     pool = cast(WorkerPool, SimpleNamespace(config=WorkerConfig()))
     pinpointer = pinpoint._Pinpointer(pool, (), PinpointOptions(tmp_path), tmp_path, Log({}))
-    a, b = (JobResult(ref, "ok", info={"redraws": 1}) for ref in refs)
+    a, b = (JobResult(ref, "ok", draw=Draw(WorkerConfig().settings.samples, attempt=1)) for ref in refs)
 
     first = pinpointer._original(a)
     again = pinpointer._original(a)

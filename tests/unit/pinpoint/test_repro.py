@@ -35,7 +35,7 @@ def _readme(tmp_path: Path, model: onnx.ModelProto, original: onnx.ModelProto,
         model="chain.onnx",
         config="default",
         culprit=Culprit("pass", ("eliminate_identity",), "bisect+ddmin", 3),
-        evidence={"message": "output 'y' differs"},
+        measured={"message": "output 'y' differs"},
     )
     feeds = [{"x": np.ones(2, np.float32)}]
     output = model.graph.output[0].name
@@ -94,7 +94,7 @@ def test_an_adapter_declaring_a_distribution_that_is_not_installed_still_gets_it
         "    return onnxoptimizer.optimize(model, list(passes), fixed_point)\n"
     )
     finding = Finding("0123456789abcdef0123", "output-mismatch", "chain.onnx", "default",
-                      Culprit("pass", ("eliminate_identity",)), evidence={"message": "differs"})
+                      Culprit("pass", ("eliminate_identity",)), measured={"message": "differs"})
     bundle = write_bundle(
         tmp_path / "repro", finding=finding, model=_chain(2), original_model=_chain(2),
         feeds=[{"x": np.ones(2, np.float32)}], expected=[{"v1": np.ones(2, np.float32)}],

@@ -42,7 +42,7 @@ def _report(kind: str, status: str) -> Report:
         config="pass:eliminate_identity",
         culprit=Culprit("pass", ("eliminate_identity",), "single", 1),
         status=status,
-        evidence={"message": "it differs"},
+        measured={"message": "it differs"},
     )
     return Report(
         tool={"name": "ditox-ci", "version": "0.1.0"},

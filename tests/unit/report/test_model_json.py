@@ -10,7 +10,7 @@ from ditox_ci.report.sarif import write_sarif
 
 
 def _report(evidence: dict) -> Report:
-    finding = Finding("f" * 20, "output-mismatch", "m", "pass:a", Culprit("pass", ("a",)), evidence=evidence)
+    finding = Finding("f" * 20, "output-mismatch", "m", "pass:a", Culprit("pass", ("a",)), measured=evidence)
     return Report({}, {}, {}, {"index": 0, "count": 1}, (), (finding,), {}, {"wall_s": math.inf})
 
 

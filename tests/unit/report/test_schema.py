@@ -27,7 +27,7 @@ FINDING = Finding(
     model="test_abs/model.onnx",
     config="pass:fuse_bn_into_conv",
     culprit=Culprit("pass", ("fuse_bn_into_conv",), "bisect", 3),
-    evidence={"message": "max_abs=1"},
+    measured={"message": "max_abs=1"},
     repro="repro/0123456789abcdef0001/",
 )
 REPORT = Report(

@@ -31,7 +31,7 @@ FINDING = Finding(
     "m",
     "default",
     Culprit("pass", ("eliminate_consecutive_idempotent_ops",)),
-    evidence={"message": "output 'y' differs: max_abs=1.392"},
+    measured={"message": "output 'y' differs: max_abs=1.392"},
 )
 
 
@@ -65,7 +65,7 @@ def test_without_a_record_the_sentence_is_the_kind_and_the_message_escaped():
     hostile = dataclasses.replace(
         FINDING,
         culprit=Culprit("pass", ("p`@team",)),
-        evidence={"message": "<b>@team</b> np.float32(1.6451218)"},
+        measured={"message": "<b>@team</b> np.float32(1.6451218)"},
     )
     sentence = what_happened(hostile, None)
     assert sentence.startswith("Under `p'@\u200bteam`, the optimized model computes different values")

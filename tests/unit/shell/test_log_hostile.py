@@ -65,7 +65,7 @@ def _crafted_report(path: Path) -> Path:
         model=f"models/x.onnx\n{hostile}",
         config="default",
         culprit=Culprit(scope="pass", passes=("eliminate_identity",)),
-        evidence={"message": f"mismatch\n{hostile}\r::add-mask::again", "output": "y"},
+        measured={"message": f"mismatch\n{hostile}\r::add-mask::again", "output": "y"},
     )
     write_report(minimal_report(finding), path)
     return path

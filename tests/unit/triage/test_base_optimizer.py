@@ -27,7 +27,7 @@ ERROR = Outcome("optimizer-error", "RuntimeError: bad axis 3 at 0x7ffe")
 
 
 def _finding(model: str, config: str, kind: str = "optimizer-crash") -> Finding:
-    return Finding("f" * 16, kind, model, config, Culprit("pass"), evidence={"message": "x"})
+    return Finding("f" * 16, kind, model, config, Culprit("pass"), measured={"message": "x"})
 
 
 def _result(ref: ModelRef, status: str = "ok", **outcomes: Outcome) -> JobResult:

@@ -33,7 +33,7 @@ def make(
         model,
         f"pass:{passes[0]}" if passes else "default",
         Culprit("pass", passes),
-        evidence={"message": message},
+        measured={"message": message},
     )
 
 
@@ -183,9 +183,9 @@ def test_an_interface_change_by_design_does_not_hide_an_invalid_model_written_be
     retyped = make(kind="interface-change", passes=("rewrite_input_dtype",), message="inputs differ")
     assert baseline.match(retyped, TODAY)
     no_opset = "ValidationError: No opset import for domain ''"
-    invalid = replace(retyped, evidence={**retyped.evidence, "checker": no_opset})
+    invalid = replace(retyped, measured={**retyped.measured, "checker": no_opset})
     assert baseline.match(invalid, TODAY) is None
     dropped = "ValidationError: Field 'type' of 'value_info' is required but missing."
     control = f"invalid-model: {dropped}\n\n==> Context"
-    as_control = replace(retyped, evidence={**retyped.evidence, "checker": dropped, "control": control})
+    as_control = replace(retyped, measured={**retyped.measured, "checker": dropped, "control": control})
     assert baseline.match(as_control, TODAY).id == "rewrite-input-dtype-narrows-int64-inputs"

@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import replace
 
+from ditox_ci.report.evidence import KnownBy, KnownSource, Triage
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 from ditox_ci.triage.baseline import load_baseline, parse_baseline
 from ditox_ci.triage.classify import classify, issue_worthy
@@ -49,7 +50,10 @@ def test_previous_report_makes_known_and_fixed():
 
 def test_engine_known_is_kept_and_classify_is_idempotent():
     engine_known = replace(
-        finding("base"), status="known", evidence={"message": "d", "known_by": "base-optimizer"}
+        finding("base"),
+        status="known",
+        measured={"message": "d"},
+        triage=Triage(known_by=KnownBy(KnownSource.BASE_OPTIMIZER)),
     )
     previous = report(finding("gone"))
     once = classify(report(engine_known, finding("x")), load_baseline(None), previous, TODAY)
@@ -106,7 +110,8 @@ def test_a_shipped_entry_that_matches_nothing_is_not_stale(tmp_path):
 
 
 def test_issue_worthy_excludes_by_design_warnings_and_fixed():
-    on_base = replace(finding("on-base"), status="known", evidence={"known_by": "base-optimizer"})
+    by_base = Triage(known_by=KnownBy(KnownSource.BASE_OPTIMIZER))
+    on_base = replace(finding("on-base"), status="known", measured={}, triage=by_base)
     out = classify(
         report(finding("s", passes=("split_init",)), finding("w", kind="warning"), finding("bug"), on_base),
         load_baseline(None),

@@ -1,0 +1,182 @@
+"""report.json's `stats`: what a sweep (one shard, or the merge of all) did and cost.
+
+`SweepStats` is written by the sweep and read back by the merge, which adds the shards' records
+field by field (`SweepStats.merge`): counters add up, wall time is the slowest shard's (they run
+in parallel), a limit is the strictest shard's, the configs are the first's (the merge checks they
+agree). The records of other stages (pinpointing, the base build, re-runs, exercised passes, the
+baseline's health, fuzzing) and keys this version does not name keep the rule they always had:
+numbers add up, mappings add up key by key, anything else is the first shard's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+EXERCISED_KEY = "exercised"
+# the records of other stages, by their key in report.json, in the order a sweep writes them
+STAGE_KEYS = ("pinpoint", "base_optimizer", "reproduce", EXERCISED_KEY, "baseline", "fuzz")
+
+
+def add_up(total: Any, value: Any) -> Any:
+    """Numbers add up, mappings add up key by key; anything else keeps the first shard's value."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value if total is None else total + value
+    if isinstance(value, Mapping):
+        base = dict(total) if isinstance(total, Mapping) else {}
+        return {
+            key: add_up(base.get(key), value[key]) if key in value else base[key] for key in {**base, **value}
+        }
+    return value if total is None else total
+
+
+def stage_records(
+    pinpoint: Mapping[str, Any] | None = None,
+    base_optimizer: Mapping[str, Any] | None = None,
+    reproduce: Mapping[str, Any] | None = None,
+    exercised: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The records the sweep's stages wrote, by key (None: the stage did not run)."""
+    records = {"pinpoint": pinpoint, "base_optimizer": base_optimizer, "reproduce": reproduce}
+    records[EXERCISED_KEY] = exercised
+    return {key: dict(record) for key, record in records.items() if record is not None}
+
+
+def _add_counts(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for part in parts:
+        for name, count in part.items():
+            total[name] = total.get(name, 0) + count
+    return total
+
+
+@dataclass(frozen=True)
+class SweepStats:
+    wall_s: float = 0.0
+    optimizer_runs: int = 0
+    runtime_runs: int = 0
+    cache_hits: int = 0
+    worker_restarts: int = 0
+    models_total: int = 0
+    models_skipped: int = 0
+    # models each runner judged, in the order the runners first appear among the sorted models
+    runners: Mapping[str, int] = field(default_factory=dict)
+    configs: tuple[str, ...] = ()
+    jobs: int = 0
+    # per pass, per model family: models it changed
+    coverage_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # the signal that stopped the sweep (the first interrupted shard's) before its work was done
+    interrupted_by: str | None = None
+    # what an interrupted sweep had planned (a stream plans nothing)
+    models_planned: int | None = None
+    # gate (exit 1) when a larger share of the corpus than this was skipped
+    max_skipped: float | None = None
+    # a merge's: each shard's wall time, and the shards that were interrupted
+    shard_wall_s: tuple[float, ...] | None = None
+    interrupted_shards: tuple[int, ...] | None = None
+    # by key (STAGE_KEYS first, then any other a report holds): the records of other stages
+    stages: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def interrupted(self) -> bool:
+        return self.interrupted_by is not None
+
+    def to_json(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "wall_s": self.wall_s,
+            "optimizer_runs": self.optimizer_runs,
+            "runtime_runs": self.runtime_runs,
+            "cache_hits": self.cache_hits,
+            "worker_restarts": self.worker_restarts,
+            "models_total": self.models_total,
+            "models_skipped": self.models_skipped,
+            "runners": dict(self.runners),
+            "configs": list(self.configs),
+            "jobs": self.jobs,
+            "coverage_by_family": {
+                name: dict(families) for name, families in self.coverage_by_family.items()
+            },
+        }
+        if self.interrupted_by is not None:
+            stats.update(interrupted=True, interrupted_by=self.interrupted_by)
+        if self.models_planned is not None:
+            stats["models_planned"] = self.models_planned
+        for key, record in self.stages.items():
+            stats[key] = dict(record) if isinstance(record, Mapping) else record
+        if self.max_skipped is not None:
+            stats["max_skipped"] = self.max_skipped
+        if self.shard_wall_s is not None:
+            stats["shard_wall_s"] = list(self.shard_wall_s)
+        if self.interrupted_shards is not None:
+            stats["interrupted_shards"] = list(self.interrupted_shards)
+        return stats
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SweepStats:
+        """The record of a report's `stats`; what is missing takes its default, a stage's record or
+        a key this version does not name is kept as it is. `interrupted_by` stands for a sweep that
+        says it was interrupted without saying by what."""
+        named = {spec.name for spec in fields(cls)} - {"stages"}
+        interrupted = data.get("interrupted") or data.get("interrupted_by") is not None
+        return cls(
+            wall_s=float(data.get("wall_s", 0.0)),
+            optimizer_runs=int(data.get("optimizer_runs", 0)),
+            runtime_runs=int(data.get("runtime_runs", 0)),
+            cache_hits=int(data.get("cache_hits", 0)),
+            worker_restarts=int(data.get("worker_restarts", 0)),
+            models_total=int(data.get("models_total", 0)),
+            models_skipped=int(data.get("models_skipped", 0)),
+            runners={str(name): int(count) for name, count in dict(data.get("runners") or {}).items()},
+            configs=tuple(data.get("configs") or ()),
+            jobs=int(data.get("jobs", 0)),
+            coverage_by_family={
+                str(name): {str(family): int(count) for family, count in dict(families).items()}
+                for name, families in dict(data.get("coverage_by_family") or {}).items()
+            },
+            interrupted_by=str(data.get("interrupted_by", "")) if interrupted else None,
+            models_planned=int(data["models_planned"]) if data.get("models_planned") is not None else None,
+            max_skipped=float(data["max_skipped"]) if data.get("max_skipped") is not None else None,
+            shard_wall_s=tuple(map(float, data["shard_wall_s"])) if "shard_wall_s" in data else None,
+            interrupted_shards=tuple(map(int, data["interrupted_shards"]))
+            if "interrupted_shards" in data
+            else None,
+            stages={key: value for key, value in data.items() if key not in named and key != "interrupted"},
+        )
+
+    @classmethod
+    def merge(cls, shards: Sequence[SweepStats]) -> SweepStats:
+        """The stats of the whole sweep from its shards', in shard order (see the module docstring);
+        a merge records each shard's wall time. What only the merged models can say (models
+        counted once, the runners that judged them, what an interrupted sweep planned) is the
+        caller's to set."""
+        first = shards[0]
+        stages: dict[str, Any] = {}
+        for shard in shards:
+            for key, record in shard.stages.items():
+                stages[key] = add_up(stages.get(key), record)
+        planned = [shard.models_planned for shard in shards if shard.models_planned is not None]
+        limits = [shard.max_skipped for shard in shards if shard.max_skipped is not None]
+        return replace(
+            first,
+            wall_s=max(shard.wall_s for shard in shards),
+            optimizer_runs=sum(shard.optimizer_runs for shard in shards),
+            runtime_runs=sum(shard.runtime_runs for shard in shards),
+            cache_hits=sum(shard.cache_hits for shard in shards),
+            worker_restarts=sum(shard.worker_restarts for shard in shards),
+            models_total=sum(shard.models_total for shard in shards),
+            models_skipped=sum(shard.models_skipped for shard in shards),
+            runners=_add_counts([shard.runners for shard in shards]),
+            jobs=sum(shard.jobs for shard in shards),
+            coverage_by_family={
+                name: _add_counts(
+                    [shard.coverage_by_family[name] for shard in shards if name in shard.coverage_by_family]
+                )
+                for name in dict.fromkeys(name for shard in shards for name in shard.coverage_by_family)
+            },
+            interrupted_by=next((shard.interrupted_by for shard in shards if shard.interrupted), None),
+            models_planned=sum(planned) if planned else None,
+            max_skipped=min(limits) if limits else None,
+            shard_wall_s=tuple(shard.wall_s for shard in shards),
+            stages=stages,
+        )
