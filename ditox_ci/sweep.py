@@ -29,7 +29,7 @@ from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources, unpack
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.findings import Coverage, coverage_of, findings_for
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.worker import (
@@ -494,7 +494,8 @@ class SweepStats:
     runners: Mapping[str, int]
     configs: tuple[str, ...]
     jobs: int
-    coverage_by_family: Mapping[str, Mapping[str, int]]
+    # its counts per pass and model family (the report's `coverage` holds those per pass)
+    coverage: Coverage
     # the signal that stopped the sweep before its work was done
     interrupted_by: str | None = None
     # what an interrupted sweep had planned (a stream plans nothing)
@@ -516,9 +517,7 @@ class SweepStats:
             "runners": dict(self.runners),
             "configs": list(self.configs),
             "jobs": self.jobs,
-            "coverage_by_family": {
-                name: dict(families) for name, families in self.coverage_by_family.items()
-            },
+            **self.coverage.family_stats(),
         }
         if self.interrupted_by is not None:
             stats.update(interrupted=True, interrupted_by=self.interrupted_by)
@@ -560,7 +559,7 @@ def _report(
 ) -> Report:
     """The report of what finished; an interrupted sweep's says so."""
     results = sorted(finished.results, key=lambda r: r.ref.id)
-    coverage, by_family = coverage_of(results, plan.steps)
+    coverage = coverage_of(results, plan.steps)
     models = tuple(_model_entry(result, plan) for result in results)
     stats = SweepStats(
         wall_s=round(time.monotonic() - started, 2),
@@ -573,7 +572,7 @@ def _report(
         runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
         configs=tuple(step.label for step in plan.steps),
         jobs=workers,
-        coverage_by_family=by_family,
+        coverage=coverage,
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
         pinpoint=finished.pinpoint_stats,
@@ -595,7 +594,7 @@ def _report(
         shard={"index": index, "count": count},
         models=models,
         findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
-        coverage=coverage,
+        coverage=coverage.per_pass,
         stats=stats.to_json(),
     )
 
