@@ -158,6 +158,7 @@ def _reduce(args: argparse.Namespace, passes: tuple[str, ...], build: Installati
         args.rtol,
         args.atol,
         args.timeout,
+        names=result.names,
     )
     log.info(
         f"{failure.kind}: {result.nodes_before} -> {result.nodes_after} nodes "
