@@ -4,11 +4,15 @@ family's model count in its header), never-fired passes called out, nothing past
 from __future__ import annotations
 
 import io
+import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 import cairosvg
 from PIL import Image
 
+from ditox_ci.corpus.node_cases import SHIPPED_INDEX
+from ditox_ci.corpus.sources import LIGHT_FAMILY, ONNX_DATA_FAMILIES
 from ditox_ci.report.coverage import coverage_svg, never_fired
 from ditox_ci.report.model import Report
 
@@ -191,3 +195,17 @@ def test_the_last_column_gives_each_pass_its_denominator_and_a_legend_says_what_
     totals = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "total"]
     assert totals == ["2/9", "0/9"]
     assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "legend"]) == 6
+
+
+def test_a_default_sweep_s_picture_has_a_dozen_columns_and_fits_its_canvas() -> None:
+    """The default corpus is onnx-node (its families from the shipped index) and onnx-data."""
+    cases = json.loads(SHIPPED_INDEX.read_text())["cases"]
+    families = Counter(case["family"] for case in cases) + Counter(dict.fromkeys(ONNX_DATA_FAMILIES, 50))
+    families[LIGHT_FAMILY] = 9
+    passes = [f"a_pass_named_like_eliminate_consecutive_idempotent_ops_{i}" for i in range(48)]
+    coverage = {name: {"models_changed": 1, "models_checked": families.total()} for name in passes}
+    changed = {name: {family: i % 3 for family in families} for i, name in enumerate(passes)}
+    checked = {name: dict(families) for name in passes}
+    svg = coverage_svg(_report(coverage, changed, checked))
+    assert len(_texts(svg, "family")) == len(families) + 1 <= 13
+    assert _ink_outside_canvas(svg) == 0
