@@ -236,7 +236,7 @@ def _report(
 ) -> Report:
     """The report of what finished; an interrupted sweep's says so."""
     results = sorted(finished.results, key=lambda r: r.ref.id)
-    coverage, by_family = coverage_of(results, plan.steps)
+    coverage = coverage_of(results, plan.steps)
     models = tuple(_model_entry(result, plan) for result in results)
     stats = SweepStats(
         wall_s=round(time.monotonic() - started, 2),
@@ -249,7 +249,8 @@ def _report(
         runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
         configs=tuple(step.label for step in plan.steps),
         jobs=workers,
-        coverage_by_family=by_family,
+        coverage_by_family=coverage.changed_by_family,
+        coverage_checked_by_family=coverage.checked_by_family,
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
         stages=stage_records(
@@ -272,7 +273,7 @@ def _report(
         shard={"index": options.shard.index, "count": options.shard.count},
         models=models,
         findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
-        coverage=coverage,
+        coverage=coverage.per_pass,
         stats=stats.to_json(),
     )
 

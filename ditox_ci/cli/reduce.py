@@ -127,6 +127,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         build.optimizer,
         *options.tolerances.scalar(),
         options.timeout,
+        names=result.names,
     )
     log.info(
         f"{failure.kind}: {result.nodes_before} -> {result.nodes_after} nodes "

@@ -139,24 +139,40 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     return findings
 
 
-def coverage_of(
-    results: Iterable[JobResult], steps: Sequence[Step]
-) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
-    """Per pass: models it changed beyond what the nop control changes, and models checked."""
-    coverage = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
-    by_family: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+@dataclass(frozen=True)
+class Coverage:
+    """What the single passes did to the judged models: per pass, models it changed beyond what the
+    nop control changes and models it was checked on (`{"models_changed", "models_checked"}`); and
+    the same two counts per pass and model family, so a picture can give each family's share."""
+
+    per_pass: dict[str, dict[str, int]]
+    changed_by_family: dict[str, dict[str, int]]
+    checked_by_family: dict[str, dict[str, int]]
+
+
+def coverage_of(results: Iterable[JobResult], steps: Sequence[Step]) -> Coverage:
+    """The coverage of `steps`' single passes over the models of `results` that were judged."""
+    per_pass = {s.single_pass: {"models_changed": 0, "models_checked": 0} for s in steps if s.single_pass}
+    changed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    checked: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for result in results:
         if result.status != "ok":
             continue
         nop = result.outcomes.get(NOP)
         unchanged = {result.sha256, nop.digest if nop else ""}
+        family = result.ref.family or "other"
         for step in steps:
             name = step.single_pass
             outcome = result.outcomes.get(step.label)
             if name is None or outcome is None:
                 continue
-            coverage[name]["models_checked"] += 1
-            changed = outcome.changed and outcome.digest not in unchanged
-            coverage[name]["models_changed"] += int(changed)
-            by_family[name][result.ref.family or "other"] += int(changed)
-    return coverage, {name: dict(families) for name, families in by_family.items()}
+            was_changed = int(outcome.changed and outcome.digest not in unchanged)
+            per_pass[name]["models_checked"] += 1
+            per_pass[name]["models_changed"] += was_changed
+            checked[name][family] += 1
+            changed[name][family] += was_changed
+    return Coverage(
+        per_pass,
+        {name: dict(families) for name, families in changed.items()},
+        {name: dict(families) for name, families in checked.items()},
+    )

@@ -199,8 +199,10 @@ def write_repro(
     timeout_s: float,
     divergence: Divergence | None = None,
     runner_name: str = "onnxruntime",
+    names: Mapping[str, str] | None = None,
 ) -> Path:
-    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs.
+    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs
+    (`names`: the original's names of its values, when reduction renamed them).
 
     Runs `runner_name` (the runner that judged the model) in the calling process: only call it on
     a model a worker already ran (the original of a sweep, or a candidate a worker judged as still
@@ -208,14 +210,14 @@ def write_repro(
     """
     session = runner.load_session(reduced.SerializeToString(), runner=runner_name)
     outputs = runner.run_all(session, feeds)
-    names = [v.name for v in reduced.graph.output]
+    output_names = [v.name for v in reduced.graph.output]
     return write_bundle(
         out_dir,
         finding=finding,
         model=reduced,
         original_model=original,
         feeds=feeds,
-        expected=[dict(zip(names, sample, strict=True)) for sample in outputs],
+        expected=[dict(zip(output_names, sample, strict=True)) for sample in outputs],
         optimizer_spec=optimizer_spec,
         passes=step.passes,
         fixed_point=step.fixed_point,
@@ -224,6 +226,7 @@ def write_repro(
         divergence=divergence,
         timeout_s=timeout_s,
         runner=runner_name,
+        names=names or {},
     )
 
 
@@ -351,7 +354,10 @@ class _Pinpointer:
         pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, pinpointing=pinpointing)
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or not reduction.record().lost_the_failure:
-            bundle = self._bundle(pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name)
+            names = reduction.names if reduction is not None else {}
+            bundle = self._bundle(
+                pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name, names
+            )
             pinpointed = replace(pinpointed, repro=bundle)
             # the standalone reproducer an issue quotes runs ONNX Runtime only
             standalone = runner_name == "onnxruntime"
@@ -394,6 +400,7 @@ class _Pinpointer:
         step: Step,
         divergence: Divergence | None,
         runner_name: str,
+        names: Mapping[str, str],
     ) -> str:
         if finding.fingerprint not in self.bundles:
             write_repro(
@@ -409,6 +416,7 @@ class _Pinpointer:
                 self.options.timeout_s,
                 divergence,
                 runner_name,
+                names,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
         return self.bundles[finding.fingerprint]

@@ -8,14 +8,16 @@ were dead before, so passes that need an unused output still fire), and only the
 uses stay. Strategies propose candidates (each output's cone, then delta debugging over the node
 list) to `NodeShrinker`, the node-set kind of the shared core in `shrink`: one is accepted only if
 it is strictly smaller, not tried before, checker-valid and still failing, until nothing smaller
-fails or the time budget is spent.
+fails or the time budget is spent. The smallest model's values then get short canonical names
+(`X0`, `C0`, `Y0`, `t0`: `report/canonical.py`) when it still fails so, one more check: its bundle,
+issue and script then name values alike; a bug that turns on names keeps the ones it was found with.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
@@ -26,7 +28,11 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import Feeds, node_inputs, record_values
 from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
+from ditox_ci.report.canonical import canonical_samples
 from ditox_ci.report.evidence import Reduction
+
+# a model left this big (not reduced) keeps its names: a renamed copy would double its memory
+RENAME_MAX_BYTES = 16 << 20
 
 
 class Verdict(Enum):
@@ -50,7 +56,8 @@ class ReductionResult:
 
     `reason` says why the search stopped: minimal | budget | not-reproducible (the model as found
     no longer fails: the result changes from run to run) | unjudgeable (the model as found cannot
-    be judged as a candidate) | unrecordable."""
+    be judged as a candidate) | unrecordable. `names` maps the found model's names to the short
+    ones `model` and `feeds` use ({} when they kept their names)."""
 
     model: onnx.ModelProto
     feeds: Feeds
@@ -59,6 +66,7 @@ class ReductionResult:
     checks: int
     reason: str
     elapsed_s: float
+    names: dict[str, str] = field(default_factory=dict)
 
     def record(self) -> Reduction:
         """What the report keeps of it."""
@@ -147,9 +155,7 @@ class NodeShrinker(Shrinker[int]):
     candidate and checks it, until the deadline; a candidate that cannot be built (no feeds, no
     output, checker-invalid) is not failing and costs no check."""
 
-    def __init__(
-        self, subgraphs: Subgraphs, still_fails: StillFails, deadline: float, checks: int
-    ) -> None:
+    def __init__(self, subgraphs: Subgraphs, still_fails: StillFails, deadline: float, checks: int) -> None:
         super().__init__(range(len(subgraphs.nodes)))
         self.subgraphs = subgraphs
         self.still_fails = still_fails
@@ -224,7 +230,11 @@ def reduce(
     before = len(model.graph.node)
 
     def result(
-        found: onnx.ModelProto, found_feeds: Feeds, checks: int, reason: str
+        found: onnx.ModelProto,
+        found_feeds: Feeds,
+        checks: int,
+        reason: str,
+        names: dict[str, str] | None = None,
     ) -> ReductionResult:
         return ReductionResult(
             model=found,
@@ -234,6 +244,7 @@ def reduce(
             checks=checks,
             reason=reason,
             elapsed_s=time.monotonic() - start,
+            names=names or {},
         )
 
     verdict = still_fails(model, feeds)
@@ -252,7 +263,13 @@ def reduce(
         reducer.run()
     except BudgetSpent:
         reason = "budget"
-    best = reducer.best()
-    if best is None:
-        return result(model, feeds, reducer.checks, reason)
-    return result(*best, reducer.checks, reason)
+    found, found_feeds = reducer.best() or (model, feeds)
+    if found.ByteSize() > RENAME_MAX_BYTES:
+        return result(found, found_feeds, reducer.checks, reason)
+    renamed, renamed_feeds, mapping = canonical_samples(found, found_feeds)
+    names = {old: new for old, new in mapping.items() if old != new}
+    if not names:  # short already, or a subgraph's name would clash
+        return result(found, found_feeds, reducer.checks, reason)
+    if still_fails(renamed, renamed_feeds) is Verdict.FAILS:
+        return result(renamed, renamed_feeds, reducer.checks + 1, reason, names)
+    return result(found, found_feeds, reducer.checks + 1, reason)

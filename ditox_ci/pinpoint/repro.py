@@ -120,12 +120,14 @@ def write_bundle(
     divergence: Divergence | None = None,
     timeout_s: float = 60.0,
     runner: str = "onnxruntime",
+    names: Mapping[str, str] | None = None,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
     `model` is the reduced model, `feeds` its inputs per sample, `expected` the unoptimized
     model's outputs per sample by output name; `timeout_s` is how long repro.py lets the optimizer
-    (and ONNX Runtime on its result) run before it calls a hang the bug."""
+    (and ONNX Runtime on its result) run before it calls a hang the bug; `names` maps the names
+    the finding's message uses to the short ones reduction gave `model` (README lists them)."""
     bundle = directory / finding.fingerprint
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -166,6 +168,7 @@ def write_bundle(
             nodes_before=len(original_model.graph.node),
             nodes_after=len(model.graph.node),
             graph_text=_graph_text(model),
+            renamed=[(new, old) for old, new in (names or {}).items()],
         )
     )
     return bundle

@@ -10,7 +10,7 @@ names are dropped: no pass of an optimizer reads them, and the printer writes ea
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -97,3 +97,11 @@ def canonical(
     renamed.CopyFrom(model)
     _rename_graph(renamed.graph, mapping, outer=True)
     return renamed, {mapping.get(name, name): value for name, value in feeds.items()}, mapping
+
+
+def canonical_samples(
+    model: onnx.ModelProto, samples: Sequence[Mapping[str, V]]
+) -> tuple[onnx.ModelProto, list[dict[str, V]], dict[str, str]]:
+    """`canonical` for a model fed several samples: the first decides which inputs are constants."""
+    renamed, _, mapping = canonical(model, samples[0] if samples else {})
+    return renamed, [{mapping.get(name, name): value for name, value in s.items()} for s in samples], mapping

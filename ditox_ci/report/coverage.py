@@ -1,30 +1,38 @@
-"""Per-pass coverage as an SVG heatmap: rows are passes, columns model families, each cell the
-number of models of that family the pass changed; a last column gives each pass's models changed
-out of models checked, and passes that changed nothing are called out.
+"""Per-pass coverage as an SVG heatmap: rows are passes, columns model families (each header gives
+how many models of the family were checked), each cell the models of that family the pass changed
+out of those it was checked on; a last column gives each pass's models changed out of models
+checked over all families, and passes that changed nothing are called out.
 
 Readable at a glance wherever it is opened: the canvas is sized from the text it holds (labels are
 monospace, so their width is known without a font engine; `tests/unit/report/test_coverage.py`
 renders it and checks that nothing runs past the canvas), the colours are a sequential blue scale
-with dark text on light cells and white on dark ones, and a legend says what each colour counts.
-Plain SVG text (no plotting dependency); every label is XML-escaped, since pass and family names
-come from the optimizer and the corpus.
+of models changed with dark text on light cells and white on dark ones, and a legend says what
+each colour counts. Plain SVG text (no plotting dependency); every label is XML-escaped, since pass
+and family names come from the optimizer and the corpus.
+
+Reports written before `stats.coverage_checked_by_family` existed draw cells of models changed
+alone; reports without per-family counts draw one column from each pass's totals.
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ditox_ci.report.model import Report
+from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
 
-COVERAGE_BY_FAMILY = "coverage_by_family"
+# report.json's `stats` keys: {pass: {family: models}} the pass changed, and was checked on
 ALL_MODELS = "all"
 FONT_SIZE = 12
 # the advance of one monospace character (DejaVu Sans Mono, Courier: 0.6 em), with some slack
 CHAR_W = 0.63 * FONT_SIZE
 _CELL_W, _CELL_H, _PAD = 46, 20, 10
 _NEVER_FIRED = "#b71c1c"
+_TITLE = "Models each pass changed (beyond the nop control) of those it was checked on, per model family"
+_TOTAL_HEADER = "all: changed/checked"
 # ColorBrewer's 5-class Blues: ordered light to dark, readable by colour-blind readers and in print
 _ZERO = "#ffffff"
 _SCALE = (
@@ -39,25 +47,72 @@ _BOUNDS = (1, 2, 5, 20, 100)
 _DARK_TEXT, _LIGHT_TEXT, _ZERO_TEXT = "#000000", "#ffffff", "#595959"
 
 
-def coverage_table(report: Report) -> tuple[list[str], list[str], dict[str, dict[str, int]]]:
-    """(passes, families, {pass: {family: models_changed}}); without per-family counts in
-    `report.stats`, one column holds each pass's `models_changed`."""
-    by_family = report.stats.get(COVERAGE_BY_FAMILY) or {
-        name: {ALL_MODELS: int(counts.get("models_changed", 0))} for name, counts in report.coverage.items()
-    }
-    passes = sorted(set(report.coverage) | set(by_family))
-    families = sorted({family for counts in by_family.values() for family in counts})
-    families = families or [ALL_MODELS]
-    return passes, families, {name: dict(by_family.get(name, {})) for name in passes}
+@dataclass(frozen=True)
+class CoverageTable:
+    """What the picture draws: for each pass and family, models changed and (when the report says)
+    models checked; `family_models` is each family's model count, the most models of it any pass
+    was checked on (a model split over shards is checked by each pass once, so this adds up right
+    in a merged report where a count of models per shard would count it twice)."""
+
+    passes: list[str]
+    families: list[str]
+    changed: dict[str, dict[str, int]]
+    checked: dict[str, dict[str, int]] | None
+    family_models: dict[str, int]
+
+    def cell(self, name: str, family: str) -> str:
+        changed = self.changed[name].get(family, 0)
+        if self.checked is None:
+            return str(changed)
+        return f"{changed}/{self.checked[name].get(family, 0)}"
+
+    def header(self, family: str) -> str:
+        return f"{family} ({self.family_models[family]})" if family in self.family_models else family
+
+
+def _counts(data: object) -> dict[str, dict[str, int]] | None:
+    if not isinstance(data, dict):
+        return None
+    return {name: {family: int(n) for family, n in dict(counts).items()} for name, counts in data.items()}
+
+
+def coverage_table(report: Report) -> CoverageTable:
+    """The picture's table from `report`; without per-family counts, one column of each pass's
+    totals."""
+    changed = _counts(report.stats.get(CHANGED_BY_FAMILY))
+    checked = _counts(report.stats.get(CHECKED_BY_FAMILY)) if changed else None
+    if not changed:
+        totals = {
+            name: {key: int(n) for key, n in counts.items()} for name, counts in report.coverage.items()
+        }
+        changed = {name: {ALL_MODELS: counts.get("models_changed", 0)} for name, counts in totals.items()}
+        checked = {name: {ALL_MODELS: counts.get("models_checked", 0)} for name, counts in totals.items()}
+    passes = sorted(set(report.coverage) | set(changed) | set(checked or {}))
+    families = sorted(
+        {family for counts in [*changed.values(), *(checked or {}).values()] for family in counts}
+    )
+    family_models = (
+        {family: max(checked.get(name, {}).get(family, 0) for name in passes) for family in families}
+        if checked is not None
+        else {}
+    )
+    return CoverageTable(
+        passes,
+        families or [ALL_MODELS],
+        {name: dict(changed.get(name, {})) for name in passes},
+        None if checked is None else {name: dict(checked.get(name, {})) for name in passes},
+        family_models,
+    )
 
 
 def never_fired(report: Report) -> list[str]:
     """Passes that were checked on at least one model and changed none."""
-    passes, _, table = coverage_table(report)
+    table = coverage_table(report)
     return [
         name
-        for name in passes
-        if sum(table[name].values()) == 0 and report.coverage.get(name, {}).get("models_changed", 0) == 0
+        for name in table.passes
+        if sum(table.changed[name].values()) == 0
+        and report.coverage.get(name, {}).get("models_changed", 0) == 0
     ]
 
 
@@ -84,48 +139,44 @@ def _text(x: float, y: float, text: str, extra: str = "") -> str:
 class _Layout:
     """Where everything goes, from the longest texts it has to hold."""
 
-    def __init__(
-        self,
-        report: Report,
-        passes: list[str],
-        families: list[str],
-        table: dict[str, dict[str, int]],
-        silent: set[str],
-    ) -> None:
-        labels = [name + (" — never fired" if name in silent else "") for name in passes]
+    def __init__(self, report: Report, table: CoverageTable, silent: set[str]) -> None:
+        labels = [name + (" — never fired" if name in silent else "") for name in table.passes]
         self.label_w = max((_text_w(label) for label in labels), default=0) + 2 * _PAD
         self.totals = {
             name: "{}/{}".format(
                 report.coverage.get(name, {}).get("models_changed", 0),
                 report.coverage.get(name, {}).get("models_checked", 0),
             )
-            for name in passes
+            for name in table.passes
         }
         self.total_w = max(map(_text_w, self.totals.values()), default=0) + _PAD
-        most = max((count for counts in table.values() for count in counts.values()), default=0)
-        self.cell_w = max(_CELL_W, _text_w(str(most)) + _PAD)
-        headers = [*families, "all: changed/checked"]
+        cells = [table.cell(name, family) for name in table.passes for family in table.families]
+        self.cell_w = max(_CELL_W, max(map(_text_w, cells), default=0) + _PAD)
+        self.headers = [*map(table.header, table.families), _TOTAL_HEADER]
         # headers are turned 45° up and right: each reaches its length / √2 above and beside its foot
-        self.rise = max(_text_w(h) for h in headers) / math.sqrt(2)
+        self.rise = max(_text_w(h) for h in self.headers) / math.sqrt(2)
         self.top = 3 * (FONT_SIZE + 10) + _PAD  # title and legend
         self.grid_y = self.top + self.rise + _PAD + FONT_SIZE
         self.grid_x = self.label_w
-        self.total_x = self.grid_x + self.cell_w * len(families) + _PAD
-        self.grid_bottom = self.grid_y + _CELL_H * len(passes)
-        feet = [self.grid_x + i * self.cell_w + self.cell_w / 2 for i in range(len(families))]
+        self.total_x = self.grid_x + self.cell_w * len(table.families) + _PAD
+        self.grid_bottom = self.grid_y + _CELL_H * len(table.passes)
+        feet = [self.grid_x + i * self.cell_w + self.cell_w / 2 for i in range(len(table.families))]
         self.header_feet = [*feet, self.total_x + _PAD / 2]
-        reach = max(foot + _text_w(h) / math.sqrt(2) for foot, h in zip(self.header_feet, headers))
+        reach = max(foot + _text_w(h) / math.sqrt(2) for foot, h in zip(self.header_feet, self.headers))
         legend_right = _legend(0)[1]
-        self.width = math.ceil(max(reach, self.total_x + self.total_w, legend_right) + _PAD)
+        title_right = _PAD + _text_w(_TITLE)
+        self.width = math.ceil(max(reach, self.total_x + self.total_w, legend_right, title_right) + _PAD)
         self.wrap = max(20, int((self.width - 2 * _PAD) // CHAR_W))
 
 
 def coverage_svg(report: Report) -> str:
-    passes, families, table = coverage_table(report)
+    table = coverage_table(report)
     silent = set(never_fired(report))
-    layout = _Layout(report, passes, families, table, silent)
-    fired = len(passes) - len(silent)
-    footer = [f"{fired} of {len(passes)} passes changed at least one model."]
+    layout = _Layout(report, table, silent)
+    fired = len(table.passes) - len(silent)
+    footer = [f"{fired} of {len(table.passes)} passes changed at least one model."]
+    if table.family_models:
+        footer.append("A family's (n): its models checked. A cell: models changed/checked.")
     callout = textwrap.wrap("Never fired: " + ", ".join(sorted(silent)), layout.wrap) if silent else []
     line_h = FONT_SIZE + 8
     height = math.ceil(layout.grid_bottom + _PAD + line_h * (len(footer) + len(callout)) + _PAD)
@@ -133,40 +184,24 @@ def coverage_svg(report: Report) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="monospace" font-size="{FONT_SIZE}">',
-        "<title>Optimizer pass coverage: models changed per pass and model family</title>",
+        "<title>Optimizer pass coverage: models changed of models checked, per pass and model family</title>",
         f'<rect width="{width}" height="{height}" fill="white"/>',
-        _text(
-            _PAD,
-            _PAD + FONT_SIZE,
-            "Models each pass changed (beyond the nop control), per model family",
-            ' font-weight="bold"',
-        ),
+        _text(_PAD, _PAD + FONT_SIZE, _TITLE, ' font-weight="bold"'),
     ]
     parts += _legend(_PAD + FONT_SIZE + 16)[0]
-    for foot, header in zip(layout.header_feet, [*families, "all: changed/checked"]):
+    for foot, header in zip(layout.header_feet, layout.headers):
         y = layout.grid_y - 6
         parts.append(
             f'<text class="family" x="{foot:.1f}" y="{y:.1f}" '
             f'transform="rotate(-45 {foot:.1f} {y:.1f})">{escape(header)}</text>'
         )
-    for row, name in enumerate(passes):
+    for row, name in enumerate(table.passes):
         y = layout.grid_y + row * _CELL_H
         label = name + (" — never fired" if name in silent else "")
         colour = f' fill="{_NEVER_FIRED}" font-weight="bold"' if name in silent else ""
         parts.append(_text(layout.label_w - _PAD, y + 14, label, f' class="pass" text-anchor="end"{colour}'))
-        for col, family in enumerate(families):
-            count = table[name].get(family, 0)
-            x = layout.grid_x + col * layout.cell_w
-            fill, ink = _cell_colours(count)
-            tip = f"{name} × {family}: {count} changed"
-            parts.append(
-                f'<g class="cell" data-pass={quoteattr(name)} data-family={quoteattr(family)} '
-                f'data-changed="{count}"><title>{escape(tip)}</title>'
-                f'<rect x="{x:.1f}" y="{y}" width="{layout.cell_w - 2:.1f}" height="{_CELL_H - 2}" '
-                f'fill="{fill}" stroke="#d0d0d0"/>'
-                + _text(x + layout.cell_w / 2 - 1, y + 14, str(count), f' text-anchor="middle" fill="{ink}"')
-                + "</g>"
-            )
+        for col, family in enumerate(table.families):
+            parts.append(_cell(table, name, family, layout.grid_x + col * layout.cell_w, y, layout.cell_w))
         parts.append(_text(layout.total_x, y + 14, layout.totals[name], ' class="total"'))
     y = layout.grid_bottom + _PAD + FONT_SIZE
     for line in footer:
@@ -177,6 +212,23 @@ def coverage_svg(report: Report) -> str:
         y += line_h
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _cell(table: CoverageTable, name: str, family: str, x: float, y: float, cell_w: float) -> str:
+    """One pass × family square, coloured by models changed, with a tooltip in words."""
+    count = table.changed[name].get(family, 0)
+    fill, ink = _cell_colours(count)
+    checked = "" if table.checked is None else f' data-checked="{table.checked[name].get(family, 0)}"'
+    out_of = "" if table.checked is None else f" of {table.checked[name].get(family, 0)} checked"
+    tip = f"{name} × {family}: {count}{out_of} changed"
+    return (
+        f'<g class="cell" data-pass={quoteattr(name)} data-family={quoteattr(family)} '
+        f'data-changed="{count}"{checked}><title>{escape(tip)}</title>'
+        f'<rect x="{x:.1f}" y="{y}" width="{cell_w - 2:.1f}" height="{_CELL_H - 2}" '
+        f'fill="{fill}" stroke="#d0d0d0"/>'
+        + _text(x + cell_w / 2 - 1, y + 14, table.cell(name, family), f' text-anchor="middle" fill="{ink}"')
+        + "</g>"
+    )
 
 
 def _legend(top: float) -> tuple[list[str], float]:

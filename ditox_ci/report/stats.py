@@ -15,6 +15,10 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 EXERCISED_KEY = "exercised"
+# per pass, per model family: models it changed, and models it was checked on (the coverage
+# picture's cells and denominators)
+CHANGED_BY_FAMILY = "coverage_by_family"
+CHECKED_BY_FAMILY = "coverage_checked_by_family"
 # the records of other stages, by their key in report.json, in the order a sweep writes them
 STAGE_KEYS = ("pinpoint", "base_optimizer", "reproduce", EXERCISED_KEY, "baseline", "fuzz")
 
@@ -51,6 +55,18 @@ def _add_counts(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
     return total
 
 
+def _add_families(parts: Sequence[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
+    names = dict.fromkeys(name for part in parts for name in part)
+    return {name: _add_counts([part[name] for part in parts if name in part]) for name in names}
+
+
+def _family_counts(data: Any) -> dict[str, dict[str, int]]:
+    return {
+        str(name): {str(family): int(count) for family, count in dict(families).items()}
+        for name, families in dict(data or {}).items()
+    }
+
+
 @dataclass(frozen=True)
 class SweepStats:
     wall_s: float = 0.0
@@ -64,8 +80,9 @@ class SweepStats:
     runners: Mapping[str, int] = field(default_factory=dict)
     configs: tuple[str, ...] = ()
     jobs: int = 0
-    # per pass, per model family: models it changed
+    # per pass, per model family: models it changed, and models it was checked on
     coverage_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    coverage_checked_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # the signal that stopped the sweep (the first interrupted shard's) before its work was done
     interrupted_by: str | None = None
     # what an interrupted sweep had planned (a stream plans nothing)
@@ -94,10 +111,12 @@ class SweepStats:
             "runners": dict(self.runners),
             "configs": list(self.configs),
             "jobs": self.jobs,
-            "coverage_by_family": {
-                name: dict(families) for name, families in self.coverage_by_family.items()
-            },
+            CHANGED_BY_FAMILY: {name: dict(families) for name, families in self.coverage_by_family.items()},
         }
+        if self.coverage_checked_by_family:  # additive: a report without it reads as before
+            stats[CHECKED_BY_FAMILY] = {
+                name: dict(families) for name, families in self.coverage_checked_by_family.items()
+            }
         if self.interrupted_by is not None:
             stats.update(interrupted=True, interrupted_by=self.interrupted_by)
         if self.models_planned is not None:
@@ -130,10 +149,8 @@ class SweepStats:
             runners={str(name): int(count) for name, count in dict(data.get("runners") or {}).items()},
             configs=tuple(data.get("configs") or ()),
             jobs=int(data.get("jobs", 0)),
-            coverage_by_family={
-                str(name): {str(family): int(count) for family, count in dict(families).items()}
-                for name, families in dict(data.get("coverage_by_family") or {}).items()
-            },
+            coverage_by_family=_family_counts(data.get(CHANGED_BY_FAMILY)),
+            coverage_checked_by_family=_family_counts(data.get(CHECKED_BY_FAMILY)),
             interrupted_by=str(data.get("interrupted_by", "")) if interrupted else None,
             models_planned=int(data["models_planned"]) if data.get("models_planned") is not None else None,
             max_skipped=float(data["max_skipped"]) if data.get("max_skipped") is not None else None,
@@ -168,12 +185,8 @@ class SweepStats:
             models_skipped=sum(shard.models_skipped for shard in shards),
             runners=_add_counts([shard.runners for shard in shards]),
             jobs=sum(shard.jobs for shard in shards),
-            coverage_by_family={
-                name: _add_counts(
-                    [shard.coverage_by_family[name] for shard in shards if name in shard.coverage_by_family]
-                )
-                for name in dict.fromkeys(name for shard in shards for name in shard.coverage_by_family)
-            },
+            coverage_by_family=_add_families([shard.coverage_by_family for shard in shards]),
+            coverage_checked_by_family=_add_families([shard.coverage_checked_by_family for shard in shards]),
             interrupted_by=next((shard.interrupted_by for shard in shards if shard.interrupted), None),
             models_planned=sum(planned) if planned else None,
             max_skipped=min(limits) if limits else None,

@@ -139,7 +139,7 @@ def exercise(
                 corpus.discard(result.ref)
             results.append(result)
             findings.extend(found)
-    coverage, _ = coverage_of(results, job_steps)
+    coverage = coverage_of(results, job_steps).per_pass
     passes = tuple(
         ExercisedPass(
             name,

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from ditox_ci.errors import MergeError
+from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
 from ditox_ci.report.model import Finding, ModelEntry, Report, write_report
 
 # test_identity_opt fails already in the nop control, so every part reports that finding
@@ -109,6 +110,10 @@ def test_merged_split_shards_equal_one_unsharded_run(
     assert _models(merged) == _models(whole)
     assert merged["coverage"] == whole["coverage"]
     assert merged["stats"]["models_total"] == whole["stats"]["models_total"]
+    # the split model is checked by each pass in one part only: the picture counts it once
+    for key in (CHANGED_BY_FAMILY, CHECKED_BY_FAMILY):
+        assert merged["stats"][key] == whole["stats"][key]
+    assert (root / "merged" / "coverage.svg").read_text() == (root / "whole" / "coverage.svg").read_text()
 
 
 def test_merge_refuses_the_same_part_twice(runs: tuple[Path, dict[str, Any], list[dict[str, Any]]]) -> None:

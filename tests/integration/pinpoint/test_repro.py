@@ -76,6 +76,7 @@ def make_bundle(tmp_path: Path, spec: str, passes: Sequence[str], nodes: int) ->
         rtol=RTOL,
         atol=ATOL,
         divergence=divergence,
+        names=result.names,
     )
 
 
@@ -162,7 +163,9 @@ def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) ->
     assert "`eliminate_identity`" in readme
     assert "of 60 nodes" in readme
     assert "python repro.py" in readme
-    assert "v30\\_add" in readme, "the first diverging tensor is named (escaped)"
+    # the first diverging tensor is named as model.onnx names it, and its original name is listed
+    assert "First diverging intermediate tensor: Y0" in readme
+    assert "| `Y0` | v30\\_add |" in readme, "escaped"
     inputs = np.load(bundle / "inputs.npz")
     assert all(key.split("/")[0] in {"0", "1"} for key in inputs.files)
 
@@ -187,6 +190,49 @@ def test_reduce_command_writes_a_bundle_whose_repro_fails(tmp_path: Path) -> Non
     ]
     assert run_repro(bundle).returncode == 1
     assert run_repro(bundle, "--optimizer", "onnxoptimizer").returncode == 0
+
+
+def _long_names(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with every value named as a function's expansion names it (70 characters or so)."""
+    prefix = "GroupNormalization_test_group_normalization_example_expanded_function_"
+    graph = model.graph
+    for value in [*graph.input, *graph.output, *graph.initializer]:
+        value.name = prefix + value.name
+    for node in graph.node:
+        node.input[:] = [prefix + name for name in node.input]
+        node.output[:] = [prefix + name for name in node.output]
+    return model
+
+
+def test_a_reduced_bundle_names_values_short_and_still_reproduces(tmp_path: Path) -> None:
+    """The bundle's model, inputs and expected outputs use the issue's `X0`/`C0`/`Y0`/`t0` names;
+    its README lists the original's; repro.py still says BUG PRESENT; the fingerprint (the bundle's
+    folder) is the one the original model's failure gives, reduced or not."""
+    model_path = tmp_path / "chain.onnx"
+    onnx.save(_long_names(planted.chain_model(nodes=40, fault_at=20)), str(model_path))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([PLANTED_DIR, *sys.path])}
+    args = ("reduce", str(model_path), "--passes", planted.SINGLE_CULPRIT)
+    args += ("--optimizer", "localize_planted:single_pass_fault", "--budget", "60")
+    done = run_cli(*args, "--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 1, done.stderr
+    bundle = Path(done.stdout.strip())
+
+    model = onnx.load(str(bundle / "model.onnx"))
+    values = {v.name for v in [*model.graph.input, *model.graph.output, *model.graph.initializer]}
+    values |= {name for node in model.graph.node for name in [*node.input, *node.output]}
+    assert values == {"X0", "C0", "C1", "Y0", "t0"}, values
+    assert {key.split("/", 1)[1] for key in np.load(bundle / "inputs.npz").files} == {"X0"}
+    assert {key.split("/", 1)[1] for key in np.load(bundle / "expected.npz").files} == {"Y0"}
+    readme = (bundle / "README.md").read_text()
+    assert "| `X0` | GroupNormalization\\_test\\_group\\_normalization" in readme
+    graph_text = readme.split("Reduced graph:")[1].split("Its values have short names")[0]
+    assert "t0 = Mul (X0, C0)" in graph_text and "GroupNormalization" not in graph_text
+    broken = run_repro(bundle)
+    assert broken.returncode == 1 and "BUG PRESENT" in broken.stdout, broken.stdout + broken.stderr
+    assert run_repro(bundle, "--optimizer", "onnxoptimizer").returncode == 0
+
+    unreduced = run_cli(*args[:-1], "0.001", "--out", str(tmp_path / "unreduced"), env=env)
+    assert Path(unreduced.stdout.strip()).name == bundle.name
 
 
 def test_reduce_command_says_when_nothing_fails(tmp_path: Path) -> None:

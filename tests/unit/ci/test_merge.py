@@ -13,9 +13,11 @@ import pytest
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import InputError, MergeError
+from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, coverage_table
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.exercised import EXERCISED_KEY, ExercisedPass, never_fired_warnings
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
+from ditox_ci.report.schema import schema_errors
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 from ditox_ci.triage.classify import classify
 
@@ -228,6 +230,36 @@ def _split(first: ModelEntry, second: ModelEntry) -> list[Report]:
         replace(shards[0], models=(*shards[0].models, first)),
         replace(shards[1], models=(second,)),
     ]
+
+
+def test_per_family_coverage_adds_up_and_a_split_model_counts_once_in_the_picture() -> None:
+    """m1 (node/nn) split: shard 0 ran pass:b on it, shard 1 pass:a; m0 (simple) whole in shard 0.
+    The merged picture's cells and headers count each model once, and the schema takes the keys."""
+    split = _split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.25))
+    changed = [{"a": {"simple": 1}, "b": {"simple": 0, "node/nn": 1}}, {"a": {"node/nn": 0}}]
+    checked = [{"a": {"simple": 1}, "b": {"simple": 1, "node/nn": 1}}, {"a": {"node/nn": 1}}]
+    shards = [
+        replace(shard, stats={**shard.stats, CHANGED_BY_FAMILY: changed[i], CHECKED_BY_FAMILY: checked[i]})
+        for i, shard in enumerate(split)
+    ]
+    merged = merge_reports(shards)
+    assert merged.stats[CHANGED_BY_FAMILY] == {
+        "a": {"simple": 1, "node/nn": 0},
+        "b": {"simple": 0, "node/nn": 1},
+    }
+    assert merged.stats[CHECKED_BY_FAMILY] == {
+        "a": {"simple": 1, "node/nn": 1},
+        "b": {"simple": 1, "node/nn": 1},
+    }
+    table = coverage_table(merged)
+    assert table.family_models == {"node/nn": 1, "simple": 1}
+    assert table.cell("a", "node/nn") == "0/1"
+
+    def stats_errors(report: Report) -> list[str]:
+        return [error for error in schema_errors(report.to_json(), limit=100) if error.startswith("stats")]
+
+    assert stats_errors(merged) == []
+    assert stats_errors(replace(merged, stats={**merged.stats, CHECKED_BY_FAMILY: {"a": {"simple": "1"}}}))
 
 
 def test_a_model_split_over_shards_becomes_one_entry_and_one_nop_finding() -> None:

@@ -1,5 +1,7 @@
 """The nop control: a failure it already shows becomes ONE infrastructure finding."""
 
+from dataclasses import replace
+
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.outcome import Outcome
@@ -58,10 +60,25 @@ def test_coverage_counts_only_changes_beyond_the_nop_control():
             b=Outcome(None, digest="new", changed=True),
         )
     ]
-    coverage, by_family = coverage_of(results, STEPS)
-    assert coverage["a"] == {"models_changed": 0, "models_checked": 1}
-    assert coverage["b"] == {"models_changed": 1, "models_checked": 1}
-    assert by_family["b"] == {"Conv": 1}
+    coverage = coverage_of(results, STEPS)
+    assert coverage.per_pass["a"] == {"models_changed": 0, "models_checked": 1}
+    assert coverage.per_pass["b"] == {"models_changed": 1, "models_checked": 1}
+    assert coverage.changed_by_family == {"a": {"Conv": 0}, "b": {"Conv": 1}}
+    assert coverage.checked_by_family == {"a": {"Conv": 1}, "b": {"Conv": 1}}
+
+
+def test_coverage_per_family_counts_the_models_each_pass_was_checked_on():
+    """The picture's denominators: a skipped model, or one a pass never ran on, is not checked."""
+    changed = Outcome(None, digest="new", changed=True)
+    results = [
+        _result(nop=Outcome(None), a=changed, b=Outcome(None)),
+        replace(_result(nop=Outcome(None), a=Outcome(None)), ref=replace(REF, id="m2", family="Relu")),
+        replace(_result(nop=Outcome(None), a=changed, b=changed), status="skipped"),
+    ]
+    coverage = coverage_of(results, STEPS)
+    assert coverage.changed_by_family == {"a": {"Conv": 1, "Relu": 0}, "b": {"Conv": 0}}
+    assert coverage.checked_by_family == {"a": {"Conv": 1, "Relu": 1}, "b": {"Conv": 1}}
+    assert coverage.per_pass["a"] == {"models_changed": 1, "models_checked": 2}
 
 
 def test_an_original_onnx_runtime_cannot_load_folds_every_configs_failure_into_the_control():
