@@ -21,9 +21,9 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from ditox_ci.ci.shard import estimate_cost, job_cost, makespan, plan_jobs
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
+from ditox_ci.engine.shard import estimate_cost, job_cost, makespan, plan_jobs
 from ditox_ci.optimizers import load_optimizer
 
 SHARDS = 4

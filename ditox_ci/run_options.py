@@ -17,13 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ditox_ci.ci.shard import Shard
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
 from ditox_ci.engine.runner import RUNNER_CHOICES
+from ditox_ci.engine.shard import Shard
 from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, WorkerConfig, allowance_per_model_mb, warm_up
 from ditox_ci.errors import UsageError
 from ditox_ci.log import Log

@@ -22,10 +22,10 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
-from ditox_ci.ci.shard import combine_results
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.shard import combine_results
 from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log

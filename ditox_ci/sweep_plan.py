@@ -10,9 +10,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ditox_ci.ci.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
 from ditox_ci.engine.plan import Step, build_steps
+from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log

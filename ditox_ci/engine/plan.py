@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ditox_ci.control import NOP
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,18 @@ class Step:
     @property
     def single_pass(self) -> str | None:
         return self.passes[0] if self.label.startswith("pass:") else None
+
+
+def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
+    """`parts` contiguous chunks whose sizes differ by at most one: a split model's parts, and
+    ddmin's partition in localization and reduction (`pinpoint.shrink`)."""
+    size, extra = divmod(len(items), parts)
+    chunks, start = [], 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        chunks.append(items[start:end])
+        start = end
+    return [c for c in chunks if c]
 
 
 def nop_step(info: OptimizerInfo) -> Step:

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Generic, TypeVar
 
+from ditox_ci.engine.plan import split_evenly
+
 T = TypeVar("T")
 
 
@@ -59,17 +61,6 @@ class Shrinker(ABC, Generic[T]):
             return False
         self.current = key
         return True
-
-
-def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
-    """`parts` contiguous chunks whose sizes differ by at most one (ddmin's partition)."""
-    size, extra = divmod(len(items), parts)
-    chunks, start = [], 0
-    for index in range(parts):
-        end = start + size + (1 if index < extra else 0)
-        chunks.append(items[start:end])
-        start = end
-    return [c for c in chunks if c]
 
 
 def delta_debug(current: Callable[[], tuple[T, ...]], offer: Callable[[tuple[T, ...]], bool]) -> bool:

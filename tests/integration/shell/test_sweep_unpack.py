@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ditox_ci.ci.shard import Shard
 from ditox_ci.corpus import CorpusContext
 from ditox_ci.corpus.node_cases import node_root
+from ditox_ci.engine.shard import Shard
 from ditox_ci.run_options import SweepOptions
 from ditox_ci.sweep_plan import plan_sweep
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from ditox_ci.ci.shard import Shard
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL, Tolerances
+from ditox_ci.engine.shard import Shard
 from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.install import Installation

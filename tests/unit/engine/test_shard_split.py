@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import pytest
 
-from ditox_ci.ci.shard import combine_results, job_cost, makespan, plan_jobs
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs
 from ditox_ci.engine.worker import Job, JobResult
 
 STEPS = (

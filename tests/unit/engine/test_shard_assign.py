@@ -11,9 +11,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci.ci.shard import Shard, estimate_cost, plan_jobs, previous_costs
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.shard import Shard, estimate_cost, plan_jobs, previous_costs
 from ditox_ci.errors import UsageError
 from ditox_ci.report.model import ModelEntry, Report
 

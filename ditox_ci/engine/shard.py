@@ -29,10 +29,9 @@ import onnx
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import node_count
-from ditox_ci.engine.plan import Step
+from ditox_ci.engine.plan import Step, split_evenly
 from ditox_ci.engine.worker import Job, JobResult
 from ditox_ci.errors import UsageError
-from ditox_ci.pinpoint.shrink import split_evenly
 from ditox_ci.report.model import Report
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
