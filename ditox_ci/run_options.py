@@ -145,6 +145,7 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
             calibrate=options.calibrate,
             runner=options.runner,
             noise_floor=build.info.noise_floor,
+            runtime_loads_input=build.info.runtime_loads_input,
         ),
         comparators=comparators,
         timeout_s=options.timeout if timeout_s is None else timeout_s,

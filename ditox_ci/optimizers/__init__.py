@@ -15,6 +15,8 @@ onnxoptimizer shape. A module (built-in adapter or custom) may declare:
 - `DISTRIBUTIONS`: the pip distributions it imports, pinned in repro bundles.
 - `NOISE_FLOOR = "reference"`: measure the original's noise against ONNX's reference runner, not
   ONNX Runtime with its own optimizations on (an adapter over ORT's optimizer must: see NOISE_FLOORS).
+- `RUNTIME_LOADS_INPUT = True`: it loads its input in ONNX Runtime, so an original ONNX Runtime
+  cannot load is one it cannot optimize either: a skip, never a finding of the optimizer's.
 Imports happen lazily so a worker can put a different optimizer installation first on sys.path.
 """
 
@@ -68,9 +70,10 @@ class OptimizerInfo:
     # the pip distributions the optimizer imports, pinned in repro bundles
     distributions: tuple[str, ...] = ()
     noise_floor: str = NOISE_FLOORS[0]
+    runtime_loads_input: bool = False
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "name": self.name,
             "version": self.version,
             "passes": list(self.passes),
@@ -81,6 +84,9 @@ class OptimizerInfo:
             "distributions": list(self.distributions),
             "noise_floor": self.noise_floor,
         }
+        if self.runtime_loads_input:  # additive: the report of any other optimizer reads as before
+            data["runtime_loads_input"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> OptimizerInfo:
@@ -94,6 +100,7 @@ class OptimizerInfo:
             opaque=bool(data.get("opaque", False)),
             distributions=tuple(data.get("distributions", ())),
             noise_floor=str(data.get("noise_floor", NOISE_FLOORS[0])),
+            runtime_loads_input=bool(data.get("runtime_loads_input", False)),
         )
 
     def describe_passes(self, limit: int = 200) -> str:
@@ -308,6 +315,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         opaque=opaque,
         distributions=distributions,
         noise_floor=noise_floor,
+        runtime_loads_input=bool(getattr(module, "RUNTIME_LOADS_INPUT", False)),
     )
     return LoadedOptimizer(
         info=info,

@@ -34,6 +34,8 @@ FIXED_POINT = (
 # accept exactly the changes to judge, so the original's noise is measured against ONNX's
 # reference implementation instead
 NOISE_FLOOR = "reference"
+# it loads its input in ONNX Runtime: an original ORT cannot load is one it cannot optimize either
+RUNTIME_LOADS_INPUT = True
 
 # the levels each ORT level runs, as its verbose log numbers them
 LEVELS = {"basic": (1,), "extended": (1, 2)}

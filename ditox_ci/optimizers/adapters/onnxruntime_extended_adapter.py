@@ -17,11 +17,12 @@ from ditox_ci.optimizers.adapters.onnxruntime_adapter import (
     FIXED_POINT,
     NOISE_FLOOR,
     PASS_ORDER_MATTERS,
+    RUNTIME_LOADS_INPUT,
     optimized_by_ort,
     passes_at,
 )
 
-__all__ = ["DISTRIBUTIONS", "FIXED_POINT", "NOISE_FLOOR", "PASS_ORDER_MATTERS"]
+__all__ = ["DISTRIBUTIONS", "FIXED_POINT", "NOISE_FLOOR", "PASS_ORDER_MATTERS", "RUNTIME_LOADS_INPUT"]
 LEVEL = "extended"
 
 

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
 from ditox_ci.engine.structure import contrib_ops
-from ditox_ci.optimizers import load_optimizer
+from ditox_ci.optimizers import OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.adapters import onnxruntime_adapter, onnxruntime_extended_adapter
 
 
@@ -87,6 +87,16 @@ def test_its_noise_floor_is_measured_against_the_reference_runner(tmp_path) -> N
     context = prepare(ModelRef("m", "test", str(path)), EvalSettings(noise_floor=info.noise_floor))
     assert context.info["noise_floor"] == "measured against the reference runner"
     assert all(value is not None and math.isfinite(value) for row in context.noise for value in row)
+
+
+def test_both_levels_declare_that_they_load_their_input_in_onnxruntime_and_the_sweep_reads_it() -> None:
+    """What makes an original ONNX Runtime cannot load a skip for them (engine/original.py)."""
+    for name in ("onnxruntime", "onnxruntime-extended"):
+        info = load_optimizer(name).info
+        assert info.runtime_loads_input and info.to_json()["runtime_loads_input"] is True
+        assert OptimizerInfo.from_json(info.to_json()) == info
+    plain = load_optimizer("onnxoptimizer").info
+    assert not plain.runtime_loads_input and "runtime_loads_input" not in plain.to_json()
 
 
 def test_an_optimized_model_with_contrib_ops_runs_in_onnxruntime_only_and_says_so(tmp_path) -> None:
