@@ -29,7 +29,8 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.sweep import SweepOptions, run_sweep
+from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep import sweep
 
 DEFAULT_SOURCES = ("onnx-node", "onnx-data:[sp]*")
 STRIDE = int(os.environ.get("BENCH_STRIDE", "3"))
@@ -64,7 +65,7 @@ def engine(sources: Sequence[str], out: str, jobs: int) -> tuple[float, dict, se
     # the core loop only: localization and reduction are measured by bench_localize
     options = SweepOptions(models=tuple(sources), configs=CONFIGS, out=out, jobs=jobs, localize="off")
     start = time.perf_counter()
-    report = run_sweep(options, Log({}, quiet=True))
+    report = sweep(options, Log({}, quiet=True))
     crashed = {f.model for f in report.findings if f.kind in ("optimizer-crash", "optimizer-timeout")}
     return time.perf_counter() - start, report.stats, crashed
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.log import Log
-from ditox_ci.sweep import SweepOptions, run_sweep
+from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep import sweep
 
 GENERATE_S = 5.0
 FUZZ_BUDGET_S = 20.0
@@ -39,7 +40,7 @@ def main() -> None:
             jobs=1, out=str(Path(tmp) / "out"), cache_dir=str(Path(tmp) / "cache"),
         )
         start = time.monotonic()
-        run_sweep(options, Log({}, quiet=True))
+        sweep(options, Log({}, quiet=True))
         sweep_s = time.monotonic() - start
     per_model_generate = generate_s / len(generated)
     per_model_sweep = sweep_s / max(len(subset), 1)

@@ -6,7 +6,7 @@ model of the slice (the onnx wheel's data models and three light networks) and t
 default, every single pass): the original run on each of the oracle's samples plus its noise-floor
 run, each optimizer call once, and each distinct optimized model (neither the original's bytes nor
 a model judged before) run on the same samples. That work divided by the sweep's workers is the
-limit; the sweep is `run_sweep` over the same models with as many workers and no localization,
+limit; the sweep is `sweep` over the same models with as many workers and no localization,
 timed from call to report. The fixed cost per shard job is a fresh `ditox-ci sweep` process over
 one two-node model: interpreter, imports, plan, workers' start, report. Loading, feeding,
 serializing, hashing, checking and comparing are the oracle's too but not counted in the limit:
@@ -39,7 +39,8 @@ from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
-from ditox_ci.sweep import SweepOptions, run_sweep
+from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep import sweep
 
 # the wheel's data models and three of its light networks (random weights, 5-27 MB): models whose
 # work outweighs the fixed cost of starting on them
@@ -80,6 +81,7 @@ def _limit_of_model(ref: ModelRef, optimizer: LoadedOptimizer, settings: EvalSet
         with clock.timing("runtime: noise floor"):
             runner.run_all(runner.load_noise_session(context.data, settings.threads), context.feeds)
     seen: set[str] = set()
+    kept: dict[int, list[bytes]] = {}
     for step in build_steps(CONFIGS, (), optimizer.info):
         try:
             with clock.timing("optimizer"):
@@ -87,10 +89,16 @@ def _limit_of_model(ref: ModelRef, optimizer: LoadedOptimizer, settings: EvalSet
         except Exception:
             continue
         with clock.timing("oracle: compare bytes, hash"):
-            digest = None if data == context.data else hashlib.sha256(data).hexdigest()
-        if digest is None or digest in seen:
+            # as the sweep finds a result judged before (engine/evaluate.judge_bytes): by its bytes
+            # among those kept, a new one hashed
+            repeat = data == context.data or data in kept.get(len(data), ())
+            if not repeat:
+                digest = hashlib.sha256(data).hexdigest()
+                repeat = digest in seen
+                seen.add(digest)
+                kept.setdefault(len(data), []).append(data)
+        if repeat:
             continue
-        seen.add(digest)
         with clock.timing("oracle: parse, checker"):
             _checked(data)
         try:
@@ -156,7 +164,7 @@ def main() -> None:
         out = f"{tmp}/out"
         options = SweepOptions(models=sources, configs=CONFIGS, jobs=WORKERS, localize="off", out=out)
         start = time.perf_counter()
-        report = run_sweep(options, Log({}, quiet=True))
+        report = sweep(options, Log({}, quiet=True))
         sweep_s = time.perf_counter() - start
         for ref in refs:
             _limit_of_model(ref, optimizer, settings, clock)

@@ -36,7 +36,7 @@ from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
 from ditox_ci.report.model import INTERNAL_ERROR
 from ditox_ci.report.stats import SweepStats, stage_records
-from ditox_ci.run_options import SweepOptions, SweepSetup
+from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
 from ditox_ci.triage.builds import identify, look_alike
@@ -296,6 +296,12 @@ def run_sweep(
         if plan.info.opaque:
             log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
     return _sweep_planned(setup, plan, log, on_result, stream, settled, setup.started)
+
+
+def sweep(options: SweepOptions, log: Log) -> Report:
+    """A whole sweep from its options, in one call (the benchmarks'): set up once, then run."""
+    with sweep_setup(options, log) as setup:
+        return run_sweep(setup, log)
 
 
 def _sweep_planned(
