@@ -24,8 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -55,7 +55,7 @@ class Clock:
     """Seconds per kind of work, summed."""
 
     def __init__(self) -> None:
-        self.spent: Counter[str] = Counter()
+        self.spent: defaultdict[str, float] = defaultdict(float)
 
     @contextmanager
     def timing(self, kind: str) -> Iterator[None]:
@@ -150,7 +150,7 @@ def _fixed_cost(folder: Path) -> float:
     return wall
 
 
-def _table(spent: Counter[str], total: float, rows: Sequence[str]) -> None:
+def _table(spent: Mapping[str, float], total: float, rows: Sequence[str]) -> None:
     for kind in rows:
         share = spent[kind] / total if total else 0.0
         print(f"  {kind:<28} {spent[kind]:8.1f}s  {share:6.1%}")

@@ -14,7 +14,8 @@ fi
 echo "== ruff"
 ruff check .
 echo "== mypy"
-mypy ditox_ci
+# bench too: its scripts call the library as a user would, and an API change broke them silently once
+mypy ditox_ci bench
 echo "== import-linter"
 lint-imports --no-cache
 echo "== actionlint"
