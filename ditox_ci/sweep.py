@@ -315,7 +315,7 @@ def _sweep_planned(
 ) -> Report:
     options, build = setup.options, setup.build
     config = setup.worker_config
-    workers = worker_count(options.jobs, options.memory_limit, log.warning)
+    workers = worker_count(options.jobs, options.worker_memory_mb, log.warning)
     finished = _Finished()
     interrupted: Interrupted | None = None
     # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what

@@ -90,7 +90,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--memory-limit",
         dest="memory_limit",
         type=int,
-        help="MiB a worker may use (default 3584: 4 workers fit a 16 GB runner)",
+        help="MiB a worker may use, and × --jobs what they may use together (default 3584 each: 4 "
+        "workers fit a 16 GB runner; together, what the machine has free if that is more)",
     )
     add("--samples", type=int, help="input samples per model (default 1), plus one wide-range sample")
     add("--seed", type=int, help="seed for random inputs (default 0)")

@@ -52,6 +52,9 @@ class WorkerConfig:
     memory_limit_mb: int = DEFAULT_MEMORY_LIMIT_MB
     # MiB of allowance per MiB of model file, by optimizer (see allowance_mb)
     allowance_per_model_mb: int = ALLOWANCE_PER_MODEL_MB
+    # what the workers may reserve together when that is more than jobs × memory_limit_mb: the
+    # machine's memory the sweep found free when --memory-limit was not given (0: the product alone)
+    budget_mb: int = 0
 
 
 def allowance_per_model_mb(optimizer_name: str) -> int:

@@ -66,6 +66,7 @@ __all__ = [
     "WorkerConfig",
     "WorkerPool",
     "allowance_per_model_mb",
+    "available_memory_mb",
     "warm_up",
     "worker_count",
 ]
@@ -73,6 +74,9 @@ __all__ = [
 POLL_S = 0.2
 # how many jobs too large to start beside the running ones a free worker looks past for one that fits
 LOOKAHEAD = 16
+# the memory cgroup (v2) a container's processes are in, mounted at the root of the hierarchy
+CGROUP_MEMORY_MAX = "/sys/fs/cgroup/memory.max"
+CGROUP_MEMORY_CURRENT = "/sys/fs/cgroup/memory.current"
 STDERR_TAIL = 1500
 
 # ---------------------------------------------------------------- parent side
@@ -154,6 +158,23 @@ def machine_memory_mb() -> float:
     return 0.0
 
 
+def available_memory_mb() -> float:
+    """What the machine can give the workers now: /proc/meminfo's MemAvailable, less where a memory
+    cgroup (v2's memory.max) caps this process's group; 0 where neither can be read."""
+    available = 0.0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) / 1024
+    with contextlib.suppress(OSError, ValueError):
+        limit = Path(CGROUP_MEMORY_MAX).read_text().strip()
+        if limit != "max":
+            used = int(Path(CGROUP_MEMORY_CURRENT).read_text())
+            headroom = (int(limit) - used) / 2**20
+            available = min(available, headroom) if available else headroom
+    return max(available, 0.0)
+
+
 def worker_count(jobs: int, memory_limit_mb: int, warn: Callable[[str], None]) -> int:
     """`jobs`, else one worker per core; a warning when their memory limits exceed the machine's."""
     workers = jobs or os.cpu_count() or 1
@@ -173,6 +194,8 @@ class WorkerPool:
     def __init__(self, config: WorkerConfig, jobs: int = 1):
         self.config = config
         self.size = max(1, jobs)
+        # --jobs × --memory-limit, or what the machine has free when that is more (WorkerConfig)
+        self.budget_mb = max(self.size * config.memory_limit_mb, config.budget_mb)
         self._context = _mp_context()
         self._tmp = tempfile.TemporaryDirectory(prefix="ditox-workers-")
         self._slots: list[_Slot] = []
@@ -388,14 +411,13 @@ class WorkerPool:
     def runs_alone(self, job: Job) -> bool:
         """Whether `job` needs so much memory that no other job, not even the smallest, can run
         beside it (`_fits`)."""
-        budget = self.size * self.config.memory_limit_mb
-        return self.size > 1 and self._reserve_mb(job) + ALLOWANCE_BASE_MB > budget
+        return self.size > 1 and self._reserve_mb(job) + ALLOWANCE_BASE_MB > self.budget_mb
 
     def _fits(self, job: Job) -> bool:
         """Whether `job` may start now: what the running jobs and it reserve (`_reserve_mb`) stays
-        within the pool's budget (--jobs × --memory-limit), or nothing else runs."""
+        within the pool's budget (`budget_mb`), or nothing else runs."""
         running = [slot.running.reserve_mb for slot in self._slots if slot.running is not None]
-        return not running or sum(running) + self._reserve_mb(job) <= self.size * self.config.memory_limit_mb
+        return not running or sum(running) + self._reserve_mb(job) <= self.budget_mb
 
     def _free_slot(self, job: Job) -> _Slot | None:
         """An idle worker, the one that holds `job`'s model prepared if it is idle: a localization

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine import deaths
+from ditox_ci.engine import deaths, worker
 from ditox_ci.engine.deaths import failure_outcome
 from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
@@ -179,3 +179,30 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
         running = _Running(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
         pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == ["crashed"]
+
+
+def test_a_budget_from_the_machine_lets_the_largest_models_run_together(tmp_path: Path):
+    """Without --memory-limit the sweep gives the pool what the machine has free: VGG-19 and
+    zfnet512 side by side on 24 GB, where 2 × 3,584 MiB kept them apart."""
+    vgg, zfnet = _job(tmp_path, "vgg", 548), _job(tmp_path, "zfnet", 330)
+    with WorkerPool(WorkerConfig(budget_mb=20_000), jobs=2) as roomy:
+        _running_on(roomy, [vgg])
+        assert roomy._fits(zfnet)
+        roomy._slots.clear()
+    with WorkerPool(WorkerConfig(budget_mb=1000), jobs=2) as tight:  # less than 2 × the limit
+        assert tight.budget_mb == 2 * DEFAULT_MEMORY_LIMIT_MB
+        _running_on(tight, [vgg])
+        assert not tight._fits(zfnet)
+        tight._slots.clear()
+
+
+def test_free_memory_is_what_the_memory_cgroup_leaves_where_it_caps_the_container(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    (tmp_path / "memory.max").write_text(f"{2 * 2**30}\n")
+    (tmp_path / "memory.current").write_text(f"{512 * 2**20}\n")
+    monkeypatch.setattr(worker, "CGROUP_MEMORY_MAX", str(tmp_path / "memory.max"))
+    monkeypatch.setattr(worker, "CGROUP_MEMORY_CURRENT", str(tmp_path / "memory.current"))
+    assert 0 < worker.available_memory_mb() <= 1536  # the cgroup's 2 GiB less its 512 MiB in use
+    (tmp_path / "memory.max").write_text("max\n")
+    assert worker.available_memory_mb() > 0  # MemAvailable alone

@@ -8,11 +8,12 @@ import pytest
 
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL, Tolerances
 from ditox_ci.engine.shard import Shard
+from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, available_memory_mb
 from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.options import resolve
-from ditox_ci.run_options import ReduceOptions, SweepOptions, worker_config
+from ditox_ci.run_options import PARENT_SHARE_MB, ReduceOptions, SweepOptions, worker_config
 
 BUILD = Installation("onnxoptimizer", "onnxoptimizer", None, load_optimizer("onnxoptimizer").info)
 
@@ -91,3 +92,15 @@ def test_reduce_takes_its_passes_as_a_comma_list_and_refuses_none() -> None:
         resolve(ReduceOptions, flags={"passes": "a", "budget": 0.0})
     with pytest.raises(ConfigError, match="unknown key 'shard'"):
         resolve(ReduceOptions, config={"passes": "a", "shard": "0/1"})
+
+
+def test_a_memory_limit_given_caps_the_pool_and_none_lets_it_share_what_the_machine_has_free() -> None:
+    given = worker_config(resolve(SweepOptions, env={"DITOX_MEMORY_LIMIT": "4608"}), BUILD)
+    assert (given.memory_limit_mb, given.budget_mb) == (4608, 0)
+    default = worker_config(resolve(SweepOptions), BUILD)
+    assert default.memory_limit_mb == DEFAULT_MEMORY_LIMIT_MB
+    free = available_memory_mb()
+    assert free > 0  # /proc/meminfo is readable here
+    assert abs(default.budget_mb - (free - PARENT_SHARE_MB)) < 512  # read again a moment later
+    with pytest.raises(UsageError, match="--memory-limit must be positive"):
+        resolve(SweepOptions, flags={"memory_limit": 0})
