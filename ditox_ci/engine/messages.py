@@ -32,8 +32,8 @@ DEFAULT_MEMORY_LIMIT_MB = 3584
 # A worker holds a model several times over (the parsed original and its bytes, the optimizer's
 # copies, the optimized model, a runtime session): VGG-19's 548 MB peak at 3.9 GiB. A model gets
 # this allowance when it is larger than --memory-limit, and the pool starts it only when it and what
-# runs beside it, each counted at what its model needs (`WorkerPool._reserve_mb`), fit in --jobs ×
-# --memory-limit.
+# runs beside it, each counted at what its model needs (`WorkerPool._need_mb`), fit in the pool's
+# budget (`WorkerPool.budget_mb`).
 ALLOWANCE_BASE_MB = 512
 ALLOWANCE_PER_MODEL_MB = 8
 # An optimizer that converts the model into an IR of its own holds one more copy: onnxscript peaked

@@ -74,12 +74,25 @@ __all__ = [
 POLL_S = 0.2
 # how many jobs too large to start beside the running ones a free worker looks past for one that fits
 LOOKAHEAD = 16
-# the memory cgroup (v2) a container's processes are in, mounted at the root of the hierarchy
-CGROUP_MEMORY_MAX = "/sys/fs/cgroup/memory.max"
-CGROUP_MEMORY_CURRENT = "/sys/fs/cgroup/memory.current"
+# a container's memory cgroup, mounted at the root of the hierarchy: (limit, usage) files of v2,
+# then v1 (whose "no limit" is a number near 2**63)
+CGROUP_MEMORY_FILES = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+)
+CGROUP_NO_LIMIT = 2**60
 STDERR_TAIL = 1500
 
 # ---------------------------------------------------------------- parent side
+
+
+@dataclass
+class _Waiting:
+    """A job drawn that was too large to start beside the running ones, and how many jobs drawn
+    after it have started since (`WorkerPool._next_fitting`)."""
+
+    job: Job
+    passed: int = 0
 
 
 @dataclass
@@ -100,7 +113,7 @@ class _Running:
     cache_hits: int = 0
     restarts: int = 0
     memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
-    reserve_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the pool counts for it against its budget
+    reserve_mb: int = ALLOWANCE_BASE_MB  # what the pool counts for it against its budget (`_need_mb`)
     # where this model's part of the worker's stderr file begins: the tail kept as evidence is
     # this model's alone, not what earlier models on the same worker printed
     stderr_from: int = 0
@@ -113,7 +126,7 @@ class _Slot:
     stderr_path: Path
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
-    # the models whose prepared originals this worker keeps (as _child_main keeps them), latest last
+    # the models whose prepared originals this worker keeps (as child.child_main keeps them), latest last
     holds: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -128,7 +141,6 @@ def _file_size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
-
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:
@@ -158,20 +170,28 @@ def machine_memory_mb() -> float:
     return 0.0
 
 
+def _cgroup_headroom_mb() -> float | None:
+    """What this process's memory cgroup (v2, else v1) leaves below its limit; None: no limit."""
+    for limit_file, usage_file in CGROUP_MEMORY_FILES:
+        with contextlib.suppress(OSError, ValueError):
+            limit = Path(limit_file).read_text().strip()
+            if limit == "max" or int(limit) >= CGROUP_NO_LIMIT:
+                return None
+            return (int(limit) - int(Path(usage_file).read_text())) / 2**20
+    return None
+
+
 def available_memory_mb() -> float:
     """What the machine can give the workers now: /proc/meminfo's MemAvailable, less where a memory
-    cgroup (v2's memory.max) caps this process's group; 0 where neither can be read."""
+    cgroup caps this process's group; 0 where neither can be read."""
     available = 0.0
     with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
                 available = int(line.split()[1]) / 1024
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path(CGROUP_MEMORY_MAX).read_text().strip()
-        if limit != "max":
-            used = int(Path(CGROUP_MEMORY_CURRENT).read_text())
-            headroom = (int(limit) - used) / 2**20
-            available = min(available, headroom) if available else headroom
+    headroom = _cgroup_headroom_mb()
+    if headroom is not None:
+        available = min(available, headroom) if available else headroom
     return max(available, 0.0)
 
 
@@ -390,7 +410,10 @@ class WorkerPool:
 
     def _need_mb(self, job: Job) -> int:
         """What a worker holding `job`'s model is expected to use: ALLOWANCE_PER_MODEL_MB (more for
-        an optimizer with an IR of its own) per MiB of its file, over the worker's own base."""
+        an optimizer with an IR of its own) per MiB of its file, over the worker's own base. The pool
+        counts a running job at this, not at its allowance: counted at the whole --memory-limit, a
+        worker on a 1 MB operator case left VGG-19 (4.8 GiB) no room, and the default sweep ran it
+        alone for 140 s on one core."""
         try:
             size_mb = os.path.getsize(job.ref.path) / 2**20
         except OSError:
@@ -402,22 +425,16 @@ class WorkerPool:
         model so large that its copies in the worker need more (`_need_mb`)."""
         return max(self.config.memory_limit_mb, self._need_mb(job))
 
-    def _reserve_mb(self, job: Job) -> int:
-        """What the pool counts for `job` against its budget: what its model needs, at most its
-        allowance. Counted at the whole --memory-limit, a worker on a 1 MB operator case left
-        VGG-19 (4.8 GiB) no room, and the default sweep ran it alone for 140 s on one core."""
-        return min(self.allowance_mb(job), self._need_mb(job))
-
     def runs_alone(self, job: Job) -> bool:
         """Whether `job` needs so much memory that no other job, not even the smallest, can run
         beside it (`_fits`)."""
-        return self.size > 1 and self._reserve_mb(job) + ALLOWANCE_BASE_MB > self.budget_mb
+        return self.size > 1 and self._need_mb(job) + ALLOWANCE_BASE_MB > self.budget_mb
 
     def _fits(self, job: Job) -> bool:
-        """Whether `job` may start now: what the running jobs and it reserve (`_reserve_mb`) stays
-        within the pool's budget (`budget_mb`), or nothing else runs."""
+        """Whether `job` may start now: what the running jobs and it need (`_need_mb`) stays within
+        the pool's budget (`budget_mb`), or nothing else runs."""
         running = [slot.running.reserve_mb for slot in self._slots if slot.running is not None]
-        return not running or sum(running) + self._reserve_mb(job) <= self.budget_mb
+        return not running or sum(running) + self._need_mb(job) <= self.budget_mb
 
     def _free_slot(self, job: Job) -> _Slot | None:
         """An idle worker, the one that holds `job`'s model prepared if it is idle: a localization
@@ -426,19 +443,30 @@ class WorkerPool:
         key = (job.ref.id, job.ref.path)
         return next((slot for slot in idle if key in slot.holds), idle[0] if idle else None)
 
-    def _next_fitting(self, waiting: list[Job], pending: Iterator[Job]) -> Job | None:
+    def _next_fitting(self, waiting: list[_Waiting], pending: Iterator[Job]) -> Job | None:
         """The first job in order that fits beside the running ones (`_fits`): of those drawn and
-        waiting, else the next drawn, looking past at most LOOKAHEAD jobs that do not fit. Without
-        it, a worker idled beside VGG-19 for as long as the next job in line was too large to join
-        it; a job is still drawn only when a worker is free for it."""
-        for index, job in enumerate(waiting):
-            if self._fits(job):
-                return waiting.pop(index)
+        waiting, else the next drawn, holding at most LOOKAHEAD jobs that do not fit. Without it, a
+        worker idled beside VGG-19 for as long as the next job in line was too large to join it. A
+        waiting job that LOOKAHEAD others went past is passed by no more: nothing starts until it
+        fits, or a job that needs two free workers could wait for the whole sweep. A job is still
+        drawn only when a worker is free for it."""
+        for index, held in enumerate(waiting):
+            if self._fits(held.job):
+                del waiting[index]
+                for earlier in waiting[:index]:
+                    earlier.passed += 1
+                return held.job
+            if held.passed >= LOOKAHEAD:
+                return None
         while len(waiting) < LOOKAHEAD:
             drawn = next(pending, None)
-            if drawn is None or self._fits(drawn):
+            if drawn is None:
+                return None
+            if self._fits(drawn):
+                for held in waiting:
+                    held.passed += 1
                 return drawn
-            waiting.append(drawn)
+            waiting.append(_Waiting(drawn))
         return None
 
     def run(self, jobs: Iterable[Job]) -> Iterator[JobResult]:
@@ -447,7 +475,7 @@ class WorkerPool:
         model needs more memory than is left waits for the running ones while later jobs that fit
         go ahead (`_next_fitting`)."""
         pending = iter(jobs)
-        waiting: list[Job] = []  # drawn, but too large to start beside what runs
+        waiting: list[_Waiting] = []  # drawn, but too large to start beside what runs
         while True:
             while any(slot.running is None for slot in self._slots) or len(self._slots) < self.size:
                 job = self._next_fitting(waiting, pending)
@@ -458,7 +486,7 @@ class WorkerPool:
                     slot = self._spawn()
                     self._slots.append(slot)
                 running = _Running(job, time.monotonic(), job.steps, memory_mb=self.allowance_mb(job))
-                running.reserve_mb = self._reserve_mb(job)
+                running.reserve_mb = self._need_mb(job)
                 self._send(slot, running)
             busy = [slot for slot in self._slots if slot.running is not None]
             if not busy:

@@ -26,6 +26,7 @@ from ditox_ci.engine.worker import (
     WorkerPool,
     _Running,
     _Slot,
+    _Waiting,
     allowance_per_model_mb,
 )
 
@@ -44,7 +45,7 @@ def _job(folder: Path, name: str, size_mb: int) -> Job:
 
 def _running_on(pool: WorkerPool, jobs: list[Job]) -> None:
     for job in jobs:
-        memory_mb, reserve_mb = pool.allowance_mb(job), pool._reserve_mb(job)
+        memory_mb, reserve_mb = pool.allowance_mb(job), pool._need_mb(job)
         running = _Running(job=job, started=0.0, remaining=(), memory_mb=memory_mb, reserve_mb=reserve_mb)
         pool._slots.append(_Slot(process=None, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
 
@@ -88,10 +89,10 @@ def test_a_free_worker_passes_over_jobs_too_large_to_join_the_running_one(tmp_pa
     cases = [_job(tmp_path, f"case{n}", 0) for n in range(3)]
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         _running_on(pool, [vgg])
-        waiting: list[Job] = []
+        waiting: list[_Waiting] = []
         pending = iter([zfnet, *cases])
         assert pool._next_fitting(waiting, pending) is cases[0]
-        assert waiting == [zfnet]
+        assert [held.job for held in waiting] == [zfnet]
         assert pool._next_fitting(waiting, pending) is cases[1]  # the one running is still VGG-19
         pool._slots.clear()  # VGG-19 done
         assert pool._next_fitting(waiting, pending) is zfnet
@@ -104,9 +105,27 @@ def test_a_free_worker_looks_past_a_bounded_number_of_jobs(tmp_path: Path):
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         _running_on(pool, [vgg])
         large = [vgg] * (LOOKAHEAD + 1)
-        waiting: list[Job] = []
+        waiting: list[_Waiting] = []
         assert pool._next_fitting(waiting, iter([*large, _job(tmp_path, "case", 0)])) is None
         assert len(waiting) == LOOKAHEAD
+        pool._slots.clear()
+
+
+def test_a_waiting_job_is_passed_by_no_more_than_lookahead_others(tmp_path: Path):
+    """Four workers of 1.5 GiB: VGG-19 (4.8 GiB) needs two of them free at once. Small jobs kept
+    taking each worker that freed, and it started last of 204; now the pool holds back for it."""
+    vgg = _job(tmp_path, "vgg", 548)
+    cases = [_job(tmp_path, f"case{n}", 0) for n in range(3 + LOOKAHEAD + 1)]
+    with WorkerPool(WorkerConfig(memory_limit_mb=1536), jobs=4) as pool:
+        _running_on(pool, cases[:3])  # 3 × 512 + 4896 > 4 × 1536
+        assert not pool.runs_alone(vgg) and not pool._fits(vgg)
+        waiting: list[_Waiting] = []
+        pending = iter([vgg, *cases[3:]])
+        started = [pool._next_fitting(waiting, pending) for _ in range(LOOKAHEAD)]
+        assert started == cases[3 : 3 + LOOKAHEAD] and waiting[0].passed == LOOKAHEAD
+        assert pool._next_fitting(waiting, pending) is None  # a case could start, but VGG-19 is next
+        pool._slots = pool._slots[:1]  # two of the three running cases finished
+        assert pool._next_fitting(waiting, pending) is vgg
         pool._slots.clear()
 
 
@@ -199,10 +218,18 @@ def test_a_budget_from_the_machine_lets_the_largest_models_run_together(tmp_path
 def test_free_memory_is_what_the_memory_cgroup_leaves_where_it_caps_the_container(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
-    (tmp_path / "memory.max").write_text(f"{2 * 2**30}\n")
-    (tmp_path / "memory.current").write_text(f"{512 * 2**20}\n")
-    monkeypatch.setattr(worker, "CGROUP_MEMORY_MAX", str(tmp_path / "memory.max"))
-    monkeypatch.setattr(worker, "CGROUP_MEMORY_CURRENT", str(tmp_path / "memory.current"))
+    v2 = (tmp_path / "memory.max", tmp_path / "memory.current")
+    v1 = (tmp_path / "memory.limit_in_bytes", tmp_path / "memory.usage_in_bytes")
+    monkeypatch.setattr(worker, "CGROUP_MEMORY_FILES", (tuple(map(str, v2)), tuple(map(str, v1))))
+    v2[0].write_text(f"{2 * 2**30}\n")
+    v2[1].write_text(f"{512 * 2**20}\n")
     assert 0 < worker.available_memory_mb() <= 1536  # the cgroup's 2 GiB less its 512 MiB in use
-    (tmp_path / "memory.max").write_text("max\n")
-    assert worker.available_memory_mb() > 0  # MemAvailable alone
+    v2[0].write_text("max\n")
+    assert worker.available_memory_mb() > 1536  # MemAvailable alone (this machine has more)
+    for path in v2:
+        path.unlink()
+    v1[0].write_text(f"{3 * 2**30}\n")
+    v1[1].write_text(f"{1024 * 2**20}\n")
+    assert 0 < worker.available_memory_mb() <= 2048  # cgroup v1's limit
+    v1[0].write_text("9223372036854771712\n")  # v1's "no limit"
+    assert worker.available_memory_mb() > 2048
