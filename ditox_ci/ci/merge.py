@@ -222,7 +222,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         unfinished = sum(
             (own.models_planned or 0) - len(report.models)
             for own, report in zip(shard_stats, ordered, strict=True)
-            if own.interrupted
+            if own.interrupted and own.models_planned is not None  # a stream plans nothing
         )
         stats = replace(
             stats, interrupted_shards=tuple(interrupted), models_planned=len(models) + max(0, unfinished)

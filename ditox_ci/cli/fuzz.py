@@ -92,9 +92,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError(f"--budget must be a positive number of seconds, got {args.budget}")
     log = Log(env, quiet=args.quiet)
     passes = selected_passes(args.passes)
-    seed = args.seed if args.seed is not None else 0
     out = Path(args.out)
     corpus_dir = out / "corpus"
+    # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
+    configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
+    options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
+    # the resolved seed (--seed, DITOX_SEED or the config file): the corpus and the inputs alike
+    seed = options.seed
     if args.no_sweep:
         with log.group(f"generate ({len(passes)} generators, seed {seed})"):
             generated = generate_within(args.budget, seed, passes, args.limit)
@@ -103,9 +107,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.info(f"{len(generated)} models ({near} near-misses) -> {corpus_dir}")
         return EXIT_OK
 
-    # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
-    options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
     corpus = StreamedCorpus(corpus_dir, seed, passes, args.limit, started + args.budget * SWEEP_SHARE)
     today = datetime.date.today()
     # one hung model must not take the budget: it is a finding after a tenth of it

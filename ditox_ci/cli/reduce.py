@@ -81,11 +81,13 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         raise InputError(f"model {path} is not a readable ONNX model ({exc})") from None
     ref = ModelRef(id=path.name, source=str(path), path=str(path))
     try:
-        feeds = make_feeds(model, ref, options.samples, options.seed)
+        feeds = make_feeds(model, ref, options.samples, options.seed, options.dynamic_dim)
     except InputSpecError as exc:
         raise InputError(f"cannot make inputs for {path}: {exc}") from None
     step = Step("passes:" + ",".join(passes), passes, options.fixed_point)
     config = worker_config(options, build)
+    # the runner that records intermediates and writes the bundle: --runner's, ONNX Runtime for auto
+    runner_name = "reference" if options.runner == "reference" else "onnxruntime"
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:
         judge = PoolJudge(pool, Path(scratch))
         try:
@@ -100,7 +102,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             return candidate_outcome(judge, ref.id, candidate, candidate_feeds, step)
 
         with log.group(f"reduce {path.name} ({len(model.graph.node)} nodes)"):
-            result = reduce(model, feeds, same_finding(evaluate, failure), options.budget)
+            result = reduce(model, feeds, same_finding(evaluate, failure), options.budget, runner_name)
     kind = str(failure.kind)
     fingerprint = failure_fingerprint(failure, passes)
     finding = Finding(
@@ -127,6 +129,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         build.optimizer,
         *options.tolerances.scalar(),
         options.timeout,
+        runner_name=runner_name,
         names=result.names,
     )
     log.info(
