@@ -176,7 +176,8 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
 @dataclass(frozen=True)
 class SweepSetup:
     """One sweep, resolved once: its options, the optimizer under test (installed and loaded), the
-    baseline and the previous report as read, and the timeout of one optimizer or runtime call."""
+    baseline and the previous report as read, the timeout of one optimizer or runtime call, and the
+    worker pool's configuration (its memory budget read from the machine once)."""
 
     options: SweepOptions
     build: Installation
@@ -185,14 +186,11 @@ class SweepSetup:
     timeout_s: float
     # time.monotonic() when it began: the report's wall time counts installing the optimizer
     started: float
+    worker_config: WorkerConfig
 
     @property
     def info(self) -> OptimizerInfo:
         return self.build.info
-
-    @property
-    def worker_config(self) -> WorkerConfig:
-        return worker_config(self.options, self.build, self.timeout_s)
 
 
 @contextlib.contextmanager
@@ -211,4 +209,5 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
                 check_entry_passes(baseline, f"{info.name} {info.version}", info.passes)
             previous = read_report(Path(options.previous)) if options.previous else None
         timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
-        yield SweepSetup(options, build, baseline, previous, timeout_s, started)
+        config = worker_config(options, build, timeout_s)
+        yield SweepSetup(options, build, baseline, previous, timeout_s, started, config)

@@ -295,7 +295,7 @@ def run_sweep(
         plan = plan_corpus(setup, log) if stream is None else plan_stream(setup, stream, log)
         if plan.info.opaque:
             log.notice(f"{plan.info.name}: {OPAQUE_NOTE}")
-    return _sweep_planned(setup, plan, log, on_result, stream, settled, setup.started)
+    return _sweep_planned(setup, plan, log, on_result, stream, settled)
 
 
 def sweep(options: SweepOptions, log: Log) -> Report:
@@ -311,7 +311,6 @@ def _sweep_planned(
     on_result: Callable[[JobResult], None] | None,
     stream: ModelStream | None,
     settled: Callable[[], None],
-    started: float,
 ) -> Report:
     options, build = setup.options, setup.build
     config = setup.worker_config
@@ -347,4 +346,4 @@ def _sweep_planned(
             settled()
     except Interrupted as stop:
         interrupted = stop
-    return _report(options, plan, finished, workers, started, interrupted, log)
+    return _report(options, plan, finished, workers, setup.started, interrupted, log)

@@ -48,7 +48,6 @@ def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -
     return kept
 
 
-
 def plan_sweep(
     options: SweepOptions,
     log: Log | None = None,

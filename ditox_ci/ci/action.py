@@ -2,8 +2,9 @@
 outputs, the gate, and the runner of the stages (each stage's environment, signals, the hand-over
 of what they wrote).
 
-The Action holds no logic of its own (cibuildwheel's rule): every input becomes a `ditox-ci` flag,
-and the verdict is read back from the report the CLI wrote. The environment is passed in.
+The Action holds no logic of its own (cibuildwheel's rule): every input but those in
+`ACTION_ONLY` becomes a `ditox-ci` flag, and the verdict is read back from the report the CLI
+wrote. The environment is passed in.
 """
 
 from __future__ import annotations

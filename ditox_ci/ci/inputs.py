@@ -77,6 +77,7 @@ GATES: dict[str, Callable[[Report], int]] = {
     "never": lambda report: 0,
 }
 
+
 def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
     inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})

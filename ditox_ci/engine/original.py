@@ -2,7 +2,7 @@
 can, with its noise floor measured. Every step of the model's job then judges its optimized model
 against this ModelContext (`evaluate.py`), so the original is parsed and run once per model.
 
-Runs inside a worker process (see `worker.py`). A model that cannot be tested at all (unreadable,
+Runs inside a worker process (`child.py`). A model that cannot be tested at all (unreadable,
 over protobuf's limit, no runner can run it) raises SkipModel with the reason the report shows.
 """
 

@@ -164,7 +164,8 @@ Costed = tuple[float, Job]
 
 
 def makespan(costs: Sequence[float], workers: int) -> float:
-    """When a pool of `workers` that takes jobs in this order (as WorkerPool does) finishes."""
+    """When a pool of `workers` that takes jobs in this order finishes (as WorkerPool does where
+    memory lets every job start in turn: the model leaves memory out)."""
     free = [0.0] * max(1, workers)
     for job_cost in costs:
         heapq.heappush(free, heapq.heappop(free) + job_cost)
@@ -185,15 +186,15 @@ def _lpt(costed: Sequence[Costed], count: int) -> list[list[Costed]]:
 def finishing_order(shard: Sequence[Costed], workers: int) -> list[Costed]:
     """A shard's jobs in the order that finishes models steadily without lengthening its run.
 
-    Models are ranked costliest first and cut in two halves by count; each half is a queue of
-    jobs, a model's parts back to back. Jobs are placed as the pool would place them with these
-    costs. The next job comes from the head of the costlier queue while the share of the cost
-    taken so far is no more than the share of the models completed and another worker is on
+    Models are ranked costliest first and cut in two halves by count; each half is a queue of jobs,
+    a model's parts back to back. Jobs are placed as the pool would place them with these costs
+    (memory left out). The next job comes from the head of the costlier queue while the share of the
+    cost taken so far is no more than the share of the models completed and another worker is on
     something short, else from the cheaper queue, else, when every other worker is on a long job,
     from the tail of the costlier queue. So after a third of the work about a third of the models
-    are done, no two large models hold every worker while shorter ones wait, the costliest job
-    still starts first (what keeps LPT's shard balance), and the run ends on middling jobs. Ties
-    go by model id: every shard job computes the same order."""
+    are done, no two large models hold every worker while shorter ones wait, the costliest job still
+    starts first (what keeps LPT's shard balance), and the run ends on middling jobs. Ties go by
+    model id: every shard job computes the same order."""
     parts: dict[str, list[Costed]] = {}
     for item in shard:
         parts.setdefault(item[1].ref.id, []).append(item)

@@ -4,8 +4,9 @@ In the style of Polygraphy's BaseRunner, a surface declares what the publisher a
 it and fills in `publish`: its options (a frozen dataclass that `PublishOptions` derives from, each
 field with the `help` of its `--flag`), the option that turns it on, the permission it needs, the
 Action output that names what it wrote, and any text it adds to the step summary. The publisher
-runs every registered surface (`SURFACES`, in the order they were registered) the same way, so a
-new surface is its module, its template and its inputs and output in action.yml.
+runs every registered surface (`SURFACES`) the same way, in the order `PublishOptions` names their
+options among its bases; a new surface is its module, its options among those bases, its row in
+the Action's table (`ci/inputs.py`), its template, and its inputs and output in action.yml.
 """
 
 from __future__ import annotations

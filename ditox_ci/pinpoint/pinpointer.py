@@ -32,6 +32,7 @@ from typing import Any
 
 import onnx
 
+from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
@@ -63,8 +64,9 @@ STANDALONE_MIN_S = 2.0  # a fuzz run with less time left writes no standalone sc
 class PinpointOptions:
     out_dir: Path
     reduce_budget: float = 30.0
-    rtol: float = 1e-3
-    atol: float = 1e-4
+    # one tolerance for node-level divergence and repro.py: float32's unless given (Tolerances)
+    rtol: float = DEFAULT_RTOL
+    atol: float = DEFAULT_ATOL
     # how long repro.py and the standalone script let the optimizer and runtime take: the sweep's
     timeout_s: float = 60.0
     # findings the baseline accepts as by design are localized (the baseline matches on culprit

@@ -24,7 +24,7 @@ from xml.sax.saxutils import escape, quoteattr
 from ditox_ci.report.model import Report
 from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
 
-# report.json's `stats` keys: {pass: {family: models}} the pass changed, and was checked on
+# the one column of a report without per-family counts
 ALL_MODELS = "all"
 FONT_SIZE = 12
 # the advance of one monospace character (DejaVu Sans Mono, Courier: 0.6 em), with some slack
@@ -113,6 +113,7 @@ def never_fired(report: Report) -> list[str]:
         for name in table.passes
         if sum(table.changed[name].values()) == 0
         and report.coverage.get(name, {}).get("models_changed", 0) == 0
+        and report.coverage.get(name, {}).get("models_checked", 1) > 0
     ]
 
 

@@ -23,9 +23,9 @@ class KnownSource(Enum):
 
     BASELINE = "baseline"
     BASE_OPTIMIZER = "base-optimizer"
-    PREVIOUS = "previous"
     # a verdict the finding came with that no call at hand can decide again
     ENGINE = "engine"
+    PREVIOUS = "previous"
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,6 @@ EXERCISED_KEY = "exercised"
 # picture's cells and denominators)
 CHANGED_BY_FAMILY = "coverage_by_family"
 CHECKED_BY_FAMILY = "coverage_checked_by_family"
-# the records of other stages, by their key in report.json, in the order a sweep writes them
-STAGE_KEYS = ("pinpoint", "base_optimizer", "reproduce", EXERCISED_KEY, "baseline", "fuzz")
 
 
 def add_up(total: Any, value: Any) -> Any:
@@ -92,7 +90,8 @@ class SweepStats:
     # a merge's: each shard's wall time, and the shards that were interrupted
     shard_wall_s: tuple[float, ...] | None = None
     interrupted_shards: tuple[int, ...] | None = None
-    # by key (STAGE_KEYS first, then any other a report holds): the records of other stages
+    # by key, in the report's order: the records of other stages (pinpoint, base_optimizer,
+    # reproduce, exercised, baseline, fuzz) and any key this version does not name
     stages: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -28,8 +28,6 @@ from ditox_ci.report.model import Finding
 from ditox_ci.triage.reproduce import retry, tries_of
 
 BY_BASE = KnownBy(KnownSource.BASE_OPTIMIZER)
-# report.json's `evidence.known_by` of a finding the base build shows too
-KNOWN_BY = BY_BASE.to_json()
 
 
 @dataclass(frozen=True)

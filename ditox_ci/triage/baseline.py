@@ -104,10 +104,6 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0].strip() if text.strip() else ""
 
 
-def finding_message(finding: Finding) -> str:
-    return finding.message
-
-
 @dataclass(frozen=True)
 class BaselineEntry:
     id: str
@@ -142,7 +138,7 @@ class BaselineEntry:
                 return False
         if not fnmatch.fnmatchcase(finding.model, self.model):
             return False
-        return not (self.message and not re.search(self.message, finding_message(finding)))
+        return not (self.message and not re.search(self.message, finding.message))
 
     def expired(self, today: dt.date) -> bool:
         return self.expires is not None and self.expires < today

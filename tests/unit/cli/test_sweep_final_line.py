@@ -13,7 +13,7 @@ from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Culprit, Finding, ModelEntry
-from ditox_ci.run_options import SweepOptions, SweepSetup
+from ditox_ci.run_options import SweepOptions, SweepSetup, worker_config
 from ditox_ci.triage.baseline import load_baseline
 from tests.helpers import minimal_report
 
@@ -34,7 +34,8 @@ def test_one_error_per_bug_and_the_summary_s_tally_last(tmp_path: Path, capsys: 
     report = replace(minimal_report(*findings), models=(ModelEntry("m0", "t", ""),))
     options = resolve(SweepOptions, flags={"out": str(tmp_path)}, env={})
     build = Installation("onnxoptimizer", "onnxoptimizer", None, load_optimizer("onnxoptimizer").info)
-    setup = SweepSetup(options, build, load_baseline(None), None, options.timeout, 0.0)
+    config = worker_config(options, build)
+    setup = SweepSetup(options, build, load_baseline(None), None, options.timeout, 0.0, config)
     assert finish(report, setup, Log({})) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     errors = [line for line in lines if line.startswith("error:")]

@@ -12,7 +12,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.triage.base_optimizer import KNOWN_BY, judge_on_base
+from ditox_ci.triage.base_optimizer import BY_BASE, judge_on_base
 
 EXPECTED = [np.linspace(1.0, 2.0, 8, dtype=np.float32), np.linspace(-3.0, 3.0, 8, dtype=np.float32)]
 
@@ -83,7 +83,7 @@ def test_the_base_build_showing_another_mismatch_does_not_make_a_new_one_known()
     for base_outcome, known in ((DRIFT_ON_FIRST, False), (mismatch([0.0, 0.6]), True)):
         base = [JobResult(ref=ref, status="ok", outcomes={"pass:b": base_outcome})]
         (judged,) = judge_on_base([finding], ours, base, "base")
-        assert (judged.evidence.get("known_by") == KNOWN_BY) is known
+        assert (judged.triage.known_by == BY_BASE) is known
 
 
 def test_a_candidate_keeps_a_mismatch_only_at_least_as_severe_never_as_a_mere_drift():

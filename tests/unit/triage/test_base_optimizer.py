@@ -9,7 +9,7 @@ from ditox_ci.engine.worker import JobResult
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import cache_key
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.triage.base_optimizer import KNOWN_BY, base_job, judge_on_base
+from ditox_ci.triage.base_optimizer import BY_BASE, base_job, judge_on_base
 
 HEAD = OptimizerInfo("onnxoptimizer", "0.4", ("nop", "a", "b", "new"), ("a", "new"))
 BASE = OptimizerInfo("onnxoptimizer", "0.3", ("nop", "a", "b"), ("a", "b"))
@@ -81,7 +81,8 @@ def test_the_same_failure_on_the_base_is_known_and_anything_else_stays_new():
         (f.model, f.config): f for f in judge_on_base(findings, ours, theirs, "onnxoptimizer==0.3 (0.3)")
     }
     known = judged[("m0", "pass:a")]
-    assert known.status == "known" and known.evidence["known_by"] == KNOWN_BY
+    assert known.status == "known" and known.triage.known_by == BY_BASE
+    assert known.evidence["known_by"] == BY_BASE.to_json()  # as report.json writes it
     assert known.evidence["base_optimizer"] == "onnxoptimizer==0.3 (0.3)"
     assert judged[("m1", "pass:a")].status == "known"
     assert judged[("m0", "default")].status == "new"
