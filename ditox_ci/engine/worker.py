@@ -159,15 +159,18 @@ def warm_up() -> None:
         multiprocessing.forkserver.ensure_running()
 
 
-def machine_memory_mb() -> float:
-    """The machine's memory (/proc/meminfo's MemTotal); 0 where that cannot be read."""
-    try:
+def _meminfo_mb(field: str) -> float:
+    """One figure of /proc/meminfo (`MemTotal`, `MemAvailable`) in MiB; 0 where it cannot be read."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
         for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
     return 0.0
+
+
+def machine_memory_mb() -> float:
+    """The machine's memory (MemTotal)."""
+    return _meminfo_mb("MemTotal")
 
 
 def _cgroup_headroom_mb() -> float | None:
@@ -184,11 +187,7 @@ def _cgroup_headroom_mb() -> float | None:
 def available_memory_mb() -> float:
     """What the machine can give the workers now: /proc/meminfo's MemAvailable, less where a memory
     cgroup caps this process's group; 0 where neither can be read."""
-    available = 0.0
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) / 1024
+    available = _meminfo_mb("MemAvailable")
     headroom = _cgroup_headroom_mb()
     if headroom is not None:
         available = min(available, headroom) if available else headroom

@@ -56,16 +56,21 @@ def test_the_outputs_a_seedless_random_op_reaches_are_read_off_the_graph():
     assert random_output_positions(model(seed=1.0)) == set()
 
 
-def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Path) -> None:
-    """Exp overflows on the wide-range sample at full scale and not at a tenth: two samples, two
-    tries of the wide one, the sign-structured one, then the four kept samples once more for the
-    noise floor."""
+def _save_exp(path: Path) -> None:
+    """y = Exp(x): overflows on the wide-range sample at full scale, not at a tenth."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
     graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "g", [x], [y])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    onnx.save(model, tmp_path / "exp.onnx")
+    onnx.save(model, path)
+
+
+def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Path) -> None:
+    """Exp overflows on the wide-range sample at full scale and not at a tenth: two samples, two
+    tries of the wide one, the sign-structured one, then the four kept samples once more for the
+    noise floor."""
+    _save_exp(tmp_path / "exp.onnx")
 
     before = runner.runs_so_far()
     context = prepare(ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2))
@@ -79,12 +84,7 @@ def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Pat
 def test_a_contexts_draw_makes_its_feeds_again_without_running_the_original(tmp_path: Path) -> None:
     """What pinpointing does in the parent with a job result's Draw: the same samples, the wide
     one scaled back as the worker found it and the sign-structured one, in the same order."""
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
-    graph = helper.make_graph([helper.make_node("Exp", ["x"], ["y"])], "g", [x], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.save(model, tmp_path / "exp.onnx")
+    _save_exp(tmp_path / "exp.onnx")
     ref, settings = ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2)
     context = prepare(ref, settings)
     assert context.draw == Draw(2, 0, {"x": 0.1}, signed=True)
