@@ -221,15 +221,16 @@ def test_free_memory_is_what_the_memory_cgroup_leaves_where_it_caps_the_containe
     v2 = (tmp_path / "memory.max", tmp_path / "memory.current")
     v1 = (tmp_path / "memory.limit_in_bytes", tmp_path / "memory.usage_in_bytes")
     monkeypatch.setattr(worker, "CGROUP_MEMORY_FILES", (tuple(map(str, v2)), tuple(map(str, v1))))
+    monkeypatch.setattr(worker, "_meminfo_mb", lambda field: 30_000.0)  # MemAvailable, fixed
     v2[0].write_text(f"{2 * 2**30}\n")
     v2[1].write_text(f"{512 * 2**20}\n")
-    assert 0 < worker.available_memory_mb() <= 1536  # the cgroup's 2 GiB less its 512 MiB in use
+    assert worker.available_memory_mb() == 1536  # the cgroup's 2 GiB less its 512 MiB in use
     v2[0].write_text("max\n")
-    assert worker.available_memory_mb() > 1536  # MemAvailable alone (this machine has more)
+    assert worker.available_memory_mb() == 30_000  # MemAvailable alone
     for path in v2:
         path.unlink()
     v1[0].write_text(f"{3 * 2**30}\n")
     v1[1].write_text(f"{1024 * 2**20}\n")
-    assert 0 < worker.available_memory_mb() <= 2048  # cgroup v1's limit
+    assert worker.available_memory_mb() == 2048  # cgroup v1's limit less its usage
     v1[0].write_text("9223372036854771712\n")  # v1's "no limit"
-    assert worker.available_memory_mb() > 2048
+    assert worker.available_memory_mb() == 30_000
