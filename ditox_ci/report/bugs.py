@@ -17,8 +17,6 @@ from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding
 
-MODELS_SHOWN = 3
-
 
 @dataclass(frozen=True)
 class Bug:
