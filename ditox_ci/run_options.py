@@ -176,14 +176,13 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
 @dataclass(frozen=True)
 class SweepSetup:
     """One sweep, resolved once: its options, the optimizer under test (installed and loaded), the
-    baseline and the previous report as read, the timeout of one optimizer or runtime call, and the
-    worker pool's configuration (its memory budget read from the machine once)."""
+    baseline and the previous report as read, and the worker pool's configuration (the timeout of
+    one optimizer or runtime call, the memory budget read from the machine once)."""
 
     options: SweepOptions
     build: Installation
     baseline: Baseline
     previous: Report | None
-    timeout_s: float
     # time.monotonic() when it began: the report's wall time counts installing the optimizer
     started: float
     worker_config: WorkerConfig
@@ -191,6 +190,10 @@ class SweepSetup:
     @property
     def info(self) -> OptimizerInfo:
         return self.build.info
+
+    @property
+    def timeout_s(self) -> float:
+        return self.worker_config.timeout_s
 
 
 @contextlib.contextmanager
@@ -210,4 +213,4 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
             previous = read_report(Path(options.previous)) if options.previous else None
         timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
         config = worker_config(options, build, timeout_s)
-        yield SweepSetup(options, build, baseline, previous, timeout_s, started, config)
+        yield SweepSetup(options, build, baseline, previous, started, config)

@@ -35,7 +35,7 @@ def test_one_error_per_bug_and_the_summary_s_tally_last(tmp_path: Path, capsys: 
     options = resolve(SweepOptions, flags={"out": str(tmp_path)}, env={})
     build = Installation("onnxoptimizer", "onnxoptimizer", None, load_optimizer("onnxoptimizer").info)
     config = worker_config(options, build)
-    setup = SweepSetup(options, build, load_baseline(None), None, options.timeout, 0.0, config)
+    setup = SweepSetup(options, build, load_baseline(None), None, 0.0, config)
     assert finish(report, setup, Log({})) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     errors = [line for line in lines if line.startswith("error:")]
