@@ -21,6 +21,7 @@ from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.original import SCREEN_MIN_MB
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.shard import Shard
@@ -65,6 +66,8 @@ class RunOptions:
     dynamic_dim: int = 2
     runner: str = "auto"
     comparator: str | None = None
+    # screen a large model's single passes in lists before running them each (engine/screen.py)
+    screen: bool = True
     cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
 
     def __post_init__(self) -> None:
@@ -161,6 +164,7 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
             runner=options.runner,
             noise_floor=build.info.noise_floor,
             runtime_loads_input=build.info.runtime_loads_input,
+            screen_min_mb=SCREEN_MIN_MB if options.screen else None,
         ),
         comparators=comparators,
         timeout_s=options.timeout if timeout_s is None else timeout_s,

@@ -243,6 +243,7 @@ def _report(
         optimizer_runs=sum(r.optimizer_runs for r in results),
         runtime_runs=sum(r.runtime_runs for r in results),
         cache_hits=sum(r.cache_hits for r in results),
+        screened_steps=sum(r.screened for r in results),
         worker_restarts=sum(r.restarts for r in results),
         models_total=len(results),
         models_skipped=sum(1 for r in results if r.status != "ok"),

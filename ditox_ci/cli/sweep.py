@@ -115,6 +115,13 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         "--rtol/--atol; off: the fixed tolerances alone",
     )
     add(
+        "--screen",
+        choices=("on", "off"),
+        help="on (default): a model over 64 MiB has its single passes run together first, and only "
+        "the passes that list cannot clear run on their own (same verdicts, a third of the calls); "
+        "off: every single pass on its own",
+    )
+    add(
         "--dynamic-dim",
         dest="dynamic_dim",
         type=int,

@@ -30,6 +30,7 @@ from ditox_ci.engine.messages import (
     WorkerConfig,
 )
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.screen import JobScreen
 from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 
@@ -88,6 +89,8 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         conn.send(OptimizerLoadFailed(str(exc)))
         return
     contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
+    # passes whose own step changed a model this worker screened (JobScreen)
+    suspects: set[str] = set()
     while True:
         job: Job | Stop = conn.recv()
         if isinstance(job, Stop):
@@ -119,13 +122,21 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
         conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
+        # a re-run that asks whether a failure reproduces runs each step on its own
+        min_mb = config.settings.screen_min_mb if job.screen and not job.fresh else None
+        screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
                 conn.send(PhaseStarted(index, phase))
 
             try:
+                cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
+                if cleared is not None:
+                    conn.send(StepFinished(index, cleared))
+                    continue
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
+                screen.ran(index, outcome)
             except MemoryError:
                 os._exit(MEMORY_ERROR_EXIT)
             # a bug in ditox-ci or its configuration, never the optimizer's
@@ -137,4 +148,5 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
                 conn.send(PhaseStarted(index, "divergence"))
                 conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
         else:
-            conn.send(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))
+            runs, hits = runner.runs_so_far() - runs_before, context.cache_hits - hits_before
+            conn.send(JobDone(runs, hits, screen.screened))

@@ -53,6 +53,7 @@ __all__ = [
     "judge_bytes",
     "optimizer_input",
     "prepare",
+    "result_digest",
     "run_step",
 ]
 
@@ -96,7 +97,7 @@ def judge_bytes(
     settings = settings or EvalSettings()
     if data == context.data:
         return Outcome(kind=None, digest=context.digest, changed=False)
-    digest = _judged_before(context, data) or hashlib.sha256(data).hexdigest()
+    digest = result_digest(context, data)
     if digest in context.judged:
         context.cache_hits += 1
         return context.judged[digest]
@@ -110,6 +111,13 @@ def judge_bytes(
         context.judged_bytes.setdefault(len(data), []).append((data, digest))
         context.kept_bytes += len(data)
     return outcome
+
+
+def result_digest(context: ModelContext, data: bytes) -> str:
+    """The sha256 of an optimizer's result, found without hashing where it can be."""
+    if data == context.data:
+        return context.digest
+    return _judged_before(context, data) or hashlib.sha256(data).hexdigest()
 
 
 def _judged_before(context: ModelContext, data: bytes) -> str | None:

@@ -7,12 +7,17 @@ A worker answers each Job with:
     StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an output
     mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
     whose output differs (localize_nodes), found with the optimizer run again in the worker;
-  JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
+  before the first single-pass step of a large model, PhaseStarted(i, "screen") per optimizer call
+    over many passes (`engine.screen`), and StepFinished(i, the control's Outcome) for each step
+    that screening cleared;
+  JobDone(runtime_runs, cache_hits, screened), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
 A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
 optional evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase
 is replaced and the model resumes at the next step, the mismatch found but without its divergence.
+A screen only saves calls: a worker that dies, hangs or exceeds its memory limit in the "screen"
+phase is replaced and the model resumes at that same step, every step after it run on its own.
 """
 
 from __future__ import annotations
@@ -71,6 +76,10 @@ class Job:
     # prepare the original again and judge every step anew, even when the worker holds the model:
     # a re-run that asks whether a failure reproduces must not be answered from its cache
     fresh: bool = False
+    # screen the single-pass steps of a large model (engine/screen.py): off once a screen died
+    screen: bool = True
+    # the nop control's outcome, when it ran before the job resumed on a fresh worker without it
+    control: Outcome | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +99,8 @@ class JobResult:
     optimizer_runs: int = 0
     runtime_runs: int = 0
     cache_hits: int = 0
+    # single-pass steps cleared by a screen instead of a call of their own
+    screened: int = 0
     restarts: int = 0
 
 
@@ -104,7 +115,7 @@ class Stop:
 @dataclass(frozen=True)
 class PhaseStarted:
     step_index: int  # into the Job's steps; -1 while the original is prepared
-    phase: str  # "prepare", "optimize", "run" or "divergence"
+    phase: str  # "prepare", "optimize", "run", "divergence" or "screen"
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,7 @@ class JobDone:
     # this Job's alone: a context kept from an earlier Job of the same model carries that one's too
     runtime_runs: int
     cache_hits: int
+    screened: int = 0
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,11 @@ _TASK_COMPARATOR_S = 24.0
 # of each shard job: 97 % of that time went to the 9 light/* models, 1.4 GB together.
 _NODES_COUNTED_BELOW = 1_000_000
 
+# Share of a large model's time left when its single passes are screened (engine/screen.py): the
+# default sweep on 2026-11-25, each light model over 64 MiB with and without screening, measured
+# 0.24 (resnet50), 0.27 (bvlc_alexnet), 0.37 (zfnet512) and 0.42 (vgg19).
+_SCREENED_SHARE = 0.33
+
 # Share of a model's time that every part of it repeats: preparing the original (load, inputs, one
 # run) and the nop control. Measured on light/bvlc_alexnet and light/resnet50: 9-14 %.
 _PART_OVERHEAD = 0.12
@@ -103,10 +108,13 @@ def _node_count(path: str) -> int:
     return node_count(model)
 
 
-def estimate_cost(ref: ModelRef, previous_costs: Mapping[str, float] | None) -> float:
+def estimate_cost(
+    ref: ModelRef, previous_costs: Mapping[str, float] | None, screen_min_mb: float | None = None
+) -> float:
     """Expected seconds to sweep `ref`: its measured time when known, else size and node count
     (counted only in files under 1 MB), from its source's index when it gives them (the file may
-    not be unpacked yet), else from the file."""
+    not be unpacked yet), else from the file; a third of that from `screen_min_mb` MiB on, where
+    the model's single passes are screened."""
     if previous_costs and previous_costs.get(ref.id, 0.0) > 0:
         return float(previous_costs[ref.id])
     task = _TASK_COMPARATOR_S if ref.comparator else 0.0
@@ -119,7 +127,9 @@ def estimate_cost(ref: ModelRef, previous_costs: Mapping[str, float] | None) -> 
         except OSError:
             size = 0
         nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
-    return _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
+    cost = _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
+    screened = screen_min_mb is not None and size >= screen_min_mb * 2**20
+    return cost * _SCREENED_SHARE if screened else cost
 
 
 def part_cost(model_cost: float, steps_in_part: int, steps_in_model: int) -> float:
@@ -282,7 +292,7 @@ def plan_jobs(
 
 
 # what a model's parts add up to; every other field describes the model and is the same in each
-_SUMMED = ("wall_s", "optimizer_runs", "runtime_runs", "cache_hits", "restarts")
+_SUMMED = ("wall_s", "optimizer_runs", "runtime_runs", "cache_hits", "screened", "restarts")
 
 
 def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobResult:

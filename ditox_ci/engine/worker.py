@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
 from ditox_ci.engine.deaths import failure_outcome, oom_kills, rss_mb, signal_name
 from ditox_ci.engine.divergence import Divergence
@@ -111,6 +112,7 @@ class _Running:
     optimizer_runs: int = 0
     runtime_runs: int = 0
     cache_hits: int = 0
+    screened: int = 0
     restarts: int = 0
     memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
     reserve_mb: int = ALLOWANCE_BASE_MB  # what the pool counts for it against its budget (`_need_mb`)
@@ -275,7 +277,8 @@ class WorkerPool:
         running.phase_started = time.monotonic()
         running.stderr_from = _file_size(slot.stderr_path)
         slot.running = running
-        slot.conn.send(replace(running.job, steps=running.remaining))
+        control = running.outcomes.get(NOP) if all(step.label != NOP for step in running.remaining) else None
+        slot.conn.send(replace(running.job, steps=running.remaining, control=control))
         key = (running.job.ref.id, running.job.ref.path)
         slot.holds = [*(held for held in slot.holds if held != key), key][-CONTEXTS_KEPT:]
 
@@ -303,6 +306,7 @@ class WorkerPool:
             optimizer_runs=running.optimizer_runs,
             runtime_runs=running.runtime_runs,
             cache_hits=running.cache_hits,
+            screened=running.screened,
             restarts=running.restarts,
         )
 
@@ -315,7 +319,7 @@ class WorkerPool:
             case PhaseStarted(step_index=index, phase=phase):
                 running.step_index, running.phase = index, phase
                 running.phase_started = time.monotonic()
-                if phase in ("optimize", "divergence"):
+                if phase in ("optimize", "divergence", "screen"):
                     running.optimizer_runs += 1
             case OriginalPrepared():
                 running.original = message
@@ -332,9 +336,10 @@ class WorkerPool:
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 slot.running = None
                 return self._finish(running, INTERNAL_ERROR, text)
-            case JobDone(runtime_runs=runs, cache_hits=hits):
+            case JobDone(runtime_runs=runs, cache_hits=hits, screened=screened):
                 running.runtime_runs += runs
                 running.cache_hits += hits
+                running.screened += screened
                 slot.running = None
                 return self._finish(running, "ok")
         return None
@@ -346,6 +351,14 @@ class WorkerPool:
             if stderr.strip():
                 reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
             return self._finish(running, "skipped", reason)
+        if running.phase == "screen":
+            # a pass of a screened list crashed, hung or ran out of memory: no step ran yet, so the
+            # model resumes at this step, each step on its own (the resumed job has no control to
+            # screen against), where the pass's failure is its own step's finding
+            running.remaining = running.remaining[running.step_index :]
+            running.job = replace(running.job, screen=False)
+            running.restarts += 1
+            return None
         # in the divergence phase the step's outcome already came back: it stands, without divergence
         if running.phase != "divergence":
             step = running.remaining[running.step_index]

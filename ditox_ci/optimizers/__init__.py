@@ -125,6 +125,9 @@ class LoadedOptimizer:
     normalize: NormalizeFunc | None = field(default=None, compare=False)
     # the adapter's source file, copied into repro bundles so they run without ditox-ci
     adapter_file: str | None = None
+    # a pass list runs each pass once, in its order, on what the passes before it left (onnxoptimizer's
+    # GeneralPassManager): a list that changes nothing holds no pass that would (engine/screen.py)
+    sequential_passes: bool = False
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -183,7 +186,13 @@ def _onnxoptimizer() -> LoadedOptimizer:
         run = native.optimize_fixedpoint if fixed_point else native.optimize
         return bytes(run(data, list(passes)))
 
-    return LoadedOptimizer(info=info, optimize=optimize, mutates_input=False, optimize_bytes=optimize_bytes)
+    return LoadedOptimizer(
+        info=info,
+        optimize=optimize,
+        mutates_input=False,
+        optimize_bytes=optimize_bytes,
+        sequential_passes=True,
+    )
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,8 @@ class SweepStats:
     optimizer_runs: int = 0
     runtime_runs: int = 0
     cache_hits: int = 0
+    # single-pass steps a screen cleared without a call of their own (engine/screen.py)
+    screened_steps: int = 0
     worker_restarts: int = 0
     models_total: int = 0
     models_skipped: int = 0
@@ -112,6 +114,8 @@ class SweepStats:
             "jobs": self.jobs,
             CHANGED_BY_FAMILY: {name: dict(families) for name, families in self.coverage_by_family.items()},
         }
+        if self.screened_steps:  # additive, as the next one
+            stats["screened_steps"] = self.screened_steps
         if self.coverage_checked_by_family:  # additive: a report without it reads as before
             stats[CHECKED_BY_FAMILY] = {
                 name: dict(families) for name, families in self.coverage_checked_by_family.items()
@@ -142,6 +146,7 @@ class SweepStats:
             optimizer_runs=int(data.get("optimizer_runs", 0)),
             runtime_runs=int(data.get("runtime_runs", 0)),
             cache_hits=int(data.get("cache_hits", 0)),
+            screened_steps=int(data.get("screened_steps", 0)),
             worker_restarts=int(data.get("worker_restarts", 0)),
             models_total=int(data.get("models_total", 0)),
             models_skipped=int(data.get("models_skipped", 0)),
@@ -179,6 +184,7 @@ class SweepStats:
             optimizer_runs=sum(shard.optimizer_runs for shard in shards),
             runtime_runs=sum(shard.runtime_runs for shard in shards),
             cache_hits=sum(shard.cache_hits for shard in shards),
+            screened_steps=sum(shard.screened_steps for shard in shards),
             worker_restarts=sum(shard.worker_restarts for shard in shards),
             models_total=sum(shard.models_total for shard in shards),
             models_skipped=sum(shard.models_skipped for shard in shards),

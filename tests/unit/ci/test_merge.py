@@ -71,6 +71,7 @@ def _three_shards() -> list[Report]:
             {"a": {"models_changed": 1, "models_checked": 2}},
             wall_s=4.0,
             optimizer_runs=10,
+            screened_steps=7,
         ),
         _shard(
             1,
@@ -107,6 +108,8 @@ def test_merge_sums_coverage_per_pass_and_stats() -> None:
         "b": {"models_changed": 1, "models_checked": 1},
     }
     assert merged.stats["optimizer_runs"] == 15
+    # a shard that screened nothing writes no count of it (additive) and adds none
+    assert merged.stats["screened_steps"] == 7
     assert merged.stats["wall_s"] == 6.0
     assert merged.stats["shard_wall_s"] == [4.0, 6.0, 0.5]
 

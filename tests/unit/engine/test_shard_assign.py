@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci.corpus import ModelRef
+from ditox_ci.corpus import ModelRef, ModelSize
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.shard import Shard, estimate_cost, plan_jobs, previous_costs
 from ditox_ci.errors import UsageError
@@ -111,6 +111,16 @@ def test_estimate_prefers_measured_time_then_grows_with_nodes(tmp_path: Path) ->
     assert estimate_cost(large, None) > estimate_cost(small, None) > 0
     assert estimate_cost(small, {"small.onnx": 42.0}) == 42.0
     assert estimate_cost(large, {"small.onnx": 42.0}) == estimate_cost(large, None)
+
+
+def test_a_model_screened_is_expected_to_take_a_third_of_its_time() -> None:
+    size = 100 * 2**20
+    large = ModelRef(id="large", source="t", path="large.onnx", size=ModelSize(bytes=size, nodes=0))
+    small = ModelRef(id="small", source="t", path="small.onnx", size=ModelSize(bytes=size // 4, nodes=0))
+    unscreened = estimate_cost(large, None)
+    assert estimate_cost(large, None, screen_min_mb=64) == pytest.approx(unscreened / 3, rel=0.02)
+    assert estimate_cost(small, None, screen_min_mb=64) == estimate_cost(small, None)
+    assert estimate_cost(large, {"large": 5.0}, screen_min_mb=64) == 5.0
 
 
 def test_unreadable_model_still_gets_a_positive_cost(tmp_path: Path) -> None:

@@ -226,6 +226,7 @@ def _part(
         optimizer_runs=len(outcomes),
         runtime_runs=1,
         cache_hits=1,
+        screened=2,
         restarts=restarts,
     )
 
@@ -241,7 +242,7 @@ def test_combined_result_unites_outcomes_and_adds_up_times_and_counters() -> Non
         "pass:p0": second.outcomes["pass:p0"],
     }
     assert (combined.wall_s, combined.optimizer_runs, combined.runtime_runs) == (5.5, 4, 2)
-    assert (combined.cache_hits, combined.restarts) == (2, 1)
+    assert (combined.cache_hits, combined.screened, combined.restarts) == (2, 4, 1)
     assert (combined.status, combined.nodes, combined.sha256, combined.ref) == ("ok", 7, "abc", REF)
 
 

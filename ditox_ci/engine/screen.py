@@ -1,0 +1,138 @@
+"""Screening: a large model's single-pass steps cleared by one optimizer call over many passes.
+
+onnxoptimizer's call costs seconds on a large model whatever its passes do: it parses, converts
+and serializes the weights each time (light/vgg19, 548 MB: 3.3 s for no pass at all). And most
+single passes change nothing on a given model (44 of 47 on light/bvlc_alexnet). For an optimizer
+whose pass list runs each pass once, in the order given, on what the passes before it left
+(`LoadedOptimizer.sequential_passes`), one call over a list of passes whose result has the nop
+control's bytes clears every pass of the list: the first pass saw the original and changed nothing,
+so the second saw the original too, and so on. Each such pass gets the control's own outcome, the
+verdict its single call would have got. The default config's call is such a list already: when
+it left the control's result, its passes are cleared without another call. The other passes are
+screened as one list, a list whose result differs is halved and each half screened again, and the
+passes no list clears run on their own, as their steps. A pass whose own step changed an earlier
+screened model on the same worker (`rename_input_output`, `split_init` …) runs on its own at once.
+
+What this cannot see: a pass whose change a later pass of the same list undoes to the byte (both
+would be cleared), and a pass whose result differs from run to run. A screen call that raises,
+crashes, hangs or runs out of memory clears nothing: its passes run on their own, where that is
+their step's finding (`WorkerPool` resumes a worker that died screening at the same step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+from ditox_ci.control import NOP
+from ditox_ci.engine.evaluate import ModelContext, result_digest
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import Step
+from ditox_ci.optimizers import LoadedOptimizer
+
+
+def screenable(steps: Sequence[Step]) -> list[int]:
+    """The indexes of `steps` a screen may clear: single-pass steps (one pass, not fixed-point)."""
+    return [i for i, step in enumerate(steps) if step.single_pass is not None and not step.fixed_point]
+
+
+def screen(
+    steps: Sequence[Step],
+    candidates: Sequence[int],
+    clears: Callable[[tuple[str, ...]], bool],
+    suspects: Collection[str] = (),
+) -> set[int]:
+    """The indexes among `candidates` that one call of `clears` cleared: `clears(passes)` runs the
+    passes, in order, in one call and says whether the result is the control's.
+
+    `suspects` (passes that an earlier model's screen could not clear) are not screened: they run on
+    their own, and the rest of the list has a better chance of clearing in one call."""
+    cleared: set[int] = set()
+
+    def visit(group: list[int], differs: bool = False) -> None:
+        # a single step's own call is its step: screening it alone would only repeat it
+        if len(group) < 2:
+            return
+        if not differs and clears(tuple(name for i in group for name in steps[i].passes)):
+            cleared.update(group)
+            return
+        half = (len(group) + 1) // 2
+        left, right = group[:half], group[half:]
+        before = len(cleared)
+        visit(left)
+        # the left half cleared: it changed nothing, so the right half alone made the difference
+        visit(right, differs=len(cleared) - before == len(left))
+
+    visit([i for i in candidates if steps[i].passes[0] not in suspects])
+    return cleared
+
+
+class JobScreen:
+    """One job's screen in a worker: cleared steps get the control's outcome instead of a call.
+
+    It screens when the job reaches its first single-pass step, once the control step (`nop`, run
+    first, or on the worker before when the job resumed) gave the result every cleared pass must
+    give. `suspects` is the worker's: passes whose own
+    step changed an earlier screened model, kept out of later lists."""
+
+    def __init__(
+        self,
+        context: ModelContext,
+        optimizer: LoadedOptimizer,
+        steps: Sequence[Step],
+        min_mb: float | None,
+        suspects: set[str],
+        control: Outcome | None = None,
+    ) -> None:
+        self.context, self.optimizer, self.steps, self.suspects = context, optimizer, steps, suspects
+        large = min_mb is not None and len(context.data) >= min_mb * 2**20
+        able = optimizer.sequential_passes and optimizer.optimize_bytes is not None
+        self.candidates = screenable(steps) if large and able else []
+        # the control's outcome: from an earlier worker when the job resumed without its step
+        self.control = control
+        self.cleared: set[int] | None = None
+        self.clear_passes: set[str] = set()
+
+    def cleared_outcome(self, index: int, on_call: Callable[[], None]) -> Outcome | None:
+        """The control's outcome when the step at `index` is cleared (screening on the first
+        candidate reached); None when the step must run."""
+        if self.cleared is None and index in self.candidates and self.control_digest:
+            known = {i for i in self.candidates if self.steps[i].passes[0] in self.clear_passes}
+            rest = [i for i in self.candidates if i not in known]
+            self.cleared = known | screen(self.steps, rest, self._clears(on_call), self.suspects)
+        return self.control if self.cleared and index in self.cleared else None
+
+    def ran(self, index: int, outcome: Outcome) -> None:
+        """A step ran on its own: the control's outcome, or a candidate that changed the model."""
+        step = self.steps[index]
+        if step.label == NOP:
+            self.control = outcome
+        elif step.single_pass is None and not step.fixed_point:
+            # a pass list that ran before (the default config) and left the control's result is a
+            # screen already made: each of its passes is cleared without another call
+            if outcome.digest and outcome.digest == self.control_digest:
+                self.clear_passes.update(step.passes)
+        elif self.cleared is not None and index in self.candidates and outcome.digest != self.control_digest:
+            self.suspects.add(step.passes[0])
+
+    @property
+    def screened(self) -> int:
+        return len(self.cleared or ())
+
+    @property
+    def control_digest(self) -> str:
+        """The control's result; "" when it gave none (it raised or crashed): nothing is screened."""
+        return self.control.digest if self.control is not None else ""
+
+    def _clears(self, on_call: Callable[[], None]) -> Callable[[tuple[str, ...]], bool]:
+        optimize = self.optimizer.optimize_bytes
+        assert optimize is not None
+
+        def clears(passes: tuple[str, ...]) -> bool:
+            on_call()
+            try:
+                data = optimize(self.context.data, passes, False)
+            except Exception:  # a pass of the list raised: its own step says which, and what
+                return False
+            return result_digest(self.context, bytes(data)) == self.control_digest
+
+        return clears
