@@ -48,8 +48,9 @@ def _same_verdicts(first: Path, second: Path) -> str:
 def main() -> None:
     sources = tuple(sys.argv[1:]) or SOURCES
     with tempfile.TemporaryDirectory(prefix="ditox-bench-screen-") as tmp:
-        alone_s, alone = _timed(sources, Path(tmp, "alone"), screen=False)
+        # screened first: what a first sweep in the process pays (the workers' forkserver) is its
         screened_s, screened = _timed(sources, Path(tmp, "screened"), screen=True)
+        alone_s, alone = _timed(sources, Path(tmp, "alone"), screen=False)
         verdicts = _same_verdicts(Path(tmp, "alone"), Path(tmp, "screened"))
     print(f"screening: {' '.join(sources)}, default configs, {WORKERS} workers")
     calls, cleared = screened["optimizer_runs"], screened.get("screened_steps", 0)

@@ -13,6 +13,7 @@ from pathlib import Path
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
 from ditox_ci.engine.original import SCREEN_MIN_MB
 from ditox_ci.engine.plan import Step, build_steps
+from ditox_ci.engine.screen import screens
 from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InputError
@@ -74,7 +75,7 @@ def plan_sweep(
         )
     workers = options.jobs or (SHARD_PLAN_WORKERS if shard.count > 1 else os.cpu_count() or 1)
     costs = previous_costs(previous) if previous is not None else None
-    screen_min_mb = SCREEN_MIN_MB if options.screen else None
+    screen_min_mb = SCREEN_MIN_MB if options.screen and screens(info, steps) else None
     plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, screen_min_mb))
     unpack([job.ref for job in plan[shard.index]], context)
     return info, steps, plan[shard.index]

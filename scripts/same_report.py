@@ -6,8 +6,9 @@ Prints every path at which they differ (at most --most of them, with both values
 or says they are the same and exits 0; a missing or unreadable report is one line and exit 2.
 Timings are every number under a key ending in `_s` (wall_s, elapsed_s, cost_s, ...) and the
 figures that follow from how work fell on the workers (`stats.cache_hits`,
-`stats.worker_restarts`); the `baseline.sources` paths are compared by file name, so two
-checkouts compare equal.
+`stats.worker_restarts`, and with screening `stats.optimizer_runs` and `stats.screened_steps`: a
+worker runs alone the passes that changed the models it screened before); the `baseline.sources`
+paths are compared by file name, so two checkouts compare equal.
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SCHEDULING = {("stats", "cache_hits"), ("stats", "worker_restarts")}
+SCHEDULING = {
+    ("stats", "cache_hits"),
+    ("stats", "worker_restarts"),
+    ("stats", "optimizer_runs"),
+    ("stats", "screened_steps"),
+}
 
 
 def _masked(path: tuple[str, ...], value: Any) -> Any:

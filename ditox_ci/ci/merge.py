@@ -90,8 +90,8 @@ def _combine_parts(
     missing = [config for config in configs if config not in owner]
     if missing and not partial:
         raise MergeError(
-            f"model {first.id!r} never ran config(s) {', '.join(missing[:5])} in any shard; the "
-            "shards were planned differently: give every shard job the same corpus, --previous and --jobs"
+            f"model {first.id!r} never ran config(s) {', '.join(missing[:5])} in any shard; the shards "
+            "were planned differently: give every shard job the same corpus, --previous, --jobs and --screen"
         )
     if len(parts) == 1 and not missing:
         return first

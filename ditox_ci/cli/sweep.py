@@ -117,9 +117,10 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--screen",
         choices=("on", "off"),
-        help="on (default): a model over 64 MiB has its single passes run together first, and only "
-        "the passes that list cannot clear run on their own (same verdicts, a third of the calls); "
-        "off: every single pass on its own",
+        help="on (default): a model of 64 MiB or more has its single passes run as one onnxoptimizer "
+        "call first, and only the passes that call cannot clear run on their own (the same "
+        "verdicts, a third of the time); off: every single pass on its own. Every shard job of a "
+        "sweep must say the same",
     )
     add(
         "--dynamic-dim",

@@ -133,7 +133,7 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
             try:
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
                 if cleared is not None:
-                    conn.send(StepFinished(index, cleared))
+                    conn.send(StepFinished(index, cleared, screened=True))
                     continue
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
                 screen.ran(index, outcome)
@@ -148,5 +148,4 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
                 conn.send(PhaseStarted(index, "divergence"))
                 conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
         else:
-            runs, hits = runner.runs_so_far() - runs_before, context.cache_hits - hits_before
-            conn.send(JobDone(runs, hits, screen.screened))
+            conn.send(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))

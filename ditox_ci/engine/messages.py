@@ -8,9 +8,9 @@ A worker answers each Job with:
     mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
     whose output differs (localize_nodes), found with the optimizer run again in the worker;
   before the first single-pass step of a large model, PhaseStarted(i, "screen") per optimizer call
-    over many passes (`engine.screen`), and StepFinished(i, the control's Outcome) for each step
-    that screening cleared;
-  JobDone(runtime_runs, cache_hits, screened), or InternalFailure(message) for a bug in ditox-ci, which the
+    over many passes (`engine.screen`), and StepFinished(i, the control's Outcome, screened=True)
+    for each step that screening cleared;
+  JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
 A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
@@ -135,6 +135,8 @@ class ModelSkipped:
 class StepFinished:
     step_index: int
     outcome: Outcome
+    # cleared by a screen: the control's outcome, without a call of its own
+    screened: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,6 @@ class JobDone:
     # this Job's alone: a context kept from an earlier Job of the same model carries that one's too
     runtime_runs: int
     cache_hits: int
-    screened: int = 0
 
 
 @dataclass(frozen=True)

@@ -4,19 +4,22 @@ onnxoptimizer's call costs seconds on a large model whatever its passes do: it p
 and serializes the weights each time (light/vgg19, 548 MB: 3.3 s for no pass at all). And most
 single passes change nothing on a given model (44 of 47 on light/bvlc_alexnet). For an optimizer
 whose pass list runs each pass once, in the order given, on what the passes before it left
-(`LoadedOptimizer.sequential_passes`), one call over a list of passes whose result has the nop
+(`OptimizerInfo.sequential_passes`), one call over a list of passes whose result has the nop
 control's bytes clears every pass of the list: the first pass saw the original and changed nothing,
 so the second saw the original too, and so on. Each such pass gets the control's own outcome, the
-verdict its single call would have got. The default config's call is such a list already: when
-it left the control's result, its passes are cleared without another call. The other passes are
-screened as one list, a list whose result differs is halved and each half screened again, and the
-passes no list clears run on their own, as their steps. A pass whose own step changed an earlier
-screened model on the same worker (`rename_input_output`, `split_init` …) runs on its own at once.
+verdict its single call would have got. A list whose result differs is halved and each half
+screened again; the passes no list clears run on their own, as their steps. A pass whose own step
+changed an earlier screened model on the same worker (`rename_input_output`, `split_init` …) runs
+on its own at once.
 
 What this cannot see: a pass whose change a later pass of the same list undoes to the byte (both
-would be cleared), and a pass whose result differs from run to run. A screen call that raises,
-crashes, hangs or runs out of memory clears nothing: its passes run on their own, where that is
-their step's finding (`WorkerPool` resumes a worker that died screening at the same step).
+would be cleared), and a pass whose result differs from run to run. The passes that remove what
+others leave (`eliminate_*`: dead nodes, unused initializers, identities) therefore run first in
+every list, where they see the original: after a pass that leaves an unused initializer behind (a
+`warning` of its own step) they would have removed it. A list whose call raises is halved like one
+that differs; a call that crashes, hangs or runs out of memory kills the worker, and the parent
+(`WorkerPool`) resumes the model at that step with every pass on its own, where the failure is the
+pass's own step's finding.
 """
 
 from __future__ import annotations
@@ -27,12 +30,22 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.evaluate import ModelContext, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.optimizers import LoadedOptimizer
+from ditox_ci.optimizers import LoadedOptimizer, OptimizerInfo
+
+# the passes that clean up after others run first in a screened list (see above)
+CLEANUP_PREFIX = "eliminate_"
 
 
 def screenable(steps: Sequence[Step]) -> list[int]:
-    """The indexes of `steps` a screen may clear: single-pass steps (one pass, not fixed-point)."""
-    return [i for i, step in enumerate(steps) if step.single_pass is not None and not step.fixed_point]
+    """The indexes of `steps` a screen may clear: single-pass steps (one pass, not fixed-point),
+    those of cleanup passes first, each group in the steps' order."""
+    single = [i for i, step in enumerate(steps) if step.single_pass is not None and not step.fixed_point]
+    return sorted(single, key=lambda i: not steps[i].passes[0].startswith(CLEANUP_PREFIX))
+
+
+def screens(info: OptimizerInfo, steps: Sequence[Step]) -> bool:
+    """Whether a large model's job over `steps` is screened with this optimizer."""
+    return info.sequential_passes and len(screenable(steps)) >= 2
 
 
 def screen(
@@ -71,8 +84,8 @@ class JobScreen:
 
     It screens when the job reaches its first single-pass step, once the control step (`nop`, run
     first, or on the worker before when the job resumed) gave the result every cleared pass must
-    give. `suspects` is the worker's: passes whose own
-    step changed an earlier screened model, kept out of later lists."""
+    give. `suspects` is the worker's: passes whose own step changed (or failed on) an earlier
+    screened model, kept out of later lists."""
 
     def __init__(
         self,
@@ -85,20 +98,17 @@ class JobScreen:
     ) -> None:
         self.context, self.optimizer, self.steps, self.suspects = context, optimizer, steps, suspects
         large = min_mb is not None and len(context.data) >= min_mb * 2**20
-        able = optimizer.sequential_passes and optimizer.optimize_bytes is not None
+        able = screens(optimizer.info, steps) and optimizer.optimize_bytes is not None
         self.candidates = screenable(steps) if large and able else []
         # the control's outcome: from an earlier worker when the job resumed without its step
         self.control = control
         self.cleared: set[int] | None = None
-        self.clear_passes: set[str] = set()
 
     def cleared_outcome(self, index: int, on_call: Callable[[], None]) -> Outcome | None:
         """The control's outcome when the step at `index` is cleared (screening on the first
         candidate reached); None when the step must run."""
         if self.cleared is None and index in self.candidates and self.control_digest:
-            known = {i for i in self.candidates if self.steps[i].passes[0] in self.clear_passes}
-            rest = [i for i in self.candidates if i not in known]
-            self.cleared = known | screen(self.steps, rest, self._clears(on_call), self.suspects)
+            self.cleared = screen(self.steps, self.candidates, self._clears(on_call), self.suspects)
         return self.control if self.cleared and index in self.cleared else None
 
     def ran(self, index: int, outcome: Outcome) -> None:
@@ -106,17 +116,8 @@ class JobScreen:
         step = self.steps[index]
         if step.label == NOP:
             self.control = outcome
-        elif step.single_pass is None and not step.fixed_point:
-            # a pass list that ran before (the default config) and left the control's result is a
-            # screen already made: each of its passes is cleared without another call
-            if outcome.digest and outcome.digest == self.control_digest:
-                self.clear_passes.update(step.passes)
         elif self.cleared is not None and index in self.candidates and outcome.digest != self.control_digest:
             self.suspects.add(step.passes[0])
-
-    @property
-    def screened(self) -> int:
-        return len(self.cleared or ())
 
     @property
     def control_digest(self) -> str:
@@ -131,6 +132,8 @@ class JobScreen:
             on_call()
             try:
                 data = optimize(self.context.data, passes, False)
+            except MemoryError:
+                raise  # the worker's own exit for memory: the parent resumes with each pass alone
             except Exception:  # a pass of the list raised: its own step says which, and what
                 return False
             return result_digest(self.context, bytes(data)) == self.control_digest

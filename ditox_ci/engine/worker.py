@@ -323,8 +323,9 @@ class WorkerPool:
                     running.optimizer_runs += 1
             case OriginalPrepared():
                 running.original = message
-            case StepFinished(step_index=index, outcome=outcome):
+            case StepFinished(step_index=index, outcome=outcome, screened=screened):
                 running.outcomes[running.remaining[index].label] = outcome
+                running.screened += screened
             case StepDivergence(step_index=index, divergence=divergence):
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence
@@ -336,10 +337,9 @@ class WorkerPool:
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 slot.running = None
                 return self._finish(running, INTERNAL_ERROR, text)
-            case JobDone(runtime_runs=runs, cache_hits=hits, screened=screened):
+            case JobDone(runtime_runs=runs, cache_hits=hits):
                 running.runtime_runs += runs
                 running.cache_hits += hits
-                running.screened += screened
                 slot.running = None
                 return self._finish(running, "ok")
         return None
@@ -352,9 +352,9 @@ class WorkerPool:
                 reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
             return self._finish(running, "skipped", reason)
         if running.phase == "screen":
-            # a pass of a screened list crashed, hung or ran out of memory: no step ran yet, so the
-            # model resumes at this step, each step on its own (the resumed job has no control to
-            # screen against), where the pass's failure is its own step's finding
+            # a pass of a screened list crashed, hung or ran out of memory: no step from here on has
+            # finished, so the model resumes at this step with screening off, each step on its
+            # own, where the pass's failure is its own step's finding
             running.remaining = running.remaining[running.step_index :]
             running.job = replace(running.job, screen=False)
             running.restarts += 1

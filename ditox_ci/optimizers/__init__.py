@@ -71,6 +71,9 @@ class OptimizerInfo:
     distributions: tuple[str, ...] = ()
     noise_floor: str = NOISE_FLOORS[0]
     runtime_loads_input: bool = False
+    # a pass list runs each pass once, in its order, on what the passes before it left (onnxoptimizer's
+    # GeneralPassManager): a list that changes nothing holds no pass that would (engine/screen.py)
+    sequential_passes: bool = False
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -86,6 +89,8 @@ class OptimizerInfo:
         }
         if self.runtime_loads_input:  # additive: the report of any other optimizer reads as before
             data["runtime_loads_input"] = True
+        if self.sequential_passes:  # additive, as the one before
+            data["sequential_passes"] = True
         return data
 
     @classmethod
@@ -101,6 +106,7 @@ class OptimizerInfo:
             distributions=tuple(data.get("distributions", ())),
             noise_floor=str(data.get("noise_floor", NOISE_FLOORS[0])),
             runtime_loads_input=bool(data.get("runtime_loads_input", False)),
+            sequential_passes=bool(data.get("sequential_passes", False)),
         )
 
     def describe_passes(self, limit: int = 200) -> str:
@@ -125,9 +131,6 @@ class LoadedOptimizer:
     normalize: NormalizeFunc | None = field(default=None, compare=False)
     # the adapter's source file, copied into repro bundles so they run without ditox-ci
     adapter_file: str | None = None
-    # a pass list runs each pass once, in its order, on what the passes before it left (onnxoptimizer's
-    # GeneralPassManager): a list that changes nothing holds no pass that would (engine/screen.py)
-    sequential_passes: bool = False
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -179,6 +182,7 @@ def _onnxoptimizer() -> LoadedOptimizer:
         default_passes=tuple(module.get_fuse_and_elimination_passes()),
         fixed_point="native: onnxoptimizer's optimize_fixedpoint",
         distributions=("onnxoptimizer",),
+        sequential_passes=True,
     )
     native = module.onnx_opt_cpp2py_export
 
@@ -186,13 +190,7 @@ def _onnxoptimizer() -> LoadedOptimizer:
         run = native.optimize_fixedpoint if fixed_point else native.optimize
         return bytes(run(data, list(passes)))
 
-    return LoadedOptimizer(
-        info=info,
-        optimize=optimize,
-        mutates_input=False,
-        optimize_bytes=optimize_bytes,
-        sequential_passes=True,
-    )
+    return LoadedOptimizer(info=info, optimize=optimize, mutates_input=False, optimize_bytes=optimize_bytes)
 
 
 @dataclass(frozen=True)

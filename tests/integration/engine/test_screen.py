@@ -13,11 +13,12 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
+from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import load_optimizer
 
-STEPS = build_steps(DEFAULT_CONFIGS, (), load_optimizer("onnxoptimizer").info)
+INFO = load_optimizer("onnxoptimizer").info
+STEPS = build_steps(DEFAULT_CONFIGS, (), INFO)
 # eliminate_shape_op reads past the dims of this case's input and segfaults (onnxoptimizer 0.4.2)
 SEGFAULTS = "onnx-node:test_shape_start_greater_than_end"
 
@@ -88,7 +89,7 @@ def test_screened_steps_get_the_verdicts_of_passes_run_each_on_its_own(models: l
 def test_a_pass_that_segfaults_in_a_screened_list_is_its_own_steps_crash(models: list[ModelRef]) -> None:
     (ref,) = [ref for ref in models if ref.id == SEGFAULTS]
     # the control and the single passes: the default list holds the pass too, and would crash first
-    steps = build_steps(("nop", "single"), (), load_optimizer("onnxoptimizer").info)
+    steps = build_steps(("nop", "single"), (), INFO)
     (alone,) = _sweep([ref], screen_min_mb=None, steps=steps)
     (screened,) = _sweep([ref], screen_min_mb=0, steps=steps)
 
@@ -101,6 +102,23 @@ def test_a_pass_that_segfaults_in_a_screened_list_is_its_own_steps_crash(models:
     assert screened.outcomes == alone.outcomes
     # the worker died once more: screening (the list held the pass), then in the pass's own step
     assert (alone.restarts, screened.restarts) == (1, 2)
+
+
+def test_steps_cleared_before_a_crash_in_a_later_step_are_counted(models: list[ModelRef]) -> None:
+    (ref,) = [ref for ref in models if ref.id == SEGFAULTS]
+    # every single pass but the one that segfaults, then that one as an explicit pass list
+    crashing = ("eliminate_shape_op",)
+    singles = [step for step in build_steps(("nop", "single"), (), INFO) if step.passes != crashing]
+    steps = (*singles, Step("passes:eliminate_shape_op", crashing))
+    (alone,) = _sweep([ref], screen_min_mb=None, steps=steps)
+    (screened,) = _sweep([ref], screen_min_mb=0, steps=steps)
+
+    assert screened.outcomes == alone.outcomes
+    assert screened.outcomes["passes:eliminate_shape_op"].kind == "optimizer-crash"
+    assert alone.restarts == screened.restarts == 1
+    # the worker died before it could say the job was done: the parent counted each cleared step
+    control = screened.outcomes["nop"]
+    assert 0 < screened.screened <= sum(1 for outcome in screened.outcomes.values() if outcome == control) - 1
 
 
 def test_a_fresh_job_and_a_small_model_run_every_pass_on_its_own(models: list[ModelRef]) -> None:

@@ -3,8 +3,11 @@ clears, with a stand-in for the optimizer call that knows which passes change th
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.screen import screen, screenable
+from ditox_ci.engine.screen import screen, screenable, screens
+from ditox_ci.optimizers import OptimizerInfo
 
 PASSES = tuple(f"p{i:02d}" for i in range(47))
 STEPS = (
@@ -74,3 +77,26 @@ def test_suspects_run_alone_and_the_rest_clears_in_one_call() -> None:
     assert _passes(cleared) == set(PASSES) - changing
     assert calls.lists == [tuple(name for name in PASSES if name not in changing)]
 
+
+
+def test_passes_that_clean_up_after_others_come_first_in_a_list() -> None:
+    # run last, eliminate_unused_initializer would remove what a pass before it left behind, and
+    # that pass's own step (a warning: it introduced an unused initializer) would be cleared
+    steps = (
+        Step("nop", ("nop",)),
+        Step("pass:fuse_bn_into_conv", ("fuse_bn_into_conv",)),
+        Step("pass:eliminate_unused_initializer", ("eliminate_unused_initializer",)),
+        Step("pass:adjust_add", ("adjust_add",)),
+    )
+    calls = Calls({"fuse_bn_into_conv"})
+    screen(steps, screenable(steps), calls)
+
+    assert calls.lists[0] == ("eliminate_unused_initializer", "fuse_bn_into_conv", "adjust_add")
+
+
+def test_only_an_optimizer_whose_lists_run_in_order_is_screened() -> None:
+    info = OptimizerInfo("opt", "1", PASSES, PASSES[:20], sequential_passes=True)
+    assert screens(info, STEPS)
+    assert not screens(replace(info, sequential_passes=False), STEPS)
+    # nothing to screen: the default configs alone
+    assert not screens(info, STEPS[:3])
