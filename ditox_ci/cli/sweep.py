@@ -119,8 +119,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("on", "off"),
         help="on (default): a model of 64 MiB or more has its single passes run as one onnxoptimizer "
         "call first, and only the passes that call cannot clear run on their own (the same "
-        "verdicts, a third of the time); off: every single pass on its own. Every shard job of a "
-        "sweep must say the same",
+        "verdicts in a third to a half of the time); off: every single pass on its own. Every "
+        "shard job of a sweep must say the same",
     )
     add(
         "--dynamic-dim",

@@ -54,8 +54,8 @@ _TASK_COMPARATOR_S = 24.0
 _NODES_COUNTED_BELOW = 1_000_000
 
 # Share of a large model's time left when its single passes are screened (engine/screen.py): the
-# default sweep on 2026-11-25, each light model over 64 MiB with and without screening, measured
-# 0.24 (resnet50), 0.27 (bvlc_alexnet), 0.37 (zfnet512) and 0.42 (vgg19).
+# default sweep on 2026-11-25, each light model of 64 MiB or more with and without screening,
+# measured 0.24 (bvlc_alexnet), 0.25 (resnet50), 0.49 (zfnet512) and 0.52 (vgg19).
 _SCREENED_SHARE = 0.33
 
 # Share of a model's time that every part of it repeats: preparing the original (load, inputs, one
