@@ -89,7 +89,7 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         conn.send(OptimizerLoadFailed(str(exc)))
         return
     contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
-    # passes whose own step changed a model this worker screened (JobScreen)
+    # passes whose own step changed (or failed on) a model this worker screened (JobScreen)
     suspects: set[str] = set()
     while True:
         job: Job | Stop = conn.recv()
