@@ -21,9 +21,9 @@ from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
-from ditox_ci.engine.original import SCREEN_MIN_MB
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
 from ditox_ci.engine.runner import RUNNER_CHOICES
+from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
 from ditox_ci.engine.worker import (
     DEFAULT_MEMORY_LIMIT_MB,
@@ -164,7 +164,6 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
             runner=options.runner,
             noise_floor=build.info.noise_floor,
             runtime_loads_input=build.info.runtime_loads_input,
-            screen_min_mb=SCREEN_MIN_MB if options.screen else None,
         ),
         comparators=comparators,
         timeout_s=options.timeout if timeout_s is None else timeout_s,
@@ -174,6 +173,7 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
         # workers may share what the machine has free, less the parent's share: on 2 cores and
         # 24 GB, VGG-19 and zfnet512 then run side by side (the default sweep 237 s → about 200 s)
         budget_mb=0 if options.memory_limit else max(0, int(available_memory_mb()) - PARENT_SHARE_MB),
+        screen_min_mb=SCREEN_MIN_MB if options.screen else None,
     )
 
 

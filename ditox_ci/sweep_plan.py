@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
-from ditox_ci.engine.original import SCREEN_MIN_MB
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.engine.screen import screens
 from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
@@ -55,10 +54,12 @@ def plan_sweep(
     log: Log | None = None,
     info: OptimizerInfo | None = None,
     previous: Report | None = None,
+    screen_min_mb: float | None = None,
 ) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
     """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
     here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
-    first; then only the models of this shard are unpacked. `previous`'s timings balance the shards."""
+    first; then only the models of this shard are unpacked. `previous`'s timings balance the shards;
+    a model screened from `screen_min_mb` MiB on (the workers' setting) is costed as such."""
     prepare_out_dir(Path(options.out))
     info = info or load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
@@ -75,8 +76,8 @@ def plan_sweep(
         )
     workers = options.jobs or (SHARD_PLAN_WORKERS if shard.count > 1 else os.cpu_count() or 1)
     costs = previous_costs(previous) if previous is not None else None
-    screen_min_mb = SCREEN_MIN_MB if options.screen and screens(info, steps) else None
-    plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, screen_min_mb))
+    screened_from = screen_min_mb if screens(info, steps) else None
+    plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, screened_from))
     unpack([job.ref for job in plan[shard.index]], context)
     return info, steps, plan[shard.index]
 
@@ -128,7 +129,8 @@ class SweepPlan:
 
 def plan_corpus(setup: SweepSetup, log: Log) -> SweepPlan:
     options = setup.options
-    info, steps, jobs = plan_sweep(options, log, setup.info, setup.previous)
+    screen_min_mb = setup.worker_config.screen_min_mb
+    info, steps, jobs = plan_sweep(options, log, setup.info, setup.previous, screen_min_mb)
     parts = Counter(job.ref.id for job in jobs)
     labels_run: dict[str, set[str]] = defaultdict(set)
     for job in jobs:

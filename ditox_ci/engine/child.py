@@ -123,7 +123,7 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
         conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
         # a re-run that asks whether a failure reproduces runs each step on its own
-        min_mb = config.settings.screen_min_mb if job.screen and not job.fresh else None
+        min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)
         for index, step in enumerate(job.steps):
 

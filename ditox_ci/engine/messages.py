@@ -31,6 +31,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.screen import SCREEN_MIN_MB
 
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
 DEFAULT_MEMORY_LIMIT_MB = 3584
@@ -60,6 +61,8 @@ class WorkerConfig:
     # what the workers may reserve together when that is more than jobs × memory_limit_mb: the
     # machine's memory the sweep found free when --memory-limit was not given (0: the product alone)
     budget_mb: int = 0
+    # MiB from which a model's single passes are screened (engine/screen.py); None: never
+    screen_min_mb: float | None = SCREEN_MIN_MB
 
 
 def allowance_per_model_mb(optimizer_name: str) -> int:

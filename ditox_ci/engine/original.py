@@ -38,9 +38,6 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.optimizers import NOISE_FLOORS
 
 MAX_REDRAWS = 3
-# Models smaller than this run every single pass on its own (`screen.py`): their calls cost little.
-# Above it, the optimizer's conversions of the weights are what a call costs (about 0.6 s per 100 MB).
-SCREEN_MIN_MB = 64.0
 
 
 @dataclass(frozen=True)
@@ -59,8 +56,6 @@ class EvalSettings:
     # the optimizer under test loads its input in ONNX Runtime (its own optimizer's adapters): an
     # original ORT cannot load or run is a skip, never a finding of the optimizer's
     runtime_loads_input: bool = False
-    # MiB from which a model's single passes are screened (`screen.py`); None: never
-    screen_min_mb: float | None = SCREEN_MIN_MB
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,14 @@ from ditox_ci.optimizers import LoadedOptimizer, OptimizerInfo
 
 # the passes that clean up after others run first in a screened list (see above)
 CLEANUP_PREFIX = "eliminate_"
+# Models smaller than this run every single pass on its own: their calls cost little. Above it, the
+# optimizer's conversions of the weights are what a call costs (about 0.6 s per 100 MB).
+SCREEN_MIN_MB = 64.0
+
+
+def screened_size(size_bytes: int, min_mb: float | None) -> bool:
+    """Whether a model of `size_bytes` is large enough to screen (`min_mb` None: screening off)."""
+    return min_mb is not None and size_bytes >= min_mb * 2**20
 
 
 def screenable(steps: Sequence[Step]) -> list[int]:
@@ -97,9 +105,8 @@ class JobScreen:
         control: Outcome | None = None,
     ) -> None:
         self.context, self.optimizer, self.steps, self.suspects = context, optimizer, steps, suspects
-        large = min_mb is not None and len(context.data) >= min_mb * 2**20
         able = screens(optimizer.info, steps) and optimizer.optimize_bytes is not None
-        self.candidates = screenable(steps) if large and able else []
+        self.candidates = screenable(steps) if able and screened_size(len(context.data), min_mb) else []
         # the control's outcome: from an earlier worker when the job resumed without its step
         self.control = control
         self.cleared: set[int] | None = None

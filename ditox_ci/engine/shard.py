@@ -30,6 +30,7 @@ from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import node_count
 from ditox_ci.engine.plan import Step, split_evenly
+from ditox_ci.engine.screen import screened_size
 from ditox_ci.engine.worker import Job, JobResult
 from ditox_ci.errors import UsageError
 from ditox_ci.report.model import Report
@@ -128,8 +129,7 @@ def estimate_cost(
             size = 0
         nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
     cost = _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
-    screened = screen_min_mb is not None and size >= screen_min_mb * 2**20
-    return cost * _SCREENED_SHARE if screened else cost
+    return cost * _SCREENED_SHARE if screened_size(size, screen_min_mb) else cost
 
 
 def part_cost(model_cost: float, steps_in_part: int, steps_in_model: int) -> float:

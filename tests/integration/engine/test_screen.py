@@ -12,7 +12,6 @@ import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
-from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import load_optimizer
@@ -49,7 +48,7 @@ def _rewritable(folder: Path) -> ModelRef:
 
 
 def _sweep(refs: list[ModelRef], screen_min_mb: float | None, steps: tuple = STEPS) -> list[JobResult]:
-    config = WorkerConfig(settings=EvalSettings(screen_min_mb=screen_min_mb), timeout_s=60)
+    config = WorkerConfig(screen_min_mb=screen_min_mb, timeout_s=60)
     with WorkerPool(config, jobs=1) as pool:
         return sorted(pool.run([Job(ref, steps) for ref in refs]), key=lambda result: result.ref.id)
 
@@ -123,7 +122,7 @@ def test_steps_cleared_before_a_crash_in_a_later_step_are_counted(models: list[M
 
 def test_a_fresh_job_and_a_small_model_run_every_pass_on_its_own(models: list[ModelRef]) -> None:
     ref = models[0]
-    config = WorkerConfig(settings=EvalSettings(screen_min_mb=0), timeout_s=60)
+    config = WorkerConfig(screen_min_mb=0, timeout_s=60)
     with WorkerPool(config, jobs=1) as pool:
         (fresh,) = pool.run([Job(ref, STEPS, fresh=True)])
     (small,) = _sweep([ref], screen_min_mb=1)  # the model is a few hundred bytes

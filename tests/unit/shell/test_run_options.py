@@ -8,6 +8,7 @@ import pytest
 
 from ditox_ci import run_options
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL, Tolerances
+from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
 from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, available_memory_mb
 from ditox_ci.errors import ConfigError, UsageError
@@ -80,6 +81,12 @@ def test_the_sweep_and_reduce_build_the_engine_s_settings_the_same_way() -> None
     # each command keeps its own defaults (reduce: two samples) over the same settings
     assert (sweep.settings.samples, reduce.settings.samples) == (1, 2)
     assert worker_config(resolve(SweepOptions), BUILD, timeout_s=2.0).timeout_s == 2.0
+
+
+def test_screening_is_the_workers_setting_and_the_flag_or_environment_turns_it_off() -> None:
+    assert worker_config(resolve(SweepOptions), BUILD).screen_min_mb == SCREEN_MIN_MB
+    assert worker_config(resolve(SweepOptions, flags={"screen": "off"}), BUILD).screen_min_mb is None
+    assert worker_config(resolve(SweepOptions, env={"DITOX_SCREEN": "off"}), BUILD).screen_min_mb is None
 
 
 def test_reduce_takes_its_passes_as_a_comma_list_and_refuses_none() -> None:
