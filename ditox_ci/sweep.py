@@ -179,9 +179,6 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
     return PinpointOptions(
         Path(options.out),
         options.reduce_budget,
-        # node-level divergence and repro.py take one tolerance
-        *options.tolerances.scalar(),
-        timeout_s=setup.timeout_s,
         # localized but not reduced: a limitation by design, or older than this build
         by_design=lambda finding: (
             finding.triage.known_by == BY_BASE

@@ -32,7 +32,6 @@ from typing import Any
 
 import onnx
 
-from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
@@ -64,11 +63,6 @@ STANDALONE_MIN_S = 2.0  # a fuzz run with less time left writes no standalone sc
 class PinpointOptions:
     out_dir: Path
     reduce_budget: float = 30.0
-    # one tolerance for node-level divergence and repro.py: float32's unless given (Tolerances)
-    rtol: float = DEFAULT_RTOL
-    atol: float = DEFAULT_ATOL
-    # how long repro.py and the standalone script let the optimizer and runtime take: the sweep's
-    timeout_s: float = 60.0
     # findings the baseline accepts as by design are localized (the baseline matches on culprit
     # passes) but not reduced: nobody will read their repro
     by_design: Callable[[Finding], bool] = field(default=lambda finding: False, compare=False)
@@ -257,6 +251,12 @@ class _Pinpointer:
         # a model's findings (default, fixed-point, …) follow one another: load it once for all
         self.loaded: tuple[str, onnx.ModelProto, Feeds] | None = None
 
+    @property
+    def _tolerances(self) -> tuple[float, float]:
+        """The one (rtol, atol) node-level divergence, repro.py and the standalone script take:
+        the sweep's, float32's where none was given (`Tolerances.scalar`)."""
+        return self.pool.config.settings.tolerances.scalar()
+
     def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
         def probe(passes: Sequence[str]) -> Outcome:
             key = (result.ref.id, tuple(passes))
@@ -349,7 +349,7 @@ class _Pinpointer:
         divergence = None
         if failure.kind == "output-mismatch" and reduction is not None:
             divergence = self.judge.divergence(
-                result.ref.id, reduced, reduced_feeds, target, self.options.rtol, self.options.atol
+                result.ref.id, reduced, reduced_feeds, target, *self._tolerances
             )
             if divergence is not None:
                 pinpointing = replace(pinpointing, divergence=divergence.to_json())
@@ -375,7 +375,7 @@ class _Pinpointer:
         self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step
     ) -> dict[str, Any] | None:
         """What an issue needs to reproduce the bug without the run's artifact (one child run)."""
-        timeout_s = self.options.timeout_s
+        timeout_s = self.pool.config.timeout_s
         if self.options.deadline is not None:
             timeout_s = min(timeout_s, self.options.deadline - time.monotonic())
             if timeout_s < STANDALONE_MIN_S:
@@ -387,8 +387,7 @@ class _Pinpointer:
             step.passes,
             step.fixed_point,
             self.pool.config.optimizer,
-            self.options.rtol,
-            self.options.atol,
+            *self._tolerances,
             self.options.out_dir / REPRO_DIR / finding.fingerprint,
             timeout_s,
         )
@@ -413,9 +412,8 @@ class _Pinpointer:
                 feeds,
                 step,
                 self.pool.config.optimizer,
-                self.options.rtol,
-                self.options.atol,
-                self.options.timeout_s,
+                *self._tolerances,
+                self.pool.config.timeout_s,
                 divergence,
                 runner_name,
                 names,
