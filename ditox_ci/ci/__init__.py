@@ -1,1 +1,2 @@
-"""CI plumbing: shard planning, merging shard reports, the Action's input/output mapping."""
+"""CI plumbing: merging shard reports, the Action's input/output mapping (the shard planner is
+engine/shard.py)."""

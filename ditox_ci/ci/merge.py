@@ -4,7 +4,7 @@ A merge that silently lost a shard would turn "not tested" into "no findings", s
 does not fit together (a missing or repeated shard, mixed shard counts, another optimizer, pass
 list or schema, a (model, config) pair swept twice or never) is a MergeError, never a warning.
 
-A costly model may be split over shards by its configs (see shard.py): each shard then has an
+A costly model may be split over shards by its configs (see engine/shard.py): each shard then has an
 entry for it naming the configs it ran, all of them running the `nop` control. The parts become one
 entry again, and the nop findings every part reports become one finding.
 """
@@ -180,11 +180,11 @@ def _merge_coverage(reports: Sequence[Report]) -> dict[str, dict[str, int]]:
     return {pass_name: coverage[pass_name] for pass_name in sorted(coverage)}
 
 
-def _configs(reports: Sequence[Report]) -> tuple[str, ...]:
+def _configs(reports: Sequence[Report], stats: Sequence[SweepStats]) -> tuple[str, ...]:
     """Every config the sweep ran, the same list in every shard; () for reports that predate it."""
-    first = tuple(reports[0].stats.get("configs", ()))
-    for report in reports[1:]:
-        if tuple(report.stats.get("configs", ())) != first:
+    first = stats[0].configs
+    for report, own in zip(reports[1:], stats[1:], strict=True):
+        if own.configs != first:
             raise MergeError(
                 f"shard {report.shard.get('index')} ran other configs than shard "
                 f"{reports[0].shard.get('index')}; run every shard with the same --configs and --passes"
@@ -200,33 +200,33 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     _check_shards(ordered)
     _check_same_sweep(ordered)
     first = ordered[0]
-    configs = _configs(ordered)
+    shard_stats = [SweepStats.from_json(report.stats) for report in ordered]
+    configs = _configs(ordered, shard_stats)
     # an interrupted shard (SIGTERM, a cancelled job) reported only what finished: the merge says
     # so, and publishing treats it as incomplete
-    shard_stats = [SweepStats.from_json(report.stats) for report in ordered]
-    stopped = [own.interrupted for own in shard_stats]
-    interrupted = [report.shard.get("index", 0) for report, own in zip(ordered, stopped, strict=True) if own]
-    models = _merge_models(ordered, configs, partial=bool(interrupted))
-    # a model split over shards counts once
-    stats = replace(
-        SweepStats.merge(shard_stats),
-        models_total=len(models),
-        models_skipped=sum(1 for entry in models if entry.status != "ok"),
-    )
-    runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
-    if runners:
-        stats = replace(stats, runners=dict(runners))
-    if interrupted:
+    stopped = [(report, own) for report, own in zip(ordered, shard_stats, strict=True) if own.interrupted]
+    models = _merge_models(ordered, configs, partial=bool(stopped))
+    planned = None
+    if stopped:
         # what finished, plus what each interrupted shard planned and never finished (the shards'
         # own counts would add up the interrupted ones' plans alone, beside every shard's models)
         unfinished = sum(
-            (own.models_planned or 0) - len(report.models)
-            for own, report in zip(shard_stats, ordered, strict=True)
-            if own.interrupted and own.models_planned is not None  # a stream plans nothing
+            own.models_planned - len(report.models)
+            for report, own in stopped
+            if own.models_planned is not None  # a stream plans nothing
         )
-        stats = replace(
-            stats, interrupted_shards=tuple(interrupted), models_planned=len(models) + max(0, unfinished)
-        )
+        planned = len(models) + max(0, unfinished)
+    # a model split over shards counts once
+    stats = SweepStats.merge(
+        shard_stats,
+        models_total=len(models),
+        models_skipped=sum(1 for entry in models if entry.status != "ok"),
+        runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
+        models_planned=planned,
+    )
+    if stopped:
+        indexes = tuple(report.shard.get("index", 0) for report, _ in stopped)
+        stats = replace(stats, interrupted_shards=indexes)
     return Report(
         tool=first.tool,
         optimizer=first.optimizer,

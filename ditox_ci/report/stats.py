@@ -45,17 +45,12 @@ def stage_records(
     return {key: dict(record) for key, record in records.items() if record is not None}
 
 
-def _add_counts(parts: Sequence[Mapping[str, int]]) -> dict[str, int]:
-    total: dict[str, int] = {}
+def _added(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The parts' mappings added up key by key (`add_up`), keys in first-seen order."""
+    total: dict[str, Any] = {}
     for part in parts:
-        for name, count in part.items():
-            total[name] = total.get(name, 0) + count
+        total = add_up(total, part)
     return total
-
-
-def _add_families(parts: Sequence[Mapping[str, Mapping[str, int]]]) -> dict[str, dict[str, int]]:
-    names = dict.fromkeys(name for part in parts for name in part)
-    return {name: _add_counts([part[name] for part in parts if name in part]) for name in names}
 
 
 def _family_counts(data: Any) -> dict[str, dict[str, int]]:
@@ -166,17 +161,24 @@ class SweepStats:
         )
 
     @classmethod
-    def merge(cls, shards: Sequence[SweepStats]) -> SweepStats:
+    def merge(
+        cls,
+        shards: Sequence[SweepStats],
+        *,
+        models_total: int,
+        models_skipped: int,
+        runners: Mapping[str, int],
+        models_planned: int | None,
+    ) -> SweepStats:
         """The stats of the whole sweep from its shards', in shard order (see the module docstring);
         a merge records each shard's wall time. What only the merged models can say (models
-        counted once, the runners that judged them, what an interrupted sweep planned) is the
-        caller's to set."""
+        counted once, the runners that judged them, what an interrupted sweep planned) the
+        caller gives."""
         first = shards[0]
         stages: dict[str, Any] = {}
         for shard in shards:
             for key, record in shard.stages.items():
                 stages[key] = add_up(stages.get(key), record)
-        planned = [shard.models_planned for shard in shards if shard.models_planned is not None]
         limits = [shard.max_skipped for shard in shards if shard.max_skipped is not None]
         return replace(
             first,
@@ -186,14 +188,14 @@ class SweepStats:
             cache_hits=sum(shard.cache_hits for shard in shards),
             screened_steps=sum(shard.screened_steps for shard in shards),
             worker_restarts=sum(shard.worker_restarts for shard in shards),
-            models_total=sum(shard.models_total for shard in shards),
-            models_skipped=sum(shard.models_skipped for shard in shards),
-            runners=_add_counts([shard.runners for shard in shards]),
+            models_total=models_total,
+            models_skipped=models_skipped,
+            runners=dict(runners),
             jobs=sum(shard.jobs for shard in shards),
-            coverage_by_family=_add_families([shard.coverage_by_family for shard in shards]),
-            coverage_checked_by_family=_add_families([shard.coverage_checked_by_family for shard in shards]),
+            coverage_by_family=_added([shard.coverage_by_family for shard in shards]),
+            coverage_checked_by_family=_added([shard.coverage_checked_by_family for shard in shards]),
             interrupted_by=next((shard.interrupted_by for shard in shards if shard.interrupted), None),
-            models_planned=sum(planned) if planned else None,
+            models_planned=models_planned,
             max_skipped=min(limits) if limits else None,
             shard_wall_s=tuple(shard.wall_s for shard in shards),
             stages=stages,
