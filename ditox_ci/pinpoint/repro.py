@@ -162,7 +162,7 @@ def write_bundle(
             **context,
             culprit_text=", ".join(culprit.passes)
             or ("the optimizer's shared code" if culprit.scope == "shared" else f"{culprit.scope} fault"),
-            message=finding.measured.get("message", ""),
+            message=finding.message,
             numbers=[(k, finding.measured[k]) for k in EVIDENCE_NUMBERS if k in finding.measured],
             divergence=divergence,
             nodes_before=len(original_model.graph.node),

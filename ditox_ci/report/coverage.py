@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ditox_ci.report.model import Report
-from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
+from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, family_counts
 
 # the one column of a report without per-family counts
 ALL_MODELS = "all"
@@ -70,17 +70,11 @@ class CoverageTable:
         return f"{family} ({self.family_models[family]})" if family in self.family_models else family
 
 
-def _counts(data: object) -> dict[str, dict[str, int]] | None:
-    if not isinstance(data, dict):
-        return None
-    return {name: {family: int(n) for family, n in dict(counts).items()} for name, counts in data.items()}
-
-
 def coverage_table(report: Report) -> CoverageTable:
     """The picture's table from `report`; without per-family counts, one column of each pass's
     totals."""
-    changed = _counts(report.stats.get(CHANGED_BY_FAMILY))
-    checked = _counts(report.stats.get(CHECKED_BY_FAMILY)) if changed else None
+    changed = family_counts(report.stats.get(CHANGED_BY_FAMILY))
+    checked = (family_counts(report.stats.get(CHECKED_BY_FAMILY)) or None) if changed else None
     if not changed:
         totals = {
             name: {key: int(n) for key, n in counts.items()} for name, counts in report.coverage.items()
@@ -105,9 +99,10 @@ def coverage_table(report: Report) -> CoverageTable:
     )
 
 
-def never_fired(report: Report) -> list[str]:
-    """Passes that were checked on at least one model and changed none."""
-    table = coverage_table(report)
+def never_fired(report: Report, table: CoverageTable | None = None) -> list[str]:
+    """Passes that were checked on at least one model and changed none (`table`: the report's
+    `coverage_table`, when the caller has it already)."""
+    table = table or coverage_table(report)
     return [
         name
         for name in table.passes
@@ -172,7 +167,7 @@ class _Layout:
 
 def coverage_svg(report: Report) -> str:
     table = coverage_table(report)
-    silent = set(never_fired(report))
+    silent = set(never_fired(report, table))
     layout = _Layout(report, table, silent)
     fired = len(table.passes) - len(silent)
     footer = [f"{fired} of {len(table.passes)} passes changed at least one model."]

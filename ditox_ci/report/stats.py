@@ -53,7 +53,9 @@ def _added(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def _family_counts(data: Any) -> dict[str, dict[str, int]]:
+def family_counts(data: Any) -> dict[str, dict[str, int]]:
+    """Per pass, per family, a count (`coverage_by_family`, `coverage_checked_by_family`) as read
+    from report.json; {} for none."""
     return {
         str(name): {str(family): int(count) for family, count in dict(families).items()}
         for name, families in dict(data or {}).items()
@@ -148,8 +150,8 @@ class SweepStats:
             runners={str(name): int(count) for name, count in dict(data.get("runners") or {}).items()},
             configs=tuple(data.get("configs") or ()),
             jobs=int(data.get("jobs", 0)),
-            coverage_by_family=_family_counts(data.get(CHANGED_BY_FAMILY)),
-            coverage_checked_by_family=_family_counts(data.get(CHECKED_BY_FAMILY)),
+            coverage_by_family=family_counts(data.get(CHANGED_BY_FAMILY)),
+            coverage_checked_by_family=family_counts(data.get(CHECKED_BY_FAMILY)),
             interrupted_by=str(data.get("interrupted_by", "")) if interrupted else None,
             models_planned=int(data["models_planned"]) if data.get("models_planned") is not None else None,
             max_skipped=float(data["max_skipped"]) if data.get("max_skipped") is not None else None,
