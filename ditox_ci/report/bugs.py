@@ -103,18 +103,23 @@ class Bug:
 
 @dataclass(frozen=True)
 class KnownGroup:
-    """The known findings one reason accounts for: `reason` is the finding's `known_by`
-    (`baseline:<entry id>`, `base-optimizer`, `previous`, `engine`)."""
+    """The known findings one reason accounts for."""
 
-    reason: str
+    known_by: KnownBy
     findings: int
     bugs: int
     models: int
     kinds: tuple[str, ...]
 
     @property
+    def reason(self) -> str:
+        """As report.json spells `known_by`: `baseline:<entry id>`, `base-optimizer`, `previous`,
+        `engine`."""
+        return self.known_by.to_json()
+
+    @property
     def baseline_entry(self) -> str | None:
-        return self.reason.removeprefix("baseline:") if self.reason.startswith("baseline:") else None
+        return self.known_by.baseline_entry
 
 
 def group_bugs(findings: Iterable[Finding]) -> list[Bug]:
@@ -128,13 +133,12 @@ def group_bugs(findings: Iterable[Finding]) -> list[Bug]:
 
 def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
     """Known findings counted per reason, the largest first."""
-    by_reason: dict[str, list[Finding]] = {}
+    by_reason: dict[KnownBy, list[Finding]] = {}
     for finding in findings:
-        known_by = finding.triage.known_by or KnownBy(KnownSource.ENGINE)
-        by_reason.setdefault(known_by.to_json(), []).append(finding)
+        by_reason.setdefault(finding.triage.known_by or KnownBy(KnownSource.ENGINE), []).append(finding)
     groups = [
         KnownGroup(
-            reason=reason,
+            known_by=reason,
             findings=len(group),
             bugs=len({f.fingerprint for f in group}),
             models=len({f.model for f in group}),
