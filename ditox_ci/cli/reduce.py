@@ -86,12 +86,12 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         raise InputError(f"cannot make inputs for {path}: {exc}") from None
     step = Step("passes:" + ",".join(passes), passes, options.fixed_point)
     config = worker_config(options, build)
-    # the runner that records intermediates and writes the bundle: --runner's, ONNX Runtime for auto
-    runner_name = "reference" if options.runner == "reference" else "onnxruntime"
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:
         judge = PoolJudge(pool, Path(scratch))
         try:
-            failure = judge.candidate(ref.id, model, feeds, step)
+            # the runner that judged the model (with --runner auto, ONNX's reference implementation
+            # for one ONNX Runtime cannot run) records its intermediates and writes the bundle
+            failure, runner_name = judge.candidate_judged(ref.id, model, feeds, step)
         except JudgeError as exc:
             raise InputError(f"{path} cannot be tested: {exc}") from None
         if not failure.failed:

@@ -142,6 +142,10 @@ class PoolJudge:
         self.candidates = 0
 
     def run(self, ref: ModelRef, step: Step) -> Outcome:
+        return self.judged(ref, step)[0]
+
+    def judged(self, ref: ModelRef, step: Step) -> tuple[Outcome, str]:
+        """The outcome, and the runner that judged the model (the one that could run it)."""
         results = list(self.pool.run([Job(ref, (step,))]))
         if results and results[0].status == INTERNAL_ERROR:
             raise InternalError(f"{ref.id} under {step.label}: {results[0].reason}")
@@ -149,11 +153,16 @@ class PoolJudge:
         if outcome is None:
             reason = results[0].reason if results else "no result"
             raise JudgeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
-        return outcome
+        return outcome, str(results[0].info.get("runner", "onnxruntime"))
 
     def candidate(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> Outcome:
+        return self.candidate_judged(name, model, feeds, step)[0]
+
+    def candidate_judged(
+        self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
+    ) -> tuple[Outcome, str]:
         with self._written(name, model, feeds) as ref:
-            return self.run(ref, step)
+            return self.judged(ref, step)
 
     def divergence(
         self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step, rtol: float, atol: float

@@ -24,6 +24,7 @@ from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
 from tests.helpers import FAKES, run_cli
+from tests.integration.engine.test_runner_reference import _model as _double_erf_model
 
 RTOL, ATOL = 1e-4, 1e-5
 PLANTED_DIR = str(Path(planted.__file__).parent)
@@ -233,6 +234,24 @@ def test_a_reduced_bundle_names_values_short_and_still_reproduces(tmp_path: Path
 
     unreduced = run_cli(*args[:-1], "0.001", "--out", str(tmp_path / "unreduced"), env=env)
     assert Path(unreduced.stdout.strip()).name == bundle.name
+
+
+def test_reduce_command_records_with_the_runner_that_could_run_the_model(tmp_path: Path) -> None:
+    # double Erf: ONNX Runtime's CPU provider has none, so --runner auto judges it with the reference
+    # implementation, which must then record the values and write the bundle too
+    model_path = tmp_path / "wrong_erf.onnx"
+    onnx.save(_double_erf_model("wrong_erf", "Erf"), str(model_path))
+    done = run_cli(
+        *("reduce", str(model_path), "--passes", "eliminate_identity"),
+        *("--optimizer", f"{FAKES / 'faulty_optimizers.py'}:optimize", "--out", str(tmp_path / "out")),
+    )
+
+    assert done.returncode == 1, done.stderr
+    bundle = Path(done.stdout.strip())
+    assert 'runner="reference"' in (bundle / "repro.py").read_text()
+    # reduced to the Add the planted fault turns into a Sub, fed with what Erf computed before it
+    assert [node.op_type for node in onnx.load(str(bundle / "model.onnx")).graph.node] == ["Add"]
+    assert run_repro(bundle).returncode == 1
 
 
 def test_reduce_command_says_when_nothing_fails(tmp_path: Path) -> None:
