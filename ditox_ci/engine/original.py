@@ -152,9 +152,6 @@ def _run_original(
 ) -> tuple[list[dict[str, Any]], list[list[Any]], Draw]:
     """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf, and
     how they were drawn."""
-    # the re-draws of a runner that then failed are not this one's
-    info.pop("redraws", None)
-    info.pop("original_nonfinite", None)
     title = RUNNER_TITLES[runner_name]
     try:
         session = runner.load_session(data, settings.threads, runner_name)
@@ -179,13 +176,10 @@ def _run_original(
             raise _RunnerFailed(f"{title} cannot run the original: {exc}") from None
         if recorded or _finite(outputs):
             break
-        info["redraws"] = attempt + 1
-    else:
-        info["original_nonfinite"] = True
     draw = Draw(samples, attempt)
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs, draw  # a task's inputs (images, text) mean something at their own scale
-    wide = _wide_sample(session, model, feeds, ref, settings, info)
+    wide = _wide_sample(session, model, feeds, ref, settings)
     if wide is not None:
         feeds, outputs = [*feeds, wide[0]], [*outputs, wide[1]]
         draw = replace(draw, wide_scales=wide[2])
@@ -194,13 +188,10 @@ def _run_original(
         return feeds, outputs, draw
     try:
         signed_outputs = runner.run(session, signed)
-    except runner.RuntimeRunError as exc:
-        info["signed_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+    except runner.RuntimeRunError:  # left out: the original fails on it
         return feeds, outputs, draw
-    if not _finite([signed_outputs]):
-        info["signed_sample"] = "left out: the original gives NaN/Inf on it"
+    if not _finite([signed_outputs]):  # left out: the original gives NaN/Inf on it
         return feeds, outputs, draw
-    info["signed_sample"] = {"sample": len(feeds)}  # after the wide one (Draw.feeds)
     return [*feeds, signed], [*outputs, signed_outputs], replace(draw, signed=True)
 
 
@@ -219,7 +210,6 @@ def _wide_sample(
     feeds: Sequence[dict[str, Any]],
     ref: ModelRef,
     settings: EvalSettings,
-    info: dict[str, Any],
 ) -> tuple[dict[str, Any], list[Any], dict[str, float]] | None:
     """One more sample after `feeds`: the first of them with its float inputs at wide magnitudes.
     Where the original gives NaN/Inf on it, inputs are scaled back in the spirit of NNSmith's search
@@ -239,15 +229,10 @@ def _wide_sample(
         assert feed is not None
         try:
             outputs = runner.run(session, feed)
-        except runner.RuntimeRunError as exc:
-            info["wide_sample"] = f"left out: the original fails on it ({str(exc)[:200]})"
+        except runner.RuntimeRunError:
             return None
         if _finite([outputs]):
-            scaled = {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
-            # its index: recorded inputs may have fewer data sets than --samples
-            info["wide_sample"] = {"sample": len(feeds), "scales": scaled}
-            return feed, outputs, scaled
-    info["wide_sample"] = "left out: the original gives NaN/Inf on it even scaled back"
+            return feed, outputs, {name: scale for name, scale in scales.items() if scale != WIDE_SCALES[0]}
     return None
 
 

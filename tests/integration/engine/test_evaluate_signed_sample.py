@@ -39,7 +39,7 @@ def test_only_the_all_negative_sample_shows_a_zero_pad_folded_into_max_pool(tmp_
     model = _pad_pool()
     onnx.save(model, tmp_path / "m.onnx")
     context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
-    assert context.info["signed_sample"] == {"sample": 2} and len(context.feeds) == 3
+    assert context.draw is not None and context.draw.signed and len(context.feeds) == 3
     assert set(np.unique(context.feeds[2]["x"])) <= set(SIGNED_LEVELS)
 
     fused = onnxoptimizer.optimize(model, ["fuse_pad_into_pool"])

@@ -42,7 +42,7 @@ def test_the_wide_sample_alone_finds_a_range_dependent_miscompilation(tmp_path: 
     model = _relu_model("range_relu")
     onnx.save(model, tmp_path / "m.onnx")
     context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
-    assert len(context.feeds) == 3 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
+    assert len(context.feeds) == 3 and context.draw is not None and context.draw.wide_scales == {}
     small, wide = (np.abs(feed["x"]).max() for feed in context.feeds[:2])
     assert small < 2 < 100 < wide
 
@@ -67,7 +67,7 @@ def test_only_the_input_that_overflows_the_original_is_scaled_back(tmp_path: Pat
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save(model, tmp_path / "m.onnx")
     context = prepare(ModelRef("m.onnx", "t", str(tmp_path / "m.onnx")), EvalSettings())
-    assert context.info["wide_sample"] == {"sample": 1, "scales": {"a": 0.01}}
+    assert context.draw is not None and context.draw.wide_scales == {"a": 0.01}
     wide = context.feeds[1]
     assert np.abs(wide["a"]).max() < 10 < 100 < np.abs(wide["b"]).max()
     assert np.isfinite(context.outputs[1][0]).all()
@@ -100,4 +100,6 @@ def test_the_wide_sample_s_index_follows_the_recorded_data_sets_not_samples(tmp_
     write_recorded_inputs(folder, model, [{"x": np.full((4, 8), 0.25, np.float32)}])
     ref = ModelRef("recorded", "t", str(folder / "model.onnx"), inputs_dir=str(folder))
     context = prepare(ref, EvalSettings(samples=3))
-    assert len(context.feeds) == 3 and context.info["wide_sample"] == {"sample": 1, "scales": {}}
+    # the second fed: one data set, then the wide one (Draw.feeds appends it after the samples)
+    assert len(context.feeds) == 3 and context.draw is not None and context.draw.samples == 3
+    assert context.draw.wide_scales == {} and np.abs(context.feeds[1]["x"]).max() > 100

@@ -75,8 +75,7 @@ def test_every_run_of_the_original_counts_the_scaled_back_ones_too(tmp_path: Pat
     before = runner.runs_so_far()
     context = prepare(ModelRef("exp", "t", str(tmp_path / "exp.onnx")), EvalSettings(samples=2))
 
-    assert context.info["wide_sample"] == {"sample": 2, "scales": {"x": 0.1}}
-    assert context.info["signed_sample"] == {"sample": 3}
+    assert context.draw == Draw(samples=2, attempt=0, wide_scales={"x": 0.1}, signed=True)
     assert len(context.feeds) == 4
     assert runner.runs_so_far() - before == 2 + 2 + 1 + 4
 
