@@ -190,6 +190,8 @@ class SweepSetup:
     # time.monotonic() when it began: the report's wall time counts installing the optimizer
     started: float
     worker_config: WorkerConfig
+    # --base-optimizer's build, installed (or found in the cache) with the one under test
+    base: Installation | None = None
 
     @property
     def info(self) -> OptimizerInfo:
@@ -215,6 +217,12 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
             if options.baseline:  # an entry that could never match is said before the sweep, not after
                 check_entry_passes(baseline, f"{info.name} {info.version}", info.passes)
             previous = read_report(Path(options.previous)) if options.previous else None
+        base = None
+        if options.base_optimizer:
+            with log.group("base optimizer"):
+                flag, cache = "--base-optimizer", Path(options.cache_dir)
+                installing = optimizer_build(options.base_optimizer, cache, log, flag, build.optimizer)
+                base = stack.enter_context(installing)
         timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
         config = worker_config(options, build, timeout_s)
-        yield SweepSetup(options, build, baseline, previous, started, config)
+        yield SweepSetup(options, build, baseline, previous, started, config, base)

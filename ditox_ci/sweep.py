@@ -30,7 +30,7 @@ from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool, worker_c
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
-from ditox_ci.optimizers.install import Installation, optimizer_build
+from ditox_ci.optimizers.install import Installation
 from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
 from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
@@ -310,23 +310,15 @@ def _sweep_planned(
     stream: ModelStream | None,
     settled: Callable[[], None],
 ) -> Report:
-    options, build = setup.options, setup.build
-    config = setup.worker_config
+    options, config = setup.options, setup.worker_config
     workers = worker_count(options.jobs, options.worker_memory_mb, log.warning)
     finished = _Finished()
     interrupted: Interrupted | None = None
     # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
     # finished: whole models only, with their findings as far as they were pinpointed.
     try:
+        base = setup.base
         with contextlib.ExitStack() as stack:
-            base = None
-            if options.base_optimizer:
-                with log.group("base optimizer"):
-                    cache = Path(options.cache_dir)
-                    installing = optimizer_build(
-                        options.base_optimizer, cache, log, "--base-optimizer", build.optimizer
-                    )
-                    base = stack.enter_context(installing)
             pool = stack.enter_context(WorkerPool(config, workers))
             _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result)
             if base is not None and stream is None:
