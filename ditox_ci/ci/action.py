@@ -22,6 +22,7 @@ from typing import Any
 
 from ditox_ci.ci.inputs import (
     FETCHED_PREVIOUS,
+    FETCHED_REPORT,
     GATES,
     MODES,
     PUBLISH_FLAGS,
@@ -134,7 +135,7 @@ def runnable(step: Step) -> tuple[str, ...]:
     """The step's command as it runs now: without `--previous` when the download found no earlier
     run (the first night), so the stages run as if no previous report was named."""
     command = list(step.command)
-    fetched = str(FETCHED_PREVIOUS / "report.json")
+    fetched = str(FETCHED_REPORT)
     if fetched in command and not Path(fetched).is_file():
         at = command.index(fetched)
         del command[at - 1 : at + 1]

@@ -137,19 +137,21 @@ def report_path(inputs: ActionInputs) -> Path:
 # `previous: workflow:<file>[@<branch>]` names the report of that workflow's last successful run:
 # a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
 FETCHED_PREVIOUS = Path(".ditox-previous")
+# the report the download writes there
+FETCHED_REPORT = FETCHED_PREVIOUS / "report.json"
 WORKFLOW_PREFIX = "workflow:"
 
 
 def previous_report(inputs: ActionInputs) -> str:
     """What the stages get as --previous: the input's path, or where the download puts it."""
     if inputs.previous.startswith(WORKFLOW_PREFIX):
-        return str(FETCHED_PREVIOUS / "report.json")
+        return str(FETCHED_REPORT)
     return inputs.previous
 
 
 def _value(flag: str, value: Any) -> list[str]:
     """`flag VALUE`, left out when the input is empty: the CLI's own default then holds."""
-    return [] if value is None or value == "" or value == () else [flag, str(value)]
+    return [] if value is None or value == "" else [flag, str(value)]
 
 
 def _given(flag: str, value: Any) -> list[str]:
