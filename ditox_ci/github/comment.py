@@ -79,7 +79,7 @@ class StickyComment(Surface):
         if head == self.context.sha:
             return True
         reason = f"#{number} is at {head[:12]}, the report is for {self.context.sha[:12]}"
-        self.failed.append(f"update the pull request comment: {reason}")
+        self.failed.append(f"{self.step}: {reason}")
         client.log.error(f"not commenting: {reason}; --pr must name the PR the swept commit belongs to")
         return False
 
