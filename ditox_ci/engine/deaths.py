@@ -98,11 +98,17 @@ def signal_name(exitcode: int | None) -> str:
     return f"exit code {exitcode}"
 
 
-def rss_mb(pid: int) -> float:
+def proc_mb(path: str, field: str) -> float:
+    """One `Field:  N kB` figure of a /proc file (/proc/meminfo, /proc/<pid>/status) in MiB; 0 where
+    it cannot be read."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
+    except (OSError, ValueError, IndexError):
         pass
     return 0.0
+
+
+def rss_mb(pid: int) -> float:
+    return proc_mb(f"/proc/{pid}/status", "VmRSS")

@@ -29,7 +29,7 @@ from typing import Any
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
-from ditox_ci.engine.deaths import failure_outcome, oom_kills, rss_mb, signal_name
+from ditox_ci.engine.deaths import failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.messages import (
     ALLOWANCE_BASE_MB,
@@ -163,11 +163,7 @@ def warm_up() -> None:
 
 def _meminfo_mb(field: str) -> float:
     """One figure of /proc/meminfo (`MemTotal`, `MemAvailable`) in MiB; 0 where it cannot be read."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return proc_mb("/proc/meminfo", field)
 
 
 def machine_memory_mb() -> float:
