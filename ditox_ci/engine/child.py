@@ -1,6 +1,7 @@
 """The worker process: loads the optimizer once, then prepares each Job's original and judges its
-steps, sending a message per phase and per step (`engine.messages`). It dies with its parent, and
-its stdout and stderr go to a file the parent reads a dead worker's last words from.
+steps, writing each phase it enters into its WorkerState and sending its step messages in batches
+(`engine.messages`). It dies with its parent, and its stdout and stderr go to a file the parent
+reads a dead worker's last words from.
 """
 
 from __future__ import annotations
@@ -11,23 +12,26 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import signal
+import time
 from collections import OrderedDict
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import ModelContext, SkipModel, optimizer_input, prepare, run_step
 from ditox_ci.engine.messages import (
+    FLUSH_S,
+    Batch,
     InternalFailure,
     Job,
     JobDone,
     ModelSkipped,
     OptimizerLoadFailed,
     OriginalPrepared,
-    PhaseStarted,
     StepDivergence,
     StepFinished,
     Stop,
     WorkerConfig,
+    WorkerState,
 )
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.screen import JobScreen
@@ -56,6 +60,28 @@ def _divergence(
         return None
 
 
+class _Outbox:
+    """A job's step messages, sent together (Batch) when `flush` is called or FLUSH_S has passed."""
+
+    def __init__(self, conn: multiprocessing.connection.Connection) -> None:
+        self._conn = conn
+        self._held: list[StepFinished | StepDivergence | JobDone | InternalFailure] = []
+        self._sent_at = time.monotonic()
+
+    def add(self, message: StepFinished | StepDivergence) -> None:
+        self._held.append(message)
+        if time.monotonic() - self._sent_at >= FLUSH_S:
+            self.flush()
+
+    def flush(self, last: JobDone | InternalFailure | None = None) -> None:
+        if last is not None:
+            self._held.append(last)
+        if self._held:
+            self._conn.send(Batch(tuple(self._held)))
+            self._held.clear()
+        self._sent_at = time.monotonic()
+
+
 def _die_with_parent() -> None:
     """Have the kernel kill this worker when its parent dies, even by SIGKILL (Linux prctl
     PR_SET_PDEATHSIG). The parent is the forkserver, which exits once the sweep has died and no
@@ -76,7 +102,9 @@ def _die_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig, stderr_path: str) -> None:
+def child_main(
+    conn: multiprocessing.connection.Connection, state: WorkerState, config: WorkerConfig, stderr_path: str
+) -> None:
     _die_with_parent()
     descriptor = os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(descriptor, 2)
@@ -95,7 +123,6 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         job: Job | Stop = conn.recv()
         if isinstance(job, Stop):
             return
-        conn.send(PhaseStarted(-1, "prepare"))
         runs_before = runner.runs_so_far()
         key = (job.ref.id, job.ref.path)
         context = None if job.fresh else contexts.get(key)
@@ -122,18 +149,19 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
         conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
+        outbox = _Outbox(conn)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
-                conn.send(PhaseStarted(index, phase))
+                state.enter(index, phase)
 
             try:
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
                 if cleared is not None:
-                    conn.send(StepFinished(index, cleared, screened=True))
+                    outbox.add(StepFinished(index, cleared, screened=True))
                     continue
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
                 screen.ran(index, outcome)
@@ -141,11 +169,14 @@ def child_main(conn: multiprocessing.connection.Connection, config: WorkerConfig
                 os._exit(MEMORY_ERROR_EXIT)
             # a bug in ditox-ci or its configuration, never the optimizer's
             except (Exception, InternalError, FatalError) as exc:
-                conn.send(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
+                outbox.flush(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
                 break
-            conn.send(StepFinished(index, outcome))
+            outbox.add(StepFinished(index, outcome))
             if job.divergence is not None and outcome.kind == "output-mismatch":
-                conn.send(PhaseStarted(index, "divergence"))
-                conn.send(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
+                # the mismatch reaches the pool before the search that may die
+                outbox.flush()
+                on_phase("divergence")
+                outbox.add(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
+                outbox.flush()
         else:
-            conn.send(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))
+            outbox.flush(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))

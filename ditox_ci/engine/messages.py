@@ -1,27 +1,34 @@
-"""What crosses the pipe between the pool and its workers, and the Job and JobResult around it.
+"""What crosses the pipe between the pool and its workers, the Job and JobResult around it, and
+the WorkerState a worker keeps in memory it shares with the pool.
 
 Every message over the pipe is a frozen dataclass of this module. The parent sends a Job, or Stop.
 A worker answers each Job with:
-  PhaseStarted(-1, "prepare"), then OriginalPrepared(nodes, sha256, info) or ModelSkipped(reason);
-  per step i: PhaseStarted(i, "optimize"), PhaseStarted(i, "run") when the optimized model is run,
-    StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an output
-    mismatch, PhaseStarted(i, "divergence") and StepDivergence(i, Divergence | None): the first node
-    whose output differs (localize_nodes), found with the optimizer run again in the worker;
-  before the first single-pass step of a large model, PhaseStarted(i, "screen") per optimizer call
-    over many passes (`engine.screen`), and StepFinished(i, the control's Outcome, screened=True)
-    for each step that screening cleared;
+  OriginalPrepared(nodes, sha256, info, draw) or ModelSkipped(reason), at once;
+  per step i: StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an
+    output mismatch, StepDivergence(i, Divergence | None): the first node whose output differs
+    (localize_nodes), found with the optimizer run again in the worker; for each single-pass step of
+    a large model that screening cleared (`engine.screen`), StepFinished(i, the control's Outcome,
+    screened=True);
   JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
-A worker that cannot load the optimizer sends OptimizerLoadFailed(message) instead. Divergence is
-optional evidence: a worker that dies, hangs or exceeds its memory limit in the "divergence" phase
-is replaced and the model resumes at the next step, the mismatch found but without its divergence.
-A screen only saves calls: a worker that dies, hangs or exceeds its memory limit in the "screen"
-phase is replaced and the model resumes at that same step, every step after it run on its own.
+The step messages travel in Batches: a worker sends what it has when the job ends, before and
+after a divergence search, and otherwise every FLUSH_S seconds, so a model of 50 quick steps costs the pipe
+two messages, not a hundred. A worker that cannot load the optimizer sends OptimizerLoadFailed.
+
+Which step and phase a worker is in ("prepare", then per step "optimize", "run", "divergence" or
+"screen") it writes into its WorkerState instead of a message, with a count of its optimizer calls:
+the pool reads it when the worker dies, hangs or exceeds its memory limit, and pins the failure on
+that step. Steps the worker finished but had not sent yet run again on the fresh worker.
+Divergence is optional evidence: a worker that fails in the "divergence" phase is replaced and the
+model resumes after that step, the mismatch found but without its divergence. A screen only saves
+calls: a worker that fails in the "screen" phase is replaced and the model resumes at that same
+step, every step after it run on its own.
 """
 
 from __future__ import annotations
 
+import multiprocessing.context
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,12 +123,6 @@ class Stop:
 
 
 @dataclass(frozen=True)
-class PhaseStarted:
-    step_index: int  # into the Job's steps; -1 while the original is prepared
-    phase: str  # "prepare", "optimize", "run", "divergence" or "screen"
-
-
-@dataclass(frozen=True)
 class OriginalPrepared:
     nodes: int
     sha256: str
@@ -165,8 +166,16 @@ class OptimizerLoadFailed:
     message: str
 
 
+@dataclass(frozen=True)
+class Batch:
+    """Step messages (StepFinished, StepDivergence), with JobDone or InternalFailure last when the
+    job ended: one pipe message for what a worker did since its last one."""
+
+    messages: tuple[StepFinished | StepDivergence | JobDone | InternalFailure, ...]
+
+
 WorkerMessage = (
-    PhaseStarted
+    Batch
     | OriginalPrepared
     | ModelSkipped
     | StepFinished
@@ -175,3 +184,50 @@ WorkerMessage = (
     | InternalFailure
     | OptimizerLoadFailed
 )
+
+
+# ---------------------------------------------------------------- shared state
+
+PHASES = ("prepare", "optimize", "run", "divergence", "screen")
+# the phases that call the optimizer: each entry counts one optimizer run
+OPTIMIZER_PHASES = frozenset({"optimize", "divergence", "screen"})
+# how often a busy worker sends the step messages it has (Batch): what a crash makes run again
+FLUSH_S = 0.25
+_STEP, _PHASE, _ENTERED, _OPTIMIZER_RUNS = range(4)
+
+
+class WorkerState:
+    """Where a worker is, in memory it shares with the pool: the step (an index into the Job's
+    steps, -1 while the original is prepared) and phase it last entered, how many phases it has
+    entered (the pool times a phase from when that count last moved), and its optimizer calls.
+    The pool sets it to the job's start (`handed`) before it sends a Job to the idle worker; else
+    only the worker writes it, and the pool reads it: the whole of it once the worker is dead."""
+
+    def __init__(self, context: multiprocessing.context.BaseContext) -> None:
+        self._values: Any = context.RawArray("q", 4)
+
+    def handed(self) -> None:
+        """A Job is on its way: the worker is preparing its original until it says otherwise."""
+        self.enter(-1, "prepare")
+
+    def enter(self, step_index: int, phase: str) -> None:
+        values = self._values
+        values[_STEP], values[_PHASE] = step_index, PHASES.index(phase)
+        values[_OPTIMIZER_RUNS] += phase in OPTIMIZER_PHASES
+        values[_ENTERED] += 1
+
+    @property
+    def step_index(self) -> int:
+        return int(self._values[_STEP])
+
+    @property
+    def phase(self) -> str:
+        return PHASES[self._values[_PHASE]]
+
+    @property
+    def entered(self) -> int:
+        return int(self._values[_ENTERED])
+
+    @property
+    def optimizer_runs(self) -> int:
+        return int(self._values[_OPTIMIZER_RUNS])

@@ -1,14 +1,16 @@
 """Dangerous work runs here: a pool of worker processes that the parent outlives.
 
 The optimizer and ONNX Runtime are native code that can segfault, abort, hang or eat memory. Each
-worker takes one model at a time (a Job: the model and its steps), prepares the original once and
-streams back a message per phase and per step. When a worker dies, times out or exceeds its memory
-limit, the parent knows which step and phase it was in, turns that into a finding of the right kind
-with the signal and the worker's last stderr lines, starts a fresh worker, and resumes the model at
-the next step. Nothing else is lost.
+worker takes one model at a time (a Job: the model and its steps), prepares the original once,
+sends its steps' results back in batches and writes the step and phase it is in to memory it
+shares with the parent. When a worker dies, times out or exceeds its memory limit, the parent reads
+there which step and phase it was in, turns that into a finding of the right kind with the signal
+and the worker's last stderr lines, starts a fresh worker, and resumes the model at the steps not
+yet finished. Nothing else is lost.
 
-The messages and the Job are `engine.messages`, the worker process `engine.child`, and what a dead
-worker's step becomes `engine.deaths`; this module is the pool that drives them.
+The messages, the shared state and the Job are `engine.messages`, the worker process
+`engine.child`, and what a dead worker's step becomes `engine.deaths`; this module is the pool that
+drives them.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ditox_ci.engine.messages import (
     ALLOWANCE_PER_MODEL_MB,
     DEFAULT_MEMORY_LIMIT_MB,
     OWN_IR_ALLOWANCE_PER_MODEL_MB,
+    Batch,
     InternalFailure,
     Job,
     JobDone,
@@ -43,12 +46,12 @@ from ditox_ci.engine.messages import (
     ModelSkipped,
     OptimizerLoadFailed,
     OriginalPrepared,
-    PhaseStarted,
     StepDivergence,
     StepFinished,
     Stop,
     WorkerConfig,
     WorkerMessage,
+    WorkerState,
     allowance_per_model_mb,
 )
 from ditox_ci.engine.outcome import Outcome
@@ -106,9 +109,11 @@ class _Running:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     divergences: dict[str, Divergence] = field(default_factory=dict)
     original: OriginalPrepared | None = None
-    phase: str = "prepare"
-    step_index: int = -1
+    # when the worker's phase count (WorkerState.entered) was last seen to move, and that count
     phase_started: float = 0.0
+    entered: int = 0
+    # the worker's optimizer calls (WorkerState.optimizer_runs) when it was handed this job
+    runs_from: int = 0
     optimizer_runs: int = 0
     runtime_runs: int = 0
     cache_hits: int = 0
@@ -125,6 +130,7 @@ class _Running:
 class _Slot:
     process: Any
     conn: multiprocessing.connection.Connection
+    state: WorkerState
     stderr_path: Path
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
@@ -242,12 +248,13 @@ class WorkerPool:
         self._spawned += 1
         stderr_path = Path(self._tmp.name) / f"worker-{self._spawned}.stderr"
         parent_conn, child_conn = self._context.Pipe()
+        state = WorkerState(self._context)
         process = self._context.Process(  # type: ignore[attr-defined]
-            target=child_main, args=(child_conn, self.config, str(stderr_path)), daemon=True
+            target=child_main, args=(child_conn, state, self.config, str(stderr_path)), daemon=True
         )
         process.start()
         child_conn.close()
-        return _Slot(process=process, conn=parent_conn, stderr_path=stderr_path)
+        return _Slot(process=process, conn=parent_conn, state=state, stderr_path=stderr_path)
 
     def _restart(self, slot: _Slot) -> str:
         """Kill the slot's worker (if still alive) and start a fresh one; returns its stderr tail."""
@@ -257,9 +264,10 @@ class WorkerPool:
         stderr = self._stderr_tail(slot)
         slot.conn.close()
         fresh = self._spawn()
-        slot.process, slot.conn, slot.stderr_path, slot.running, slot.holds = (
+        slot.process, slot.conn, slot.state, slot.stderr_path, slot.running, slot.holds = (
             fresh.process,
             fresh.conn,
+            fresh.state,
             fresh.stderr_path,
             None,
             [],
@@ -269,8 +277,9 @@ class WorkerPool:
     def _send(self, slot: _Slot, running: _Running) -> None:
         if slot.process.exitcode is not None:
             self._restart(slot)
-        running.phase, running.step_index = "prepare", -1
-        running.phase_started = time.monotonic()
+        slot.state.handed()
+        running.phase_started, running.entered = time.monotonic(), slot.state.entered
+        running.runs_from = slot.state.optimizer_runs
         running.stderr_from = _file_size(slot.stderr_path)
         slot.running = running
         control = running.outcomes.get(NOP) if all(step.label != NOP for step in running.remaining) else None
@@ -312,11 +321,10 @@ class WorkerPool:
             raise OptimizerLoadError(message.message)
         assert running is not None, f"message {type(message).__name__} from an idle worker"
         match message:
-            case PhaseStarted(step_index=index, phase=phase):
-                running.step_index, running.phase = index, phase
-                running.phase_started = time.monotonic()
-                if phase in ("optimize", "divergence", "screen"):
-                    running.optimizer_runs += 1
+            case Batch(messages=messages):
+                # a job's end (JobDone, InternalFailure) comes last in its batch
+                results = [self._handle(slot, inner) for inner in messages]
+                return results[-1] if results else None
             case OriginalPrepared():
                 running.original = message
             case StepFinished(step_index=index, outcome=outcome, screened=screened):
@@ -327,53 +335,66 @@ class WorkerPool:
                     running.divergences[running.remaining[index].label] = divergence
             case ModelSkipped(reason=reason):
                 slot.running = None
+                self._count_runs(slot.state, running)
                 return self._finish(running, "skipped", reason)
             case InternalFailure(message=text):
                 # recorded against the model, which gates (exit 70 at the end): a gate must not turn
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 slot.running = None
+                self._count_runs(slot.state, running)
                 return self._finish(running, INTERNAL_ERROR, text)
             case JobDone(runtime_runs=runs, cache_hits=hits):
                 running.runtime_runs += runs
                 running.cache_hits += hits
                 slot.running = None
+                self._count_runs(slot.state, running)
                 return self._finish(running, "ok")
         return None
 
-    def _failure(self, running: _Running, cause: str, detail: str, stderr: str) -> JobResult | None:
-        """Turn a dead/stuck worker into an outcome for the step it was on; resume or finish."""
-        if running.step_index < 0 or running.original is None:
+    @staticmethod
+    def _count_runs(state: WorkerState, running: _Running) -> None:
+        """Add the optimizer calls the worker made since it was handed the job (the job's part on
+        this worker is over)."""
+        running.optimizer_runs += state.optimizer_runs - running.runs_from
+
+    def _failure(
+        self, running: _Running, state: WorkerState, cause: str, detail: str, stderr: str
+    ) -> JobResult | None:
+        """Turn a dead/stuck worker into an outcome for the step its state names; resume or finish.
+        Steps it finished without sending them run again."""
+        self._count_runs(state, running)
+        index, phase = state.step_index, state.phase
+        if index < 0 or running.original is None:
             reason = f"the original model {cause} while being loaded, fed and run ({detail})"
             if stderr.strip():
                 reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
             return self._finish(running, "skipped", reason)
-        if running.phase == "screen":
-            # a pass of a screened list crashed, hung or ran out of memory: no step from here on has
-            # finished, so the model resumes at this step with screening off, each step on its
-            # own, where the pass's failure is its own step's finding
-            running.remaining = running.remaining[running.step_index :]
+        if phase == "screen":
+            # a pass of a screened list crashed, hung or ran out of memory: the model resumes at
+            # this step with screening off, each step on its own, where the pass's failure is its
+            # own step's finding
             running.job = replace(running.job, screen=False)
-            running.restarts += 1
-            return None
-        # in the divergence phase the step's outcome already came back: it stands, without divergence
-        if running.phase != "divergence":
-            step = running.remaining[running.step_index]
+        elif phase != "divergence":
+            # in the divergence phase the step's outcome already came back: it stands, without divergence
+            step = running.remaining[index]
             runner_name = str(running.original.info.get("runner", "onnxruntime"))
             running.outcomes[step.label] = failure_outcome(
-                running.phase, cause, detail, stderr, runner_name, running.memory_mb
+                phase, cause, detail, stderr, runner_name, running.memory_mb
             )
-        running.remaining = running.remaining[running.step_index + 1 :]
+        running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
         running.restarts += 1
         if not running.remaining:
             return self._finish(running, "ok")
         return None
 
     def _replace(self, slot: _Slot, cause: str, detail: str) -> JobResult | None:
-        running = slot.running
+        # what the worker sent since the last look: its job may even have ended
+        finished, _ = self._drain(slot)
+        running, state = slot.running, slot.state
         stderr = self._restart(slot)
         if running is None:
-            return None
-        result = self._failure(running, cause, detail, stderr)
+            return finished[0] if finished else None
+        result = self._failure(running, state, cause, detail, stderr)
         if result is None and running.remaining and running.original is not None:
             self._send(slot, running)
         return result
@@ -407,6 +428,9 @@ class WorkerPool:
                 detail = f"MemoryError; last seen at {slot.rss_mb:.0f} MiB"
                 return self._replace(slot, "ran out of memory", detail)
             return self._replace(slot, "crashed", signal_name(slot.process.exitcode))
+        entered = slot.state.entered
+        if entered != running.entered:
+            running.phase_started, running.entered = time.monotonic(), entered
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:
             return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")

@@ -47,7 +47,7 @@ def _running_on(pool: WorkerPool, jobs: list[Job]) -> None:
     for job in jobs:
         memory_mb, reserve_mb = pool.allowance_mb(job), pool._need_mb(job)
         running = _Running(job=job, started=0.0, remaining=(), memory_mb=memory_mb, reserve_mb=reserve_mb)
-        pool._slots.append(_Slot(process=None, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+        pool._slots.append(_Slot(process=None, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
 
 
 def test_the_default_limit_times_the_default_jobs_fits_a_github_runner():
@@ -177,7 +177,7 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
         for name in ("a", "b"):
             running = _Running(job=_job(tmp_path, name, 1), started=0.0, remaining=())
-            pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+            pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == ["ran out of memory", "ran out of memory"]
 
 
@@ -196,7 +196,7 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
         running = _Running(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
-        pool._watch(_Slot(process=killed, conn=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
+        pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == ["crashed"]
 
 

@@ -1,8 +1,10 @@
-"""The worker's messages: each kind a frozen dataclass that crosses the pipe as it is, and the
-stream a worker sends for one Job becomes that Job's result in the parent."""
+"""The worker's messages: each kind a frozen dataclass that crosses the pipe as it is, the stream a
+worker sends for one Job becomes that Job's result in the parent, and a dead worker's shared state
+pins its failure on the step it names while the steps it had not sent run again."""
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 from pathlib import Path
 
@@ -13,41 +15,47 @@ from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import (
+    Batch,
     InternalFailure,
     Job,
     JobDone,
+    JobResult,
     ModelSkipped,
     OptimizerLoadFailed,
     OriginalPrepared,
-    PhaseStarted,
     StepDivergence,
     StepFinished,
     Stop,
     WorkerConfig,
     WorkerMessage,
     WorkerPool,
+    WorkerState,
     _Running,
     _Slot,
 )
 from ditox_ci.errors import OptimizerLoadError
 
 STEPS = (Step("pass:a", ("a",)), Step("pass:b", ("b",)))
+FOUR = (Step("nop", ()), *STEPS, Step("pass:c", ("c",)))
 JOB = Job(ModelRef(id="m.onnx", source="t", path="m.onnx"), STEPS)
 SAME = Outcome(None, digest="d1", changed=True)
 MISMATCH = Outcome("output-mismatch", "output 'y' differs", {"max_abs": 0.5}, "d2", True)
 WHERE = Divergence("a", producer="Add_0", rewritten=("Add_0",), max_abs=0.5, compared=2)
 
 
-def _busy_slot() -> _Slot:
-    running = _Running(job=JOB, started=0.0, remaining=STEPS)
-    return _Slot(process=None, conn=None, stderr_path=Path("-"), running=running)  # type: ignore[arg-type]
+def _state() -> WorkerState:
+    return WorkerState(multiprocessing.get_context("spawn"))
+
+
+def _busy_slot(steps: tuple[Step, ...] = STEPS) -> _Slot:
+    running = _Running(job=Job(JOB.ref, steps), started=0.0, remaining=steps)
+    return _Slot(process=None, conn=None, state=_state(), stderr_path=Path("-"), running=running)  # type: ignore[arg-type]
 
 
 def test_every_message_crosses_the_pipe_unchanged():
     messages = [
         JOB,
         Stop(),
-        PhaseStarted(-1, "prepare"),
         OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}),
         ModelSkipped("no inputs"),
         StepFinished(1, MISMATCH),
@@ -56,6 +64,7 @@ def test_every_message_crosses_the_pipe_unchanged():
         JobDone(4, 1),
         InternalFailure("pass:a: KeyError: 'y'"),
         OptimizerLoadFailed("cannot import x"),
+        Batch((StepFinished(0, SAME), StepDivergence(0, None), JobDone(2, 0))),
     ]
     for message in messages:
         assert pickle.loads(pickle.dumps(message)) == message
@@ -64,20 +73,18 @@ def test_every_message_crosses_the_pipe_unchanged():
 def test_a_jobs_messages_become_its_result():
     with WorkerPool(WorkerConfig()) as pool:
         slot = _busy_slot()
+        slot.state.handed()
         stream: list[WorkerMessage] = [
-            PhaseStarted(-1, "prepare"),
             OriginalPrepared(3, "ab12", {"runner": "reference"}),
-            PhaseStarted(0, "optimize"),
-            PhaseStarted(0, "run"),
-            StepFinished(0, SAME),
-            PhaseStarted(1, "optimize"),
-            PhaseStarted(1, "run"),
-            StepFinished(1, MISMATCH),
-            PhaseStarted(1, "divergence"),
-            StepDivergence(1, WHERE),
+            Batch((StepFinished(0, SAME),)),
+            Batch((StepFinished(1, MISMATCH),)),
+            Batch((StepDivergence(1, WHERE),)),
         ]
+        # what the worker wrote into its state as it went: two steps, one divergence search
+        for index, phase in ((0, "optimize"), (0, "run"), (1, "optimize"), (1, "run"), (1, "divergence")):
+            slot.state.enter(index, phase)
         assert [pool._handle(slot, message) for message in stream] == [None] * len(stream)
-        result = pool._handle(slot, JobDone(runtime_runs=4, cache_hits=1))
+        result = pool._handle(slot, Batch((JobDone(runtime_runs=4, cache_hits=1),)))
     assert slot.running is None and result is not None
     assert (result.status, result.nodes, result.sha256) == ("ok", 3, "ab12")
     assert result.info == {"runner": "reference"}
@@ -90,10 +97,60 @@ def test_a_skip_or_a_bug_of_ours_ends_the_job_and_an_unloadable_optimizer_stops_
     with WorkerPool(WorkerConfig()) as pool:
         skipped = pool._handle(_busy_slot(), ModelSkipped("no inputs"))
         ours = pool._handle(_busy_slot(), InternalFailure("pass:a: KeyError: 'y'"))
-        idle = _Slot(process=None, conn=None, stderr_path=Path("-"))  # type: ignore[arg-type]
+        idle = _Slot(process=None, conn=None, state=_state(), stderr_path=Path("-"))  # type: ignore[arg-type]
         with pytest.raises(OptimizerLoadError, match="cannot import x"):
             pool._handle(idle, OptimizerLoadFailed("cannot import x"))
     assert skipped is not None
     assert (skipped.status, skipped.reason, skipped.nodes, skipped.sha256) == ("skipped", "no inputs", 0, "")
     # recorded against the model, the sweep goes on; the run exits 70 once the report is written
     assert ours is not None and (ours.status, ours.reason) == ("internal-error", "pass:a: KeyError: 'y'")
+
+
+def _died(phase: str) -> tuple[_Running, JobResult | None]:
+    """A worker that finished steps 0-2 of FOUR, sent only step 0 (its batch still held 1 and 2),
+    and died in `phase` of step 3."""
+    with WorkerPool(WorkerConfig()) as pool:
+        slot = _busy_slot(FOUR)
+        slot.state.handed()
+        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
+        pool._handle(slot, Batch((StepFinished(0, SAME),)))
+        for index in range(4):
+            slot.state.enter(index, "optimize")
+        slot.state.enter(3, phase)
+        running = slot.running
+        assert running is not None
+        return running, pool._failure(running, slot.state, "crashed", "SIGSEGV", "")
+
+
+def test_a_dead_worker_is_pinned_on_the_step_its_state_names_and_unsent_steps_run_again():
+    running, result = _died("run")
+    assert result is None  # the model goes on, on a fresh worker
+    assert set(running.outcomes) == {"nop", "pass:c"}
+    crash = running.outcomes["pass:c"]
+    assert crash.kind == "runtime-error"
+    assert crash.message == "ONNX Runtime on the optimized model crashed (SIGSEGV)"
+    # finished on the dead worker but never sent: judged again, not lost and not blamed
+    assert [step.label for step in running.remaining] == ["pass:a", "pass:b"]
+    assert (running.optimizer_runs, running.restarts) == (4, 1)
+
+
+def test_a_worker_dead_in_a_screen_resumes_every_unsent_step_unscreened():
+    running, result = _died("screen")
+    assert result is None and set(running.outcomes) == {"nop"}
+    assert [step.label for step in running.remaining] == ["pass:a", "pass:b", "pass:c"]
+    assert running.job.screen is False
+    assert running.optimizer_runs == 5  # four optimize phases and the screen call
+
+
+def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
+    with WorkerPool(WorkerConfig()) as pool:
+        slot = _busy_slot()
+        slot.state.handed()
+        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
+        pool._handle(slot, Batch((StepFinished(0, MISMATCH),)))
+        slot.state.enter(0, "divergence")
+        running = slot.running
+        assert running is not None
+        assert pool._failure(running, slot.state, "timed out", "after 60s", "") is None
+    assert running.outcomes == {"pass:a": MISMATCH} and running.divergences == {}
+    assert [step.label for step in running.remaining] == ["pass:b"]
