@@ -143,7 +143,7 @@ def _judge_changed(
     # miscompiles must show its mismatch, not fold into the nop control's invalid-model.
     invalid: Outcome | None = None
     if context.checker_error is None:
-        error = checker_error(optimized)
+        error = checker_error(data)
         if error is not None:
             evidence["checker"] = error
             invalid = Outcome("invalid-model", error, {**evidence, "message": error})

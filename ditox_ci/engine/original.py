@@ -296,7 +296,7 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         feeds=feeds,
         outputs=outputs,
         output_names=[o.name for o in model.graph.output],
-        checker_error=checker_error(model),
+        checker_error=checker_error(data),
         info=info,
         runner=info["runner"],
         noise=noise,

@@ -12,8 +12,10 @@ import onnx
 from ditox_ci.corpus.inputs import feedable_inputs
 
 
-def checker_error(model: onnx.ModelProto) -> str | None:
-    """What onnx's full checker says is wrong with `model`; None when it passes."""
+def checker_error(model: onnx.ModelProto | bytes) -> str | None:
+    """What onnx's full checker says is wrong with `model`; None when it passes. Given the model's
+    bytes, the checker reads them as they are instead of serializing the model again (a second
+    copy of the whole model: 1.0 s of the 1.9 s a check of VGG-19 took)."""
     try:
         onnx.checker.check_model(model, full_check=True)
     except Exception as exc:

@@ -8,7 +8,8 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
+from ditox_ci.engine.evaluate import EvalSettings, judge, judge_bytes, prepare
+from ditox_ci.engine.structure import checker_error
 
 
 def test_renamed_outputs_are_named_by_their_old_names_alone(tmp_path: Path) -> None:
@@ -34,3 +35,27 @@ def test_renamed_outputs_are_named_by_their_old_names_alone(tmp_path: Path) -> N
 
     assert outcome.kind is None
     assert outcome.evidence["info"] == ["outputs renamed: y"]
+
+
+def test_the_checker_reads_an_optimized_models_bytes_with_the_same_verdict(tmp_path: Path) -> None:
+    """judge_bytes hands the checker the bytes it has (no second serialization): a result the
+    checker rejects is still an invalid-model finding, one it accepts is not."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    graph = helper.make_graph([helper.make_node("Neg", ["x"], ["y"])], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    context = prepare(ModelRef("m", "t", str(path)), EvalSettings())
+    assert context.checker_error is None
+
+    broken = onnx.ModelProto()
+    broken.CopyFrom(model)
+    broken.graph.node[0].domain = "no.such.domain"  # ONNX Runtime cannot load it either
+    wrong = broken.SerializeToString()
+    assert checker_error(wrong) == checker_error(broken) is not None
+    assert checker_error(model.SerializeToString()) is None
+    outcome = judge_bytes(context, wrong)
+    assert outcome.kind == "invalid-model"
+    assert outcome.evidence["checker"] == checker_error(broken)
