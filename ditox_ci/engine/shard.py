@@ -38,17 +38,20 @@ from ditox_ci.report.model import Report
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 
-# Seconds per model, node, byte and byte², fitted on the 2,033 models of a default-config sweep
-# of the default corpus (--jobs 2, 2 cores): non-negative least squares of the measured cost_s,
-# base and per node on the models under 1 MB, the byte terms on the 9 larger (light/*) ones with
-# weights 1/sqrt(cost). The per-byte² term is real: vgg19 (575 MB) takes 384 s, 0.67 s/MB, while
-# resnet50 (102 MB) takes 0.42 s/MB. Predicted corpus total 841 s, measured 838 s. Models judged
-# by a task comparator (packaged ones) were a median 24 s above that on the same sweep.
-_BASE_S = 0.0113
-_PER_NODE_S = 0.00124
-_PER_BYTE_S = 3.49e-7
-_PER_BYTE2_S = 5.92e-16
-_TASK_COMPARATOR_S = 24.0
+# Seconds per model, node, byte and byte², fitted by `python scripts/fit_costs.py REPORT` on the
+# report of `make sweep SWEEP_ARGS='--screen off'` (the default corpus and configs, --jobs 2, 2 cores,
+# 2026-11-25): base and per node on the models under 1 MB, the byte terms on the 9 larger (light/*)
+# ones with weights 1/sqrt(cost), non-negative least squares of the measured cost_s. The per-byte²
+# term is real: vgg19 (575 MB) took 0.29 s/MB, resnet50 (103 MB) 0.17 s/MB. Models judged by a task
+# comparator (packaged ones) took a median _TASK_COMPARATOR_S above that estimate. The fit before,
+# on an older engine, over-estimated the middle sizes four-fold (inception_v1: 10.3 s for 2.7) and
+# the packaged models a hundred-fold (24 s each for 0.2-4.4), so models over _MIN_SPLIT_S on paper
+# were split, each part preparing the original again, for nothing.
+_BASE_S = 0.00579
+_PER_NODE_S = 0.000786
+_PER_BYTE_S = 1.51e-7
+_PER_BYTE2_S = 2.82e-16
+_TASK_COMPARATOR_S = 0.18
 # The per-node term was fitted below this size; above it the byte terms carry the estimate (nodes
 # are under 10 % of it), and counting them would parse every large model in the planning process
 # of each shard job: 97 % of that time went to the 9 light/* models, 1.4 GB together.

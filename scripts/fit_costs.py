@@ -1,0 +1,87 @@
+"""Fit the shard planner's cost constants (`ditox_ci/engine/shard.py`) to a sweep's measured costs.
+
+python scripts/fit_costs.py REPORT
+
+REPORT is the report.json of a sweep of the default corpus with the default configs and every
+single pass run on its own: `make sweep SWEEP_ARGS='--screen off'` (the estimate takes a third of
+a screened model's cost itself). The sources are resolved again from the cache, for the sizes and
+node counts the planner sees. Printed, in the order shard.py keeps them:
+  _BASE_S, _PER_NODE_S   non-negative least squares over the models under 1 MB without a task comparator;
+  _PER_BYTE_S, _PER_BYTE2_S   the same over the larger ones, each weighted 1/sqrt(its cost);
+  _TASK_COMPARATOR_S   the median of what a model with a task comparator took above that estimate;
+then the estimate against the measurement per group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy.optimize import nnls
+
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.engine import shard
+
+
+@dataclass(frozen=True)
+class _Row:
+    size: int
+    nodes: int  # counted only under shard._NODES_COUNTED_BELOW, as the planner counts them
+    cost: float
+    task: bool  # judged by a task comparator
+
+    @property
+    def small(self) -> bool:
+        return self.size < shard._NODES_COUNTED_BELOW
+
+
+def _row(ref: ModelRef, cost: float) -> _Row:
+    if ref.size is not None:
+        size, nodes = ref.size.bytes, ref.size.nodes
+    else:
+        size = os.path.getsize(ref.path)
+        nodes = shard._node_count(ref.path) if size < shard._NODES_COUNTED_BELOW else 0
+    return _Row(size, nodes if size < shard._NODES_COUNTED_BELOW else 0, cost, bool(ref.comparator))
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    report = json.loads(Path(sys.argv[1]).read_text())
+    measured = {entry["id"]: entry["cost_s"] for entry in report["models"] if entry["status"] == "ok"}
+    sources = sorted({entry["source"] for entry in report["models"]})
+    refs = resolve_sources(sources, CorpusContext(default_cache_dir(os.environ)))
+    rows = [_row(ref, measured[ref.id]) for ref in refs if ref.id in measured]
+    small = [row for row in rows if row.small and not row.task]
+    large = [row for row in rows if not row.small and not row.task]
+
+    counts = np.array([[1.0, row.nodes] for row in small])
+    (base, per_node), _ = nnls(counts, np.array([row.cost for row in small]))
+    weights = np.array([1 / np.sqrt(row.cost) for row in large])
+    terms = np.array([[row.size, float(row.size) ** 2] for row in large]) * weights[:, None]
+    (per_byte, per_byte2), _ = nnls(terms, np.array([row.cost for row in large]) * weights)
+
+    def estimate(row: _Row) -> float:
+        return base + per_node * row.nodes + per_byte * row.size + per_byte2 * row.size**2
+
+    task = statistics.median(row.cost - estimate(row) for row in rows if row.task)
+    print(f"_BASE_S = {base:.3g}\n_PER_NODE_S = {per_node:.3g}")
+    print(f"_PER_BYTE_S = {per_byte:.3g}\n_PER_BYTE2_S = {per_byte2:.3g}\n_TASK_COMPARATOR_S = {task:.2g}")
+    groups = {
+        "under 1 MB": small,
+        "1 MB or more": large,
+        "task comparator": [row for row in rows if row.task],
+    }
+    for name, chosen in groups.items():
+        predicted = sum(estimate(row) + (task if row.task else 0.0) for row in chosen)
+        spent = sum(row.cost for row in chosen)
+        print(f"{name}: {len(chosen)} models, estimated {predicted:.1f} s, measured {spent:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
