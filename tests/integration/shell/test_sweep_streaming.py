@@ -26,6 +26,7 @@ CORPUS = (
     "onnx-data:light/inception_v2",
     "onnx-data:light/densenet121",
     "onnx-data:light/resnet50",
+    "packaged",
 )
 STATUS = re.compile(r"^\s+(\d+)/(\d+) models in \d+s(?:, parts (\d+)/\d+)?")
 
