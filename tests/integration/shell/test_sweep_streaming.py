@@ -1,8 +1,8 @@
 """A sweep that streams: models finish as it goes, so a cancel keeps them and the progress moves.
 
 One corpus shaped like the default one (the operator cases, small shipped models, four large
-`light` networks that dominate the cost; about 38 s on 2 idle cores), swept whole once to learn
-how long it takes, then again and cancelled after a third of that time.
+`light` networks that dominate the cost, the packaged models; about 39 s on 2 idle cores), swept
+whole once to learn how long it takes, then again and cancelled after a third of that time.
 """
 
 from __future__ import annotations
