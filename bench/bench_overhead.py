@@ -8,9 +8,11 @@ run, each optimizer call once, and each distinct optimized model (neither the or
 a model judged before) run on the same samples. That work divided by the sweep's workers is the
 limit; the sweep is `sweep` over the same models with as many workers and no localization,
 timed from call to report. The fixed cost per shard job is a fresh `ditox-ci sweep` process over
-one two-node model: interpreter, imports, plan, workers' start, report. Loading, feeding,
-serializing, hashing, checking and comparing are the oracle's too but not counted in the limit:
-they are what the sweep may still shave.
+one two-node model: interpreter, imports, plan, workers' start, report. Printed too: the sweep's
+jobs run in this one process without the pool (what the pool adds is the difference to the time
+inside jobs), and the costliest model's own unavoidable work (no schedule ends before it).
+Loading, feeding, serializing, hashing, checking and comparing are the oracle's too but not
+counted in the limit: they are what the sweep may still shave.
 
 python bench/bench_overhead.py [SRC ...]
 """
@@ -35,7 +37,7 @@ from onnx import TensorProto, helper
 from ditox_ci.compare.tensor import compare_arrays
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine import runner
-from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare
+from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare, run_step
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
@@ -64,6 +66,24 @@ class Clock:
             yield
         finally:
             self.spent[kind] += time.perf_counter() - start
+
+
+def _unavoidable(clock: Clock) -> float:
+    return sum(seconds for kind, seconds in clock.spent.items() if not kind.startswith("oracle"))
+
+
+def _in_one_process(refs: Sequence[ModelRef], optimizer: LoadedOptimizer, settings: EvalSettings) -> float:
+    """Seconds of the sweep's own jobs (prepare, then every step judged) run here, without the pool."""
+    steps = build_steps(CONFIGS, (), optimizer.info)
+    start = time.perf_counter()
+    for ref in refs:
+        try:
+            context = prepare(ref, settings)
+        except SkipModel:
+            continue
+        for step in steps:
+            run_step(context, optimizer, step, ("tensor",), settings)
+    return time.perf_counter() - start
 
 
 def _limit_of_model(ref: ModelRef, optimizer: LoadedOptimizer, settings: EvalSettings, clock: Clock) -> None:
@@ -166,10 +186,15 @@ def main() -> None:
         start = time.perf_counter()
         report = sweep(options, Log({}, quiet=True))
         sweep_s = time.perf_counter() - start
+        # each model's own unavoidable work: no schedule ends before the costliest one's
+        own: dict[str, float] = {}
         for ref in refs:
+            before = _unavoidable(clock)
             _limit_of_model(ref, optimizer, settings, clock)
+            own[ref.id] = _unavoidable(clock) - before
         fixed_s = _fixed_cost(Path(tmp))
-    work = sum(seconds for kind, seconds in clock.spent.items() if not kind.startswith("oracle"))
+        one_process_s = _in_one_process(refs, optimizer, settings)
+    work = _unavoidable(clock)
     oracle = sum(seconds for kind, seconds in clock.spent.items() if kind.startswith("oracle"))
     limit = work / WORKERS
     in_jobs = sum(entry.cost_s for entry in report.models)
@@ -187,6 +212,9 @@ def main() -> None:
         f"{sweep_s - in_jobs / WORKERS:.1f}s of wall outside them (plan, workers' start, waits, report)"
     )
     print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.1f}s")
+    print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
+    costliest = max(own, key=own.__getitem__)
+    print(f"the costliest model's own unavoidable work: {own[costliest]:.1f}s ({costliest})")
 
 
 if __name__ == "__main__":
