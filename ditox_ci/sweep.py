@@ -26,7 +26,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.shard import combine_results
-from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool, worker_count
+from ditox_ci.engine.worker import JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
@@ -235,13 +235,14 @@ def _report(
     results = sorted(finished.results, key=lambda r: r.ref.id)
     coverage = coverage_of(results, plan.steps)
     models = tuple(_model_entry(result, plan) for result in results)
+    counts = sum((r.counts for r in results), JobCounts())
     stats = SweepStats(
         wall_s=round(time.monotonic() - started, 2),
-        optimizer_runs=sum(r.optimizer_runs for r in results),
-        runtime_runs=sum(r.runtime_runs for r in results),
-        cache_hits=sum(r.cache_hits for r in results),
-        screened_steps=sum(r.screened for r in results),
-        worker_restarts=sum(r.restarts for r in results),
+        optimizer_runs=counts.optimizer_runs,
+        runtime_runs=counts.runtime_runs,
+        cache_hits=counts.cache_hits,
+        screened_steps=counts.screened,
+        worker_restarts=counts.restarts,
         models_total=len(results),
         models_skipped=sum(1 for r in results if r.status != "ok"),
         runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),

@@ -29,7 +29,7 @@ step, every step after it run on its own.
 from __future__ import annotations
 
 import multiprocessing.context
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ditox_ci.corpus import ModelRef
@@ -93,6 +93,21 @@ class Job:
 
 
 @dataclass(frozen=True)
+class JobCounts:
+    """What a job took besides its time, added up over a model's parts and over a sweep."""
+
+    optimizer_runs: int = 0
+    runtime_runs: int = 0
+    cache_hits: int = 0
+    # single-pass steps cleared by a screen instead of a call of their own
+    screened: int = 0
+    restarts: int = 0
+
+    def __add__(self, other: JobCounts) -> JobCounts:
+        return JobCounts(*(getattr(self, spec.name) + getattr(other, spec.name) for spec in fields(self)))
+
+
+@dataclass(frozen=True)
 class JobResult:
     ref: ModelRef
     status: str
@@ -106,12 +121,7 @@ class JobResult:
     # how the original's feeds were drawn, for pinpointing to draw them again (None: not prepared)
     draw: Draw | None = None
     wall_s: float = 0.0
-    optimizer_runs: int = 0
-    runtime_runs: int = 0
-    cache_hits: int = 0
-    # single-pass steps cleared by a screen instead of a call of their own
-    screened: int = 0
-    restarts: int = 0
+    counts: JobCounts = field(default_factory=JobCounts)
 
 
 # ---------------------------------------------------------------- messages

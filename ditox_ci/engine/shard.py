@@ -31,7 +31,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import node_count
 from ditox_ci.engine.plan import Step, split_evenly
 from ditox_ci.engine.screen import screened_size
-from ditox_ci.engine.worker import Job, JobResult
+from ditox_ci.engine.worker import Job, JobCounts, JobResult
 from ditox_ci.errors import UsageError
 from ditox_ci.report.model import Report
 
@@ -296,8 +296,6 @@ def plan_jobs(
     return [[job for _, job in shard] for shard in best[1]]
 
 
-# what a model's parts add up to; every other field describes the model and is the same in each
-_SUMMED = ("wall_s", "optimizer_runs", "runtime_runs", "cache_hits", "screened", "restarts")
 
 
 def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobResult:
@@ -321,8 +319,12 @@ def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobRes
     values: dict[str, Any] = {}
     for spec in fields(JobResult):
         own = [getattr(part, spec.name) for part in ordered]
-        if spec.name in _SUMMED:
+        # times and counts add up; every other field but the mappings describes the model and is
+        # the same in each part
+        if spec.name == "wall_s":
             values[spec.name] = sum(own)
+        elif spec.name == "counts":
+            values[spec.name] = sum(own, JobCounts())
         elif isinstance(own[0], dict):
             values[spec.name] = {key: value for mapping in reversed(own) for key, value in mapping.items()}
     if skipped is not None:

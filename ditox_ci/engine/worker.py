@@ -41,6 +41,7 @@ from ditox_ci.engine.messages import (
     Batch,
     InternalFailure,
     Job,
+    JobCounts,
     JobDone,
     JobResult,
     ModelSkipped,
@@ -66,6 +67,7 @@ __all__ = [
     "DEFAULT_MEMORY_LIMIT_MB",
     "OWN_IR_ALLOWANCE_PER_MODEL_MB",
     "Job",
+    "JobCounts",
     "JobResult",
     "WorkerConfig",
     "WorkerPool",
@@ -114,11 +116,7 @@ class _Running:
     entered: int = 0
     # the worker's optimizer calls (WorkerState.optimizer_runs) when it was handed this job
     runs_from: int = 0
-    optimizer_runs: int = 0
-    runtime_runs: int = 0
-    cache_hits: int = 0
-    screened: int = 0
-    restarts: int = 0
+    counts: JobCounts = field(default_factory=JobCounts)
     memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
     reserve_mb: int = ALLOWANCE_BASE_MB  # what the pool counts for it against its budget (`_need_mb`)
     # where this model's part of the worker's stderr file begins: the tail kept as evidence is
@@ -308,11 +306,7 @@ class WorkerPool:
             info=dict(original.info),
             draw=original.draw,
             wall_s=time.monotonic() - running.started,
-            optimizer_runs=running.optimizer_runs,
-            runtime_runs=running.runtime_runs,
-            cache_hits=running.cache_hits,
-            screened=running.screened,
-            restarts=running.restarts,
+            counts=running.counts,
         )
 
     def _handle(self, slot: _Slot, message: WorkerMessage) -> JobResult | None:
@@ -329,7 +323,7 @@ class WorkerPool:
                 running.original = message
             case StepFinished(step_index=index, outcome=outcome, screened=screened):
                 running.outcomes[running.remaining[index].label] = outcome
-                running.screened += screened
+                running.counts += JobCounts(screened=int(screened))
             case StepDivergence(step_index=index, divergence=divergence):
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence
@@ -344,8 +338,7 @@ class WorkerPool:
                 self._count_runs(slot.state, running)
                 return self._finish(running, INTERNAL_ERROR, text)
             case JobDone(runtime_runs=runs, cache_hits=hits):
-                running.runtime_runs += runs
-                running.cache_hits += hits
+                running.counts += JobCounts(runtime_runs=runs, cache_hits=hits)
                 slot.running = None
                 self._count_runs(slot.state, running)
                 return self._finish(running, "ok")
@@ -355,7 +348,7 @@ class WorkerPool:
     def _count_runs(state: WorkerState, running: _Running) -> None:
         """Add the optimizer calls the worker made since it was handed the job (the job's part on
         this worker is over)."""
-        running.optimizer_runs += state.optimizer_runs - running.runs_from
+        running.counts += JobCounts(optimizer_runs=state.optimizer_runs - running.runs_from)
 
     def _failure(
         self, running: _Running, state: WorkerState, cause: str, detail: str, stderr: str
@@ -382,7 +375,7 @@ class WorkerPool:
                 phase, cause, detail, stderr, runner_name, running.memory_mb
             )
         running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
-        running.restarts += 1
+        running.counts += JobCounts(restarts=1)
         if not running.remaining:
             return self._finish(running, "ok")
         return None

@@ -122,7 +122,7 @@ def check_on_base(
         "findings_checked": len(judged),
         "reproduced": reproduced,
         "tries": len(base_results),
-        "optimizer_runs": sum(r.optimizer_runs for r in base_results),
+        "optimizer_runs": sum(r.counts.optimizer_runs for r in base_results),
         "wall_s": round(time.monotonic() - started, 2),
     }
     return BaseCheck(tuple(judged), stats)

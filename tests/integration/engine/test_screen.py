@@ -72,17 +72,17 @@ def test_screened_steps_get_the_verdicts_of_passes_run_each_on_its_own(models: l
             assert (got.kind, got.digest) == (outcome.kind, outcome.digest), (one.ref.id, label)
             if outcome.kind != "optimizer-crash":  # a crash's evidence holds its worker's stderr
                 assert got == outcome, (one.ref.id, label)
-        assert one.screened == 0
+        assert one.counts.screened == 0
         if one.ref.id != SEGFAULTS:  # its screen died: each of its passes then ran on its own
-            assert other.screened > 0
-            assert other.optimizer_runs < one.optimizer_runs
+            assert other.counts.screened > 0
+            assert other.counts.optimizer_runs < one.counts.optimizer_runs
     rewritable = next(result for result in screened if result.ref.id == "rewritable.onnx")
     control = rewritable.outcomes["nop"].digest
     changed = {label for label, outcome in rewritable.outcomes.items() if outcome.digest != control}
     assert {"pass:eliminate_identity", "pass:fuse_consecutive_transposes"} <= changed
     assert "pass:eliminate_unused_initializer" in changed
     # every step it changed ran on its own; the steps screened are among those it left as the control did
-    assert rewritable.screened <= len(STEPS) - len(changed) - 1
+    assert rewritable.counts.screened <= len(STEPS) - len(changed) - 1
 
 
 def test_a_pass_that_segfaults_in_a_screened_list_is_its_own_steps_crash(models: list[ModelRef]) -> None:
@@ -100,7 +100,7 @@ def test_a_pass_that_segfaults_in_a_screened_list_is_its_own_steps_crash(models:
     assert crashed == ["pass:eliminate_shape_op"]
     assert screened.outcomes == alone.outcomes
     # the worker died once more: screening (the list held the pass), then in the pass's own step
-    assert (alone.restarts, screened.restarts) == (1, 2)
+    assert (alone.counts.restarts, screened.counts.restarts) == (1, 2)
 
 
 def test_steps_cleared_before_a_crash_in_a_later_step_are_counted(models: list[ModelRef]) -> None:
@@ -114,10 +114,11 @@ def test_steps_cleared_before_a_crash_in_a_later_step_are_counted(models: list[M
 
     assert screened.outcomes == alone.outcomes
     assert screened.outcomes["passes:eliminate_shape_op"].kind == "optimizer-crash"
-    assert alone.restarts == screened.restarts == 1
+    assert alone.counts.restarts == screened.counts.restarts == 1
     # the worker died before it could say the job was done: the parent counted each cleared step
     control = screened.outcomes["nop"]
-    assert 0 < screened.screened <= sum(1 for outcome in screened.outcomes.values() if outcome == control) - 1
+    same_as_control = sum(1 for outcome in screened.outcomes.values() if outcome == control)
+    assert 0 < screened.counts.screened <= same_as_control - 1
 
 
 def test_a_fresh_job_and_a_small_model_run_every_pass_on_its_own(models: list[ModelRef]) -> None:
@@ -127,5 +128,5 @@ def test_a_fresh_job_and_a_small_model_run_every_pass_on_its_own(models: list[Mo
         (fresh,) = pool.run([Job(ref, STEPS, fresh=True)])
     (small,) = _sweep([ref], screen_min_mb=1)  # the model is a few hundred bytes
 
-    assert fresh.screened == small.screened == 0
-    assert fresh.optimizer_runs == small.optimizer_runs == len(STEPS)
+    assert fresh.counts.screened == small.counts.screened == 0
+    assert fresh.counts.optimizer_runs == small.counts.optimizer_runs == len(STEPS)

@@ -60,7 +60,7 @@ def test_a_mismatch_gets_its_divergence_only_when_the_job_asks(tmp_path: Path) -
     assert divergence.producer.startswith("Add")
     # the pass removed the Identity feeding it, so that is rewritten too
     assert [label.split()[0] for label in divergence.rewritten] == ["Add", "Identity"]
-    assert asked.restarts == 0
+    assert asked.counts.restarts == 0
     assert plain.outcomes[FLIPPED.label].kind == "output-mismatch"
     assert plain.divergences == {}
 
@@ -80,10 +80,10 @@ def test_a_worker_crash_while_localizing_keeps_the_finding_and_the_pool_going(tm
     assert first.outcomes[FLIPPED.label].kind == "output-mismatch"
     assert first.outcomes[UNCHANGED.label].kind is None
     assert first.divergences == {}
-    assert first.restarts == 1
+    assert first.counts.restarts == 1
     # the replacement worker serves the next request
     assert second.divergences[FLIPPED.label].tensor == "a"
-    assert second.restarts == 0
+    assert second.counts.restarts == 0
 
 
 def test_a_crash_keeps_only_its_own_models_stderr_without_timestamps(tmp_path: Path) -> None:
@@ -107,10 +107,10 @@ def test_a_models_next_job_goes_to_the_idle_worker_that_holds_it_prepared(tmp_pa
             result.ref.id: result
             for result in pool.run([Job(first, (UNCHANGED,)), Job(second, (UNCHANGED,))])
         }
-        assert all(result.runtime_runs > 0 for result in prepared.values())
+        assert all(result.counts.runtime_runs > 0 for result in prepared.values())
         # both workers idle; the first in line holds `first`, the other `second`
         (again,) = pool.run([Job(second, (UNCHANGED,))])
-    assert again.status == "ok" and again.runtime_runs == 0 and again.cache_hits == 0
+    assert again.status == "ok" and again.counts.runtime_runs == 0 and again.counts.cache_hits == 0
 
 
 def test_warming_up_starts_the_forkserver_before_any_pool_does() -> None:

@@ -14,7 +14,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs
-from ditox_ci.engine.worker import Job, JobResult
+from ditox_ci.engine.worker import Job, JobCounts, JobResult
 
 STEPS = (
     Step("nop", ("nop",)),
@@ -223,11 +223,7 @@ def _part(
         outcomes=outcomes,
         info={"inputs": "random"} if sha256 else {},
         wall_s=wall_s,
-        optimizer_runs=len(outcomes),
-        runtime_runs=1,
-        cache_hits=1,
-        screened=2,
-        restarts=restarts,
+        counts=JobCounts(len(outcomes), runtime_runs=1, cache_hits=1, screened=2, restarts=restarts),
     )
 
 
@@ -241,8 +237,8 @@ def test_combined_result_unites_outcomes_and_adds_up_times_and_counters() -> Non
         "default": first.outcomes["default"],
         "pass:p0": second.outcomes["pass:p0"],
     }
-    assert (combined.wall_s, combined.optimizer_runs, combined.runtime_runs) == (5.5, 4, 2)
-    assert (combined.cache_hits, combined.screened, combined.restarts) == (2, 4, 1)
+    assert (combined.wall_s, combined.counts.optimizer_runs, combined.counts.runtime_runs) == (5.5, 4, 2)
+    assert (combined.counts.cache_hits, combined.counts.screened, combined.counts.restarts) == (2, 4, 1)
     assert (combined.status, combined.nodes, combined.sha256, combined.ref) == ("ok", 7, "abc", REF)
 
 
@@ -275,4 +271,4 @@ def test_combining_the_parts_of_a_split_model_gives_every_step_once(count: int) 
     parts = [_part({step.label: Outcome(None, digest=step.label) for step in job.steps}) for job in jobs]
     combined = combine_results(parts, STEPS)
     assert sorted(combined.outcomes) == sorted(LABELS)
-    assert combined.optimizer_runs == len(LABELS) + len(jobs) - 1
+    assert combined.counts.optimizer_runs == len(LABELS) + len(jobs) - 1

@@ -18,6 +18,7 @@ from ditox_ci.engine.worker import (
     Batch,
     InternalFailure,
     Job,
+    JobCounts,
     JobDone,
     JobResult,
     ModelSkipped,
@@ -90,7 +91,7 @@ def test_a_jobs_messages_become_its_result():
     assert result.info == {"runner": "reference"}
     assert result.outcomes == {"pass:a": SAME, "pass:b": MISMATCH}
     assert result.divergences == {"pass:b": WHERE}
-    assert (result.optimizer_runs, result.runtime_runs, result.cache_hits) == (3, 4, 1)
+    assert (result.counts.optimizer_runs, result.counts.runtime_runs, result.counts.cache_hits) == (3, 4, 1)
 
 
 def test_a_skip_or_a_bug_of_ours_ends_the_job_and_an_unloadable_optimizer_stops_the_sweep():
@@ -131,7 +132,7 @@ def test_a_dead_worker_is_pinned_on_the_step_its_state_names_and_unsent_steps_ru
     assert crash.message == "ONNX Runtime on the optimized model crashed (SIGSEGV)"
     # finished on the dead worker but never sent: judged again, not lost and not blamed
     assert [step.label for step in running.remaining] == ["pass:a", "pass:b"]
-    assert (running.optimizer_runs, running.restarts) == (4, 1)
+    assert (running.counts.optimizer_runs, running.counts.restarts) == (4, 1)
 
 
 def test_a_worker_dead_in_a_screen_resumes_every_unsent_step_unscreened():
@@ -139,7 +140,7 @@ def test_a_worker_dead_in_a_screen_resumes_every_unsent_step_unscreened():
     assert result is None and set(running.outcomes) == {"nop"}
     assert [step.label for step in running.remaining] == ["pass:a", "pass:b", "pass:c"]
     assert running.job.screen is False
-    assert running.optimizer_runs == 5  # four optimize phases and the screen call
+    assert running.counts.optimizer_runs == 5  # four optimize phases and the screen call
 
 
 def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
@@ -154,3 +155,8 @@ def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
         assert pool._failure(running, slot.state, "timed out", "after 60s", "") is None
     assert running.outcomes == {"pass:a": MISMATCH} and running.divergences == {}
     assert [step.label for step in running.remaining] == ["pass:b"]
+
+
+def test_job_counts_add_up_field_by_field():
+    total = sum((JobCounts(1, 2, 3, 4, 5), JobCounts(optimizer_runs=10, restarts=1)), JobCounts())
+    assert total == JobCounts(optimizer_runs=11, runtime_runs=2, cache_hits=3, screened=4, restarts=6)
