@@ -39,7 +39,7 @@ from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
-from ditox_ci.triage.builds import identify, look_alike
+from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
 from ditox_ci.triage.reproduce import reproduce
 
@@ -114,6 +114,7 @@ def _judge_on_base(
     plan: SweepPlan,
     config: WorkerConfig,
     base: Installation,
+    head: BuildIdentity,
     workers: int,
     deadline: float,
     log: Log,
@@ -125,7 +126,7 @@ def _judge_on_base(
             finished.findings, finished.results, plan.steps, config, base, workers, deadline, log
         )
         build = identify(base.info, base.optimizer, base.path)
-        warning = look_alike(identify(plan.info, config.optimizer), build)
+        warning = look_alike(head, build)
         if warning:
             log.warning(warning)
     stats = {**checked.stats, "build": build.to_json(), **({"look_alike": warning} if warning else {})}
@@ -225,6 +226,7 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
 def _report(
     options: SweepOptions,
     plan: SweepPlan,
+    build: BuildIdentity,
     finished: _Finished,
     workers: int,
     started: float,
@@ -267,7 +269,7 @@ def _report(
         )
     return Report(
         tool={"name": "ditox-ci", "version": __version__},
-        optimizer={**plan.info.to_json(), "build": identify(plan.info, options.optimizer).to_json()},
+        optimizer={**plan.info.to_json(), "build": build.to_json()},
         environment=environment_info(),
         shard={"index": options.shard.index, "count": options.shard.count},
         models=models,
@@ -315,6 +317,10 @@ def _sweep_planned(
     workers = worker_count(options.jobs, options.worker_memory_mb, log.warning)
     finished = _Finished()
     interrupted: Interrupted | None = None
+    # the build under test as its workers load it: an installed copy from its own folder, never
+    # the copy this process would import
+    build = setup.build
+    head = identify(build.info, build.optimizer, build.path)
     # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
     # finished: whole models only, with their findings as far as they were pinpointed.
     try:
@@ -328,7 +334,7 @@ def _sweep_planned(
             # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:
                 deadline = time.monotonic() + pinpointing.budget_left()
-                _judge_on_base(finished, plan, config, base, workers, deadline, log)
+                _judge_on_base(finished, plan, config, base, head, workers, deadline, log)
             # re-running, localization and reduction go through the same workers, so the pool stays open
             if pinpointing.budget_left() > 0 and finished.findings:
                 _reproduce(finished, plan, pool, pinpointing, log)
@@ -337,4 +343,4 @@ def _sweep_planned(
             settled()
     except Interrupted as stop:
         interrupted = stop
-    return _report(options, plan, finished, workers, setup.started, interrupted, log)
+    return _report(options, plan, head, finished, workers, setup.started, interrupted, log)

@@ -1,9 +1,11 @@
 """`--optimizer` takes the forms the Action takes: a wheel is installed by the CLI into a folder of
-its own and swept as the optimizer it provides, from a relative path, as the README's Action
-snippet writes it; a missing one is said to be missing."""
+its own and swept as the optimizer it provides (and described as that copy in the report), from a
+relative path, as the README's Action snippet writes it; a missing one is said to be missing."""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import json
 import os
 from pathlib import Path
@@ -41,6 +43,15 @@ def test_a_wheel_is_installed_and_swept_as_the_optimizer_it_provides(
     report = json.loads((tmp_path / "one" / "report.json").read_text())
     # this copy ran, not the environment's onnxoptimizer 0.4.2
     assert report["optimizer"]["name"] == "onnxoptimizer" and report["optimizer"]["version"] == "0.4.2+pr7"
+    # and the build the report describes is that copy: its files are the installed copy's RECORD
+    # (as text: pip writes it with CRLF), not the environment's
+    (record,) = (tmp_path / "cache" / "builds").glob("*/onnxoptimizer-0.4.2+pr7.dist-info/RECORD")
+    environments = importlib.metadata.distribution("onnxoptimizer").read_text("RECORD")
+    build = report["optimizer"]["build"]
+    assert build["files_sha256"] == hashlib.sha256(record.read_text(encoding="utf-8").encode()).hexdigest()
+    assert environments is not None
+    assert build["files_sha256"] != hashlib.sha256(environments.encode()).hexdigest()
+    assert build["git_describe"] == ""  # an installed copy is not this checkout
     again = run_cli(*args[:-1], "--out", "two", env=env)  # a wheel is installed once per cache
     assert again.returncode == 0 and "cached in" in again.stderr, again.stderr
     gone = "dist/gone-1.0-py3-none-any.whl"
