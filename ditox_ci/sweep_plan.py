@@ -17,7 +17,7 @@ from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.report import Finding, Report
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.run_options import SweepOptions, SweepSetup
@@ -51,17 +51,16 @@ def _outside_out(refs: list[ModelRef], options: SweepOptions, log: Log | None) -
 
 def plan_sweep(
     options: SweepOptions,
+    info: OptimizerInfo,
     log: Log | None = None,
-    info: OptimizerInfo | None = None,
     previous: Report | None = None,
     screen_min_mb: float | None = None,
-) -> tuple[OptimizerInfo, tuple[Step, ...], list[Job]]:
-    """Resolve optimizer (unless `info` says what it is), steps and this shard's Jobs; every error
+) -> tuple[tuple[Step, ...], list[Job]]:
+    """Resolve the steps of the optimizer `info` describes and this shard's Jobs; every error
     here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
     first; then only the models of this shard are unpacked. `previous`'s timings balance the shards;
     a model screened from `screen_min_mb` MiB on (the workers' setting) is costed as such."""
     prepare_out_dir(Path(options.out))
-    info = info or load_optimizer(options.optimizer).info
     steps = build_steps(options.configs, options.passes, info)
     shard = options.shard
     context = CorpusContext(Path(options.cache_dir), options.seed)
@@ -79,7 +78,7 @@ def plan_sweep(
     screened_from = screen_min_mb if screens(info, steps) else None
     plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, screened_from))
     unpack([job.ref for job in plan[shard.index]], context)
-    return info, steps, plan[shard.index]
+    return steps, plan[shard.index]
 
 
 def configs_run(labels: Collection[str], steps: Sequence[Step]) -> tuple[str, ...]:
@@ -130,7 +129,8 @@ class SweepPlan:
 def plan_corpus(setup: SweepSetup, log: Log) -> SweepPlan:
     options = setup.options
     screen_min_mb = setup.worker_config.screen_min_mb
-    info, steps, jobs = plan_sweep(options, log, setup.info, setup.previous, screen_min_mb)
+    info = setup.info
+    steps, jobs = plan_sweep(options, info, log, setup.previous, screen_min_mb)
     parts = Counter(job.ref.id for job in jobs)
     labels_run: dict[str, set[str]] = defaultdict(set)
     for job in jobs:

@@ -8,6 +8,7 @@ from pathlib import Path
 from ditox_ci.corpus import CorpusContext
 from ditox_ci.corpus.node_cases import node_root
 from ditox_ci.engine.shard import Shard
+from ditox_ci.optimizers import load_optimizer
 from ditox_ci.run_options import SweepOptions
 from ditox_ci.sweep_plan import plan_sweep
 
@@ -20,7 +21,7 @@ def test_each_shard_unpacks_its_own_models_and_no_other(tmp_path: Path) -> None:
         shard, out = Shard(index, 2), str(tmp_path / "out")
         options = SweepOptions(models=("onnx-node:test_a[bc]*",), shard=shard, cache_dir=str(cache), out=out)
         before = set(root.iterdir()) if root.exists() else set()
-        _, _, jobs = plan_sweep(options)
+        _, jobs = plan_sweep(options, load_optimizer(options.optimizer).info)
         unpacked = {path.name for path in set(root.iterdir()) - before}
         swept.append({job.ref.id.removeprefix("onnx-node:") for job in jobs})
         assert unpacked == swept[-1]

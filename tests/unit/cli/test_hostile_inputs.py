@@ -14,6 +14,7 @@ import pytest
 from ditox_ci.__main__ import main
 from ditox_ci.ci.inputs import read_inputs
 from ditox_ci.errors import ConfigError, InputError, UsageError
+from ditox_ci.optimizers import load_optimizer
 from ditox_ci.report.model import MAX_REPORT_BYTES, write_report
 from ditox_ci.run_options import SweepOptions
 from ditox_ci.safeload import MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, parse_json, parse_yaml
@@ -203,7 +204,7 @@ def test_a_previous_runs_output_inside_the_corpus_folder_is_not_swept(tmp_path: 
     bundle.mkdir(parents=True)
     shutil.copy(corpus / "relu.onnx", bundle / "model.onnx")
     options = SweepOptions(models=(str(corpus),), configs=("default",), out=str(out), jobs=1)
-    _, _, jobs = plan_sweep(options)
+    _, jobs = plan_sweep(options, load_optimizer(options.optimizer).info)
     ids = sorted(job.ref.id for job in jobs)
     assert ids == sorted(path.name for path in corpus.glob("*.onnx")), ids
 
