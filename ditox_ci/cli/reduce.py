@@ -116,7 +116,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             method="--passes of ditox-ci reduce",
         ),
         measured={**failure.evidence, "message": failure.message},
-        pinpointing=Pinpointing(reduction=result.record()),
+        pinpointing=Pinpointing(reduction=result.record),
         repro=f"{fingerprint}/",
     )
     bundle = write_repro(
@@ -133,8 +133,8 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         names=result.names,
     )
     log.info(
-        f"{failure.kind}: {result.nodes_before} -> {result.nodes_after} nodes "
-        f"in {result.checks} checks ({result.reason}); bundle: {bundle}"
+        f"{failure.kind}: {result.record.nodes_before} -> {result.record.nodes_after} nodes "
+        f"in {result.record.checks} checks ({result.record.reason}); bundle: {bundle}"
     )
     print(bundle)
     return 1

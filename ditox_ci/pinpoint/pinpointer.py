@@ -50,6 +50,7 @@ from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
+from ditox_ci.report.evidence import Reduction
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
 
@@ -354,7 +355,7 @@ class _Pinpointer:
             still_fails = self._still_fails(result.ref, target, failure)
             reduction = reduce(model, feeds, still_fails, budget, runner_name)
             reduced, reduced_feeds = reduction.model, reduction.feeds
-            pinpointing = replace(pinpointing, reduction=reduction.record())
+            pinpointing = replace(pinpointing, reduction=reduction.record)
         divergence = None
         if failure.kind == "output-mismatch" and reduction is not None:
             divergence = self.judge.divergence(
@@ -364,7 +365,7 @@ class _Pinpointer:
                 pinpointing = replace(pinpointing, divergence=divergence.to_json())
         pinpointed = replace(finding, fingerprint=same_bug, culprit=culprit, pinpointing=pinpointing)
         # a reduction that lost the failure would make a bundle whose repro.py passes
-        if reduction is None or not reduction.record().lost_the_failure:
+        if reduction is None or not reduction.record.lost_the_failure:
             names = reduction.names if reduction is not None else {}
             bundle = self._bundle(
                 pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name, names
@@ -376,7 +377,7 @@ class _Pinpointer:
             if record is not None:
                 with_record = replace(pinpointed.pinpointing, standalone=record)
                 pinpointed = replace(pinpointed, pinpointing=with_record)
-        self.log.info(_summary(pinpointed, reduction))
+        self.log.info(_summary(pinpointed, reduction.record if reduction is not None else None))
         self.reduced[same_bug] = pinpointed
         return pinpointed
 
@@ -431,7 +432,7 @@ class _Pinpointer:
         return self.bundles[finding.fingerprint]
 
 
-def _summary(finding: Finding, reduction: ReductionResult | None) -> str:
+def _summary(finding: Finding, reduction: Reduction | None) -> str:
     culprit = finding.culprit
     blame = ",".join(culprit.passes) or "-"
     line = (

@@ -29,7 +29,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import Feeds, node_inputs, record_values
 from ditox_ci.pinpoint.shrink import BudgetSpent, Shrinker, delta_debug
 from ditox_ci.report.canonical import canonical_samples
-from ditox_ci.report.evidence import Reduction
+from ditox_ci.report.evidence import Reduction, ReductionEnd
 
 # a model left this big (not reduced) keeps its names: a renamed copy would double its memory
 RENAME_MAX_BYTES = 16 << 20
@@ -54,24 +54,14 @@ Evaluate = Callable[[onnx.ModelProto, Feeds], Outcome | None]
 class ReductionResult:
     """The smallest failing model found, the feeds it fails on, and how the search went.
 
-    `reason` says why the search stopped: minimal | budget | not-reproducible (the model as found
-    no longer fails: the result changes from run to run) | unjudgeable (the model as found cannot
-    be judged as a candidate) | unrecordable. `names` maps the found model's names to the short
-    ones `model` and `feeds` use ({} when they kept their names)."""
+    `record` is what the report keeps of it: the nodes before and after, the checks, why the
+    search stopped (`ReductionEnd`) and how long it took. `names` maps the found model's names to
+    the short ones `model` and `feeds` use ({} when they kept their names)."""
 
     model: onnx.ModelProto
     feeds: Feeds
-    nodes_before: int
-    nodes_after: int
-    checks: int
-    reason: str
-    elapsed_s: float
+    record: Reduction
     names: dict[str, str] = field(default_factory=dict)
-
-    def record(self) -> Reduction:
-        """What the report keeps of it."""
-        elapsed_s = round(self.elapsed_s, 3)
-        return Reduction(self.nodes_before, self.nodes_after, self.checks, self.reason, elapsed_s)
 
 
 def _value_info(name: str, samples: Sequence[np.ndarray]) -> onnx.ValueInfoProto:
@@ -233,36 +223,29 @@ def reduce(
         found: onnx.ModelProto,
         found_feeds: Feeds,
         checks: int,
-        reason: str,
+        reason: ReductionEnd,
         names: dict[str, str] | None = None,
     ) -> ReductionResult:
-        return ReductionResult(
-            model=found,
-            feeds=found_feeds,
-            nodes_before=before,
-            nodes_after=len(found.graph.node),
-            checks=checks,
-            reason=reason,
-            elapsed_s=time.monotonic() - start,
-            names=names or {},
-        )
+        elapsed_s = round(time.monotonic() - start, 3)
+        record = Reduction(before, len(found.graph.node), checks, reason, elapsed_s)
+        return ReductionResult(model=found, feeds=found_feeds, record=record, names=names or {})
 
     verdict = still_fails(model, feeds)
     if verdict is Verdict.UNJUDGED:
-        return result(model, feeds, 1, "unjudgeable")
+        return result(model, feeds, 1, ReductionEnd.UNJUDGEABLE)
     if verdict is Verdict.PASSES:
-        return result(model, feeds, 1, "not-reproducible")
+        return result(model, feeds, 1, ReductionEnd.NOT_REPRODUCIBLE)
     try:
         recorded = record_values(model, feeds, runner_name)
     except (runner.RuntimeLoadError, runner.RuntimeRunError):
-        return result(model, feeds, 1, "unrecordable")
+        return result(model, feeds, 1, ReductionEnd.UNRECORDABLE)
     # a candidate that cannot be judged is one that does not fail
     reducer = NodeShrinker(Subgraphs(model, recorded), still_fails, start + budget_s, checks=1)
-    reason = "minimal"
+    reason = ReductionEnd.MINIMAL
     try:
         reducer.run()
     except BudgetSpent:
-        reason = "budget"
+        reason = ReductionEnd.BUDGET
     found, found_feeds = reducer.best() or (model, feeds)
     if found.ByteSize() > RENAME_MAX_BYTES:
         return result(found, found_feeds, reducer.checks, reason)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction
+from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction, ReductionEnd
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import FLAKY, Culprit, Finding
 
@@ -94,7 +94,7 @@ class Bug:
         an optimizer (or runtime) whose result changes from run to run, e.g. one that reads memory
         it does not own."""
         reduction = self._reduction
-        return reduction is not None and reduction.reason == "not-reproducible"
+        return reduction is not None and reduction.reason is ReductionEnd.NOT_REPRODUCIBLE
 
     @property
     def _reduction(self) -> Reduction | None:

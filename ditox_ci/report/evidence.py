@@ -85,28 +85,40 @@ class Triage:
     stale_entry: str | None = None
 
 
+class ReductionEnd(str, Enum):
+    """Why a reduction stopped; report.json keeps the value."""
+
+    MINIMAL = "minimal"  # no smaller candidate fails the same way
+    BUDGET = "budget"  # time ran out: the smallest failing model found so far
+    NOT_REPRODUCIBLE = "not-reproducible"  # the model as found no longer fails: run-to-run changes
+    UNJUDGEABLE = "unjudgeable"  # the model as found cannot be judged as a candidate
+    UNRECORDABLE = "unrecordable"  # its intermediate values could not be recorded
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Reduction:
-    """How the reduction that made the repro went (`pinpoint.reduce.ReductionResult`): `reason` is
-    minimal | budget | not-reproducible | unjudgeable | unrecordable."""
+    """How the reduction that made the repro went (`pinpoint.reduce.ReductionResult.record`)."""
 
     nodes_before: int
     nodes_after: int
     checks: int
-    reason: str
+    reason: ReductionEnd
     elapsed_s: float = 0.0
 
     @property
     def lost_the_failure(self) -> bool:
         """The model as found did not fail again (or could not be judged): no repro stands on it."""
-        return self.reason in ("not-reproducible", "unjudgeable")
+        return self.reason in (ReductionEnd.NOT_REPRODUCIBLE, ReductionEnd.UNJUDGEABLE)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "nodes_before": self.nodes_before,
             "nodes_after": self.nodes_after,
             "checks": self.checks,
-            "reason": self.reason,
+            "reason": self.reason.value,
             "elapsed_s": self.elapsed_s,
         }
 
@@ -186,10 +198,12 @@ def _reduction(value: Any) -> Reduction | str | None:
         return None
     counts = [_count(value[key]) for key in keys[:3]]
     elapsed = value["elapsed_s"]
-    if None in counts or not isinstance(value["reason"], str) or not isinstance(elapsed, (int, float)):
+    ends = {end.value: end for end in ReductionEnd}
+    reason = value["reason"] if isinstance(value["reason"], str) else None
+    if None in counts or reason not in ends or not isinstance(elapsed, (int, float)):
         return None
     before, after, checks = (int(count or 0) for count in counts)
-    return Reduction(before, after, checks, value["reason"], elapsed)
+    return Reduction(before, after, checks, ends[reason], elapsed)
 
 
 def _names(value: Any) -> tuple[str, ...] | None:

@@ -18,6 +18,7 @@ from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.pinpoint.localize import Probe, localize
 from ditox_ci.pinpoint.pinpointer import PoolJudge
 from ditox_ci.pinpoint.reduce import reduce, same_finding
+from ditox_ci.report.evidence import ReductionEnd
 
 DEFAULT = tuple(onnxoptimizer.get_fuse_and_elimination_passes())
 RTOL, ATOL = 1e-4, 1e-5
@@ -67,9 +68,9 @@ def test_two_hundred_node_model_reduces_to_the_planted_pattern() -> None:
 
     result = reduce(model, feeds, same_finding(lambda m, f: outcome(m, f, spec, passes), failure), 60.0)
 
-    assert result.nodes_before == 200
+    assert result.record.nodes_before == 200
     assert sorted(node.op_type for node in result.model.graph.node) == ["Add", "Mul"]
-    assert result.reason == "minimal"
+    assert result.record.reason is ReductionEnd.MINIMAL
     onnx.checker.check_model(result.model)
     assert outcome(result.model, result.feeds, spec, passes).kind == "output-mismatch"
     assert outcome(result.model, result.feeds, "onnxoptimizer", passes).kind is None
@@ -81,7 +82,8 @@ def test_reduction_of_a_model_that_does_not_fail_keeps_it() -> None:
     result = reduce(
         model, feeds, same_finding(lambda m, f: outcome(m, f, "onnxoptimizer", DEFAULT), failure), 5
     )
-    assert (result.reason, result.nodes_after, result.checks) == ("not-reproducible", 30, 1)
+    record = result.record
+    assert (record.reason, record.nodes_after, record.checks) == (ReductionEnd.NOT_REPRODUCIBLE, 30, 1)
 
 
 def test_first_divergence_names_the_rewritten_node() -> None:

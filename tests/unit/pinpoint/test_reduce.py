@@ -8,6 +8,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.pinpoint.reduce import Verdict, reduce, same_finding
+from ditox_ci.report.evidence import ReductionEnd
 
 FAILURE = Outcome("optimizer-error", "RuntimeError: boom", {"message": "RuntimeError: boom"})
 
@@ -19,21 +20,21 @@ def _model() -> onnx.ModelProto:
     return helper.make_model(helper.make_graph(nodes, "g", [x], [y]))
 
 
-def _reason(verdict: Outcome | None) -> str:
+def _reason(verdict: Outcome | None) -> ReductionEnd:
     still_fails = same_finding(lambda model, feeds: verdict, FAILURE)
-    return reduce(_model(), [{"x": np.ones(2, np.float32)}], still_fails, budget_s=5).reason
+    return reduce(_model(), [{"x": np.ones(2, np.float32)}], still_fails, budget_s=5).record.reason
 
 
 def test_a_model_that_passes_when_run_again_is_not_reproducible() -> None:
-    assert _reason(Outcome(None)) == "not-reproducible"
+    assert _reason(Outcome(None)) is ReductionEnd.NOT_REPRODUCIBLE
 
 
 def test_a_model_the_pool_cannot_judge_is_unjudgeable_not_nondeterministic() -> None:
-    assert _reason(None) == "unjudgeable"
+    assert _reason(None) is ReductionEnd.UNJUDGEABLE
 
 
 def test_a_model_that_fails_again_is_shrunk() -> None:
-    assert _reason(FAILURE) == "minimal"
+    assert _reason(FAILURE) is ReductionEnd.MINIMAL
 
 
 def _long_named() -> onnx.ModelProto:
@@ -60,7 +61,7 @@ def test_the_smallest_model_gets_short_names_when_it_still_fails_so() -> None:
     ]
     assert [set(feed) for feed in result.feeds] == [{"X0"}] and seen[-1] == {"X0"}
     assert result.names == {"relu_with_a_long_name": "X0", "output_with_a_long_name": "Y0"}
-    assert result.checks == len(seen)
+    assert result.record.checks == len(seen)
 
 
 def test_a_failure_that_turns_on_names_keeps_the_names_it_was_found_with() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts, last_seen_block, with_last_seen
 from ditox_ci.report.bugs import group_bugs, headline, known_groups
-from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, Triage
+from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, ReductionEnd, Triage
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 from ditox_ci.report.outputs import SUMMARY_LIMIT, render_summary
 
@@ -42,7 +42,7 @@ def _report(findings: list[Finding], models: int, stale: tuple[str, ...] = ()) -
 
 
 def _three_bugs_on_four_models() -> list[Finding]:
-    reduction = Reduction(nodes_before=40, nodes_after=2, checks=0, reason="minimal")
+    reduction = Reduction(nodes_before=40, nodes_after=2, checks=0, reason=ReductionEnd.MINIMAL)
     bug_a = [_finding("a" * 20, f"m{i}", c, reduction=reduction) for i in range(4)
              for c in ("default", "fixed-point", "pass:fuse_pad_into_pool")][:9]
     bug_b = [_finding("b" * 20, "m0", "default", kind="optimizer-crash", passes=("fuse_bn_into_conv",)),
@@ -73,7 +73,7 @@ def test_headline_counts_bugs_with_their_findings_and_models():
 def test_a_bug_that_did_not_fail_again_is_called_nondeterministic_not_reduced():
     """Reduction first runs the culprit again on the model as found; when the failure does not
     come back (an optimizer reading memory it does not own), the texts say so."""
-    flaky = Reduction(nodes_before=1, nodes_after=1, checks=1, reason="not-reproducible")
+    flaky = Reduction(nodes_before=1, nodes_after=1, checks=1, reason=ReductionEnd.NOT_REPRODUCIBLE)
     [bug] = group_bugs([_finding("f" * 20, "m0", "default", reduction=flaky)])
     assert bug.reduced is None and bug.not_reproducible
     row = next(line for line in render_summary(_report([*bug.findings], 1)).splitlines() if "f" * 20 in line)

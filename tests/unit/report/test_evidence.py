@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, Triage, Tries
+from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, ReductionEnd, Triage, Tries
 from ditox_ci.report.model import Culprit, Finding
 
 MEASURED = {"message": "output 'y' differs", "max_abs": 2.5, "sample": 1, "control": "invalid-model: x"}
@@ -30,7 +30,7 @@ EVERY_PART = Finding(
     ),
     pinpointing=Pinpointing(
         skipped="out of time",
-        reduction=Reduction(12, 2, 9, "minimal", 1.25),
+        reduction=Reduction(12, 2, 9, ReductionEnd.MINIMAL, 1.25),
         divergence={"tensor": "t", "producer": "", "rewritten": [], "max_abs": None, "compared": 3},
         standalone={"model": "<ir_version: 8>", "reproduces": True},
         error="JudgeError: gone",
@@ -63,6 +63,9 @@ def test_known_by_round_trips(text: str):
     assert known_by is not None and known_by.to_json() == text
 
 
+COUNTS = {"nodes_before": 3, "nodes_after": 2, "checks": 1, "elapsed_s": 1}
+
+
 @pytest.mark.parametrize(
     "stray",
     [
@@ -70,6 +73,9 @@ def test_known_by_round_trips(text: str):
         {"known_by": "baseline"},
         {"also_in": "nop"},
         {"reduction": {"nodes_after": 2}},
+        # a reason no reduction gives (ReductionEnd), or none that is text
+        {"reduction": {**COUNTS, "reason": "tired"}},
+        {"reduction": {**COUNTS, "reason": ["minimal"]}},
         {"reproduce": {"tries": "3", "reproduced": 0}},
         {"standalone": "text"},
         {"base_tries": True},
