@@ -5,6 +5,7 @@ kernel's and /proc's word on why it died.
 from __future__ import annotations
 
 import signal
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -12,38 +13,52 @@ from ditox_ci.engine.evaluate import RUNNER_TITLES
 from ditox_ci.engine.messages import DEFAULT_MEMORY_LIMIT_MB
 from ditox_ci.engine.outcome import Outcome
 
-# the causes of a worker's death that are the model's appetite for memory, not a crash
-MEMORY_CAUSES = ("exceeded the memory limit", "ran out of memory")
+
+class Death(str, Enum):
+    """Why the pool replaced a worker; the value is how a finding's message says it."""
+
+    CRASHED = "crashed"  # a signal or an exit of its own
+    TIMED_OUT = "timed out"  # one phase took longer than --timeout
+    OUT_OF_MEMORY = "ran out of memory"  # the OOM killer's SIGKILL, or Python's MemoryError
+    OVER_LIMIT = "exceeded the memory limit"  # the pool saw its RSS over its allowance
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def memory(self) -> bool:
+        """The model's appetite for memory, not a crash."""
+        return self in (Death.OUT_OF_MEMORY, Death.OVER_LIMIT)
 
 
 def failure_outcome(
     phase: str,
-    cause: str,
+    cause: Death,
     detail: str,
     stderr: str,
     runner_name: str = "onnxruntime",
     allowance_mb: int = DEFAULT_MEMORY_LIMIT_MB,
 ) -> Outcome:
     in_optimizer = phase == "optimize"
-    if in_optimizer and cause in MEMORY_CAUSES:
+    if in_optimizer and cause.memory:
         return _resource_limit(detail, stderr, allowance_mb)
-    if cause == "timed out":
+    if cause is Death.TIMED_OUT:
         kind = "optimizer-timeout" if in_optimizer else "runtime-error"
     else:
         kind = "optimizer-crash" if in_optimizer else "runtime-error"
     runner_title = RUNNER_TITLES.get(runner_name, runner_name)
     where = "optimizer" if in_optimizer else f"{runner_title} on the optimized model"
-    if cause in MEMORY_CAUSES:
+    if cause.memory:
         # one message whichever caught it (the poll or the kernel, a race the machine's load
         # decides; its words are in evidence.detail), so the same blow-up keeps one fingerprint
         message = f"{where} ran out of memory"
     else:
         message = f"{where} {cause} ({detail})" if detail else f"{where} {cause}"
     evidence: dict[str, Any] = {"message": message, "phase": phase}
-    if cause in MEMORY_CAUSES:
+    if cause.memory:
         evidence["memory"] = True
     if detail:
-        evidence["signal" if cause == "crashed" else "detail"] = detail
+        evidence["signal" if cause is Death.CRASHED else "detail"] = detail
     if stderr:
         evidence["stderr"] = stderr
     return Outcome(kind, message, evidence)

@@ -31,7 +31,7 @@ from typing import Any
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
-from ditox_ci.engine.deaths import failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
+from ditox_ci.engine.deaths import Death, failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.messages import (
     ALLOWANCE_BASE_MB,
@@ -351,7 +351,7 @@ class WorkerPool:
         running.counts += JobCounts(optimizer_runs=state.optimizer_runs - running.runs_from)
 
     def _failure(
-        self, running: _Running, state: WorkerState, cause: str, detail: str, stderr: str
+        self, running: _Running, state: WorkerState, cause: Death, detail: str, stderr: str
     ) -> JobResult | None:
         """Turn a dead/stuck worker into an outcome for the step its state names; resume or finish.
         Steps it finished without sending them run again."""
@@ -380,7 +380,7 @@ class WorkerPool:
             return self._finish(running, "ok")
         return None
 
-    def _replace(self, slot: _Slot, cause: str, detail: str) -> JobResult | None:
+    def _replace(self, slot: _Slot, cause: Death, detail: str) -> JobResult | None:
         # what the worker sent since the last look: its job may even have ended
         finished, _ = self._drain(slot)
         running, state = slot.running, slot.state
@@ -416,21 +416,21 @@ class WorkerPool:
                         self._oom_kills += 1
                     killer = "the OOM killer" if kills is not None else "most likely the OOM killer"
                     detail = f"SIGKILL from {killer}; last seen at {slot.rss_mb:.0f} MiB"
-                    return self._replace(slot, "ran out of memory", detail)
+                    return self._replace(slot, Death.OUT_OF_MEMORY, detail)
             if slot.process.exitcode == MEMORY_ERROR_EXIT:
                 detail = f"MemoryError; last seen at {slot.rss_mb:.0f} MiB"
-                return self._replace(slot, "ran out of memory", detail)
-            return self._replace(slot, "crashed", signal_name(slot.process.exitcode))
+                return self._replace(slot, Death.OUT_OF_MEMORY, detail)
+            return self._replace(slot, Death.CRASHED, signal_name(slot.process.exitcode))
         entered = slot.state.entered
         if entered != running.entered:
             running.phase_started, running.entered = time.monotonic(), entered
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:
-            return self._replace(slot, "timed out", f"after {self.config.timeout_s:g}s")
+            return self._replace(slot, Death.TIMED_OUT, f"after {self.config.timeout_s:g}s")
         rss = slot.rss_mb = rss_mb(slot.process.pid)
         if rss > running.memory_mb:
             detail = f"{rss:.0f} MiB > {running.memory_mb} MiB"
-            return self._replace(slot, "exceeded the memory limit", detail)
+            return self._replace(slot, Death.OVER_LIMIT, detail)
         return None
 
     def _need_mb(self, job: Job) -> int:

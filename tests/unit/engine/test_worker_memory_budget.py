@@ -13,7 +13,7 @@ import pytest
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine import deaths, worker
-from ditox_ci.engine.deaths import failure_outcome
+from ditox_ci.engine.deaths import Death, failure_outcome
 from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
     ALLOWANCE_BASE_MB,
@@ -131,10 +131,10 @@ def test_a_waiting_job_is_passed_by_no_more_than_lookahead_others(tmp_path: Path
 
 def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer_caught_it():
     """Which one gets there first depends on the machine's load; the bug is the same."""
-    polled = failure_outcome("optimize", "exceeded the memory limit", "3700 MiB > 3584 MiB", "")
+    polled = failure_outcome("optimize", Death.OVER_LIMIT, "3700 MiB > 3584 MiB", "")
     oom_kill = "SIGKILL from the OOM killer; last seen at 3500 MiB"
-    killed = failure_outcome("optimize", "ran out of memory", oom_kill, "")
-    guessed = failure_outcome("optimize", "ran out of memory", "SIGKILL from most likely the OOM killer", "")
+    killed = failure_outcome("optimize", Death.OUT_OF_MEMORY, oom_kill, "")
+    guessed = failure_outcome("optimize", Death.OUT_OF_MEMORY, "SIGKILL from most likely the OOM killer", "")
     assert polled.same_failure(killed) and killed.same_failure(guessed)
     prints = {failure_fingerprint(outcome, ("fuse_bn_into_conv",)) for outcome in (polled, killed, guessed)}
     assert len(prints) == 1
@@ -144,7 +144,7 @@ def test_a_memory_blow_up_has_one_fingerprint_whether_the_poll_or_the_oom_killer
 def test_the_optimizer_over_its_allowance_is_a_resource_limit_with_the_allowance_not_a_bug():
     """onnxslim on light/vgg19 over an allowance fitted to onnxoptimizer: a warning (never gates)
     that names the allowance and the flag that raises it; the runtime's blow-up stays a finding."""
-    over = ("exceeded the memory limit", "5178 MiB > 4896 MiB", "")
+    over = (Death.OVER_LIMIT, "5178 MiB > 4896 MiB", "")
     limited = failure_outcome("optimize", *over, allowance_mb=4896)
     assert limited.kind == "warning" and not limited.failed
     assert limited.evidence["resource_limit"] == {"allowance_mb": 4896, "raise_with": "--memory-limit"}
@@ -172,13 +172,13 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
     monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(counter),))
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         counter.write_text("oom 5\noom_kill 5\n")
-        causes: list[str] = []
+        causes: list[Death] = []
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
         for name in ("a", "b"):
             running = _Running(job=_job(tmp_path, name, 1), started=0.0, remaining=())
             pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
-    assert causes == ["ran out of memory", "ran out of memory"]
+    assert causes == [Death.OUT_OF_MEMORY, Death.OUT_OF_MEMORY]
 
 
 def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
@@ -192,12 +192,12 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
     monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
     assert deaths.oom_kills() == 7
     with WorkerPool(WorkerConfig(), jobs=1) as pool:
-        causes: list[str] = []
+        causes: list[Death] = []
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
         running = _Running(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
         pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
-    assert causes == ["crashed"]
+    assert causes == [Death.CRASHED]
 
 
 def test_a_budget_from_the_machine_lets_the_largest_models_run_together(tmp_path: Path):

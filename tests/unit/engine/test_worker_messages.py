@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.deaths import Death
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
@@ -120,7 +121,7 @@ def _died(phase: str) -> tuple[_Running, JobResult | None]:
         slot.state.enter(3, phase)
         running = slot.running
         assert running is not None
-        return running, pool._failure(running, slot.state, "crashed", "SIGSEGV", "")
+        return running, pool._failure(running, slot.state, Death.CRASHED, "SIGSEGV", "")
 
 
 def test_a_dead_worker_is_pinned_on_the_step_its_state_names_and_unsent_steps_run_again():
@@ -152,7 +153,7 @@ def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
         slot.state.enter(0, "divergence")
         running = slot.running
         assert running is not None
-        assert pool._failure(running, slot.state, "timed out", "after 60s", "") is None
+        assert pool._failure(running, slot.state, Death.TIMED_OUT, "after 60s", "") is None
     assert running.outcomes == {"pass:a": MISMATCH} and running.divergences == {}
     assert [step.label for step in running.remaining] == ["pass:b"]
 
