@@ -12,14 +12,14 @@ import multiprocessing.connection
 import multiprocessing.forkserver
 import os
 import signal
-import time
 from collections import OrderedDict
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import ModelContext, SkipModel, optimizer_input, prepare, run_step
 from ditox_ci.engine.messages import (
-    FLUSH_S,
+    FLUSH_EVERY_STEP_BYTES,
+    FLUSH_STEPS,
     Batch,
     InternalFailure,
     Job,
@@ -29,6 +29,7 @@ from ditox_ci.engine.messages import (
     OriginalPrepared,
     StepDivergence,
     StepFinished,
+    StepMessage,
     Stop,
     WorkerConfig,
     WorkerState,
@@ -61,16 +62,17 @@ def _divergence(
 
 
 class _Outbox:
-    """A job's step messages, sent together (Batch) when `flush` is called or FLUSH_S has passed."""
+    """A job's step messages, sent together (Batch) when `flush` is called, once FLUSH_STEPS are
+    held, or after each one when `every_step` (a large model's)."""
 
-    def __init__(self, conn: multiprocessing.connection.Connection) -> None:
+    def __init__(self, conn: multiprocessing.connection.Connection, every_step: bool) -> None:
         self._conn = conn
-        self._held: list[StepFinished | StepDivergence | JobDone | InternalFailure] = []
-        self._sent_at = time.monotonic()
+        self._held: list[StepMessage] = []
+        self._most = 1 if every_step else FLUSH_STEPS
 
     def add(self, message: StepFinished | StepDivergence) -> None:
         self._held.append(message)
-        if time.monotonic() - self._sent_at >= FLUSH_S:
+        if len(self._held) >= self._most:
             self.flush()
 
     def flush(self, last: JobDone | InternalFailure | None = None) -> None:
@@ -79,7 +81,6 @@ class _Outbox:
         if self._held:
             self._conn.send(Batch(tuple(self._held)))
             self._held.clear()
-        self._sent_at = time.monotonic()
 
 
 def _die_with_parent() -> None:
@@ -149,7 +150,7 @@ def child_main(
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
         conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
-        outbox = _Outbox(conn)
+        outbox = _Outbox(conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)

@@ -12,18 +12,22 @@ A worker answers each Job with:
   JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
-The step messages travel in Batches: a worker sends what it has when the job ends, before and
-after a divergence search, and otherwise every FLUSH_S seconds, so a model of 50 quick steps costs the pipe
-two messages, not a hundred. A worker that cannot load the optimizer sends OptimizerLoadFailed.
+The step messages travel in Batches: a worker sends what it holds when the job ends, before and
+after a divergence search, once it holds FLUSH_STEPS of them, and after every step of a model of
+FLUSH_EVERY_STEP_BYTES or more, so a model of 50 quick steps costs the pipe five messages, not a
+hundred. When a batch goes depends on the steps alone, never on the clock, so the steps a crash
+makes run again, and the counters, are the same from run to run. A worker that cannot load the
+optimizer sends OptimizerLoadFailed.
 
-Which step and phase a worker is in ("prepare", then per step "optimize", "run", "divergence" or
-"screen") it writes into its WorkerState instead of a message, with a count of its optimizer calls:
-the pool reads it when the worker dies, hangs or exceeds its memory limit, and pins the failure on
-that step. Steps the worker finished but had not sent yet run again on the fresh worker.
-Divergence is optional evidence: a worker that fails in the "divergence" phase is replaced and the
-model resumes after that step, the mismatch found but without its divergence. A screen only saves
-calls: a worker that fails in the "screen" phase is replaced and the model resumes at that same
-step, every step after it run on its own.
+Which step and phase a worker is in (per step "optimize", "run", "divergence" or "screen") it
+writes into its WorkerState instead of a message, with a count of its optimizer calls; the pool
+sets it to "prepare" when it hands a Job over. The pool reads it when the worker dies, hangs or
+exceeds its memory limit, and pins the failure on that step. Steps the worker finished but had not
+reported run again on the fresh worker (their calls count again; the runtime runs of the dead
+worker's part of the job are not counted). Divergence is optional evidence: a worker that fails in
+the "divergence" phase is replaced and the model resumes after that step, the mismatch found but
+without its divergence. A screen only saves calls: a worker that fails in the "screen" phase is
+replaced and the model resumes at the first step not yet reported, every step run on its own.
 """
 
 from __future__ import annotations
@@ -176,24 +180,19 @@ class OptimizerLoadFailed:
     message: str
 
 
+# what travels inside a Batch: JobDone or InternalFailure only last, when the job ended
+StepMessage = StepFinished | StepDivergence | JobDone | InternalFailure
+
+
 @dataclass(frozen=True)
 class Batch:
-    """Step messages (StepFinished, StepDivergence), with JobDone or InternalFailure last when the
-    job ended: one pipe message for what a worker did since its last one."""
+    """One pipe message for the step messages a worker held since its last one."""
 
-    messages: tuple[StepFinished | StepDivergence | JobDone | InternalFailure, ...]
+    messages: tuple[StepMessage, ...]
 
 
-WorkerMessage = (
-    Batch
-    | OriginalPrepared
-    | ModelSkipped
-    | StepFinished
-    | StepDivergence
-    | JobDone
-    | InternalFailure
-    | OptimizerLoadFailed
-)
+# what a worker sends over the pipe
+WorkerMessage = Batch | OriginalPrepared | ModelSkipped | OptimizerLoadFailed
 
 
 # ---------------------------------------------------------------- shared state
@@ -201,20 +200,25 @@ WorkerMessage = (
 PHASES = ("prepare", "optimize", "run", "divergence", "screen")
 # the phases that call the optimizer: each entry counts one optimizer run
 OPTIMIZER_PHASES = frozenset({"optimize", "divergence", "screen"})
-# how often a busy worker sends the step messages it has (Batch): what a crash makes run again
-FLUSH_S = 0.25
-_STEP, _PHASE, _ENTERED, _OPTIMIZER_RUNS = range(4)
+# when a busy worker sends the step messages it holds (Batch), which is what a crash makes run
+# again: every FLUSH_STEPS steps, and after every step of a model this large (its steps take
+# milliseconds each or more, beside which a message is nothing)
+FLUSH_STEPS = 16
+FLUSH_EVERY_STEP_BYTES = 2**20
+_WHERE, _ENTERED, _OPTIMIZER_RUNS = range(3)
 
 
 class WorkerState:
     """Where a worker is, in memory it shares with the pool: the step (an index into the Job's
-    steps, -1 while the original is prepared) and phase it last entered, how many phases it has
-    entered (the pool times a phase from when that count last moved), and its optimizer calls.
-    The pool sets it to the job's start (`handed`) before it sends a Job to the idle worker; else
-    only the worker writes it, and the pool reads it: the whole of it once the worker is dead."""
+    steps, -1 while the original is prepared) and phase it last entered, in one 64-bit value
+    written at once, so a worker killed at any point leaves a pair it was really in; how many phases
+    it has entered (the pool times a phase from when that count last moved); and its optimizer
+    calls. The pool sets it to the job's start (`handed`) before it sends a Job to the idle worker;
+    else only the worker writes it, and the pool reads it: the whole of it once the worker is dead."""
 
     def __init__(self, context: multiprocessing.context.BaseContext) -> None:
-        self._values: Any = context.RawArray("q", 4)
+        self._values: Any = context.RawArray("q", 3)
+        self._values[_WHERE] = _where(-1, "prepare")
 
     def handed(self) -> None:
         """A Job is on its way: the worker is preparing its original until it says otherwise."""
@@ -222,17 +226,17 @@ class WorkerState:
 
     def enter(self, step_index: int, phase: str) -> None:
         values = self._values
-        values[_STEP], values[_PHASE] = step_index, PHASES.index(phase)
+        values[_WHERE] = _where(step_index, phase)
         values[_OPTIMIZER_RUNS] += phase in OPTIMIZER_PHASES
         values[_ENTERED] += 1
 
     @property
     def step_index(self) -> int:
-        return int(self._values[_STEP])
+        return int(self._values[_WHERE]) // len(PHASES) - 1
 
     @property
     def phase(self) -> str:
-        return PHASES[self._values[_PHASE]]
+        return PHASES[int(self._values[_WHERE]) % len(PHASES)]
 
     @property
     def entered(self) -> int:
@@ -241,3 +245,8 @@ class WorkerState:
     @property
     def optimizer_runs(self) -> int:
         return int(self._values[_OPTIMIZER_RUNS])
+
+
+def _where(step_index: int, phase: str) -> int:
+    """A step (from -1) and a phase as one number."""
+    return (step_index + 1) * len(PHASES) + PHASES.index(phase)

@@ -18,8 +18,8 @@ others leave (`eliminate_*`: dead nodes, unused initializers, identities) theref
 every list, where they see the original: after a pass that leaves an unused initializer behind (a
 `warning` of its own step) they would have removed it. A list whose call raises is halved like one
 that differs; a call that crashes, hangs or runs out of memory kills the worker, and the parent
-(`WorkerPool`) resumes the model at that step with every pass on its own, where the failure is the
-pass's own step's finding.
+(`WorkerPool`) resumes the model at its first step not yet reported, with every pass on its own,
+where the failure is the pass's own step's finding.
 """
 
 from __future__ import annotations
@@ -54,6 +54,12 @@ def screenable(steps: Sequence[Step]) -> list[int]:
 def screens(info: OptimizerInfo, steps: Sequence[Step]) -> bool:
     """Whether a large model's job over `steps` is screened with this optimizer."""
     return info.sequential_passes and len(screenable(steps)) >= 2
+
+
+def screened_from(info: OptimizerInfo, steps: Sequence[Step], min_mb: float | None) -> float | None:
+    """The size in MiB from which a sweep over `steps` screens a model (the workers' `min_mb`),
+    None when it screens none: what the planner costs a model at (shard.estimate_cost)."""
+    return min_mb if screens(info, steps) else None
 
 
 def screen(

@@ -6,7 +6,7 @@ sends its steps' results back in batches and writes the step and phase it is in 
 shares with the parent. When a worker dies, times out or exceeds its memory limit, the parent reads
 there which step and phase it was in, turns that into a finding of the right kind with the signal
 and the worker's last stderr lines, starts a fresh worker, and resumes the model at the steps not
-yet finished. Nothing else is lost.
+yet reported. Nothing else is lost.
 
 The messages, the shared state and the Job are `engine.messages`, the worker process
 `engine.child`, and what a dead worker's step becomes `engine.deaths`; this module is the pool that
@@ -49,6 +49,7 @@ from ditox_ci.engine.messages import (
     OriginalPrepared,
     StepDivergence,
     StepFinished,
+    StepMessage,
     Stop,
     WorkerConfig,
     WorkerMessage,
@@ -275,15 +276,24 @@ class WorkerPool:
     def _send(self, slot: _Slot, running: _Running) -> None:
         if slot.process.exitcode is not None:
             self._restart(slot)
+        control = running.outcomes.get(NOP) if all(step.label != NOP for step in running.remaining) else None
+        job = replace(running.job, steps=running.remaining, control=control)
+        try:
+            self._hand(slot, running, job)
+        except OSError:  # it died idle since the look above (the OOM killer may pick an idle worker)
+            self._restart(slot)
+            self._hand(slot, running, job)
+        key = (running.job.ref.id, running.job.ref.path)
+        slot.holds = [*(held for held in slot.holds if held != key), key][-CONTEXTS_KEPT:]
+
+    def _hand(self, slot: _Slot, running: _Running, job: Job) -> None:
+        """`job` (running's remaining steps) to the slot's idle worker, from the start of its state."""
         slot.state.handed()
         running.phase_started, running.entered = time.monotonic(), slot.state.entered
         running.runs_from = slot.state.optimizer_runs
         running.stderr_from = _file_size(slot.stderr_path)
         slot.running = running
-        control = running.outcomes.get(NOP) if all(step.label != NOP for step in running.remaining) else None
-        slot.conn.send(replace(running.job, steps=running.remaining, control=control))
-        key = (running.job.ref.id, running.job.ref.path)
-        slot.holds = [*(held for held in slot.holds if held != key), key][-CONTEXTS_KEPT:]
+        slot.conn.send(job)
 
     def _stderr_tail(self, slot: _Slot) -> str:
         start = slot.running.stderr_from if slot.running else 0
@@ -309,7 +319,7 @@ class WorkerPool:
             counts=running.counts,
         )
 
-    def _handle(self, slot: _Slot, message: WorkerMessage) -> JobResult | None:
+    def _handle(self, slot: _Slot, message: WorkerMessage | StepMessage) -> JobResult | None:
         running = slot.running
         if isinstance(message, OptimizerLoadFailed):
             raise OptimizerLoadError(message.message)
@@ -351,11 +361,26 @@ class WorkerPool:
         running.counts += JobCounts(optimizer_runs=state.optimizer_runs - running.runs_from)
 
     def _failure(
+        self, running: _Running, state: WorkerState, cause: Death | None, detail: str, stderr: str
+    ) -> JobResult | None:
+        """Turn a dead/stuck worker into an outcome for the step its state names (none when `cause`
+        is None); resume or finish. Steps it finished without reporting them run again."""
+        self._count_runs(state, running)
+        if cause is not None:
+            skipped = self._pin(running, state, cause, detail, stderr)
+            if skipped is not None:
+                return skipped
+        running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
+        running.counts += JobCounts(restarts=1)
+        if not running.remaining:
+            return self._finish(running, "ok")
+        return None
+
+    def _pin(
         self, running: _Running, state: WorkerState, cause: Death, detail: str, stderr: str
     ) -> JobResult | None:
-        """Turn a dead/stuck worker into an outcome for the step its state names; resume or finish.
-        Steps it finished without sending them run again."""
-        self._count_runs(state, running)
+        """Pin `cause` where the dead worker's state says it was: the model skipped when that was
+        its original (the result, returned), else its step's outcome."""
         index, phase = state.step_index, state.phase
         if index < 0 or running.original is None:
             reason = f"the original model {cause} while being loaded, fed and run ({detail})"
@@ -363,9 +388,8 @@ class WorkerPool:
                 reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
             return self._finish(running, "skipped", reason)
         if phase == "screen":
-            # a pass of a screened list crashed, hung or ran out of memory: the model resumes at
-            # this step with screening off, each step on its own, where the pass's failure is its
-            # own step's finding
+            # a pass of a screened list crashed, hung or ran out of memory: the model resumes with
+            # screening off, each step on its own, where the pass's failure is its own step's finding
             running.job = replace(running.job, screen=False)
         elif phase != "divergence":
             # in the divergence phase the step's outcome already came back: it stands, without divergence
@@ -374,20 +398,23 @@ class WorkerPool:
             running.outcomes[step.label] = failure_outcome(
                 phase, cause, detail, stderr, runner_name, running.memory_mb
             )
-        running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
-        running.counts += JobCounts(restarts=1)
-        if not running.remaining:
-            return self._finish(running, "ok")
         return None
 
     def _replace(self, slot: _Slot, cause: Death, detail: str) -> JobResult | None:
-        # what the worker sent since the last look: its job may even have ended
+        # stopped first, then read: what it sent stays in the pipe (its job may even have ended),
+        # and its state is then the last it wrote, in step with its messages
+        if slot.process.is_alive():
+            slot.process.kill()
+        slot.process.join()
         finished, _ = self._drain(slot)
         running, state = slot.running, slot.state
+        # a phase that overran but ended just as the pool stopped the worker: the phase it is in
+        # now only began, so the timeout is pinned on no step and the unreported steps run again
+        moved_on = running is not None and cause is Death.TIMED_OUT and state.entered != running.entered
         stderr = self._restart(slot)
         if running is None:
             return finished[0] if finished else None
-        result = self._failure(running, state, cause, detail, stderr)
+        result = self._failure(running, state, None if moved_on else cause, detail, stderr)
         if result is None and running.remaining and running.original is not None:
             self._send(slot, running)
         return result

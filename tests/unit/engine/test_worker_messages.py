@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.child import _Outbox
 from ditox_ci.engine.deaths import Death
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.messages import FLUSH_STEPS
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import (
@@ -161,3 +163,50 @@ def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
 def test_job_counts_add_up_field_by_field():
     total = sum((JobCounts(1, 2, 3, 4, 5), JobCounts(optimizer_runs=10, restarts=1)), JobCounts())
     assert total == JobCounts(optimizer_runs=11, runtime_runs=2, cache_hits=3, screened=4, restarts=6)
+
+
+def test_a_timeout_whose_phase_ended_as_the_worker_was_stopped_is_pinned_on_no_step():
+    """WorkerPool._replace passes no cause when the phase count moved between the pool's look and
+    the kill: the phase that overran had ended, the one the state names had only begun."""
+    with WorkerPool(WorkerConfig()) as pool:
+        slot = _busy_slot(FOUR)
+        slot.state.handed()
+        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
+        pool._handle(slot, Batch((StepFinished(0, SAME),)))
+        slot.state.enter(1, "optimize")
+        running = slot.running
+        assert running is not None
+        assert pool._failure(running, slot.state, None, "after 60s", "") is None
+    assert running.outcomes == {"nop": SAME}
+    assert [step.label for step in running.remaining] == ["pass:a", "pass:b", "pass:c"]
+    assert running.counts.restarts == 1
+
+
+def test_the_state_holds_a_step_and_its_phase_as_one_value():
+    state = _state()
+    assert (state.step_index, state.phase, state.entered) == (-1, "prepare", 0)  # before any job
+    state.enter(41, "divergence")
+    state.enter(7, "run")
+    assert (state.step_index, state.phase, state.entered, state.optimizer_runs) == (7, "run", 2, 1)
+    state.handed()
+    assert (state.step_index, state.phase) == (-1, "prepare")
+
+
+class _Pipe:
+    def __init__(self) -> None:
+        self.sent: list[Batch] = []
+
+    def send(self, message: Batch) -> None:
+        self.sent.append(message)
+
+
+@pytest.mark.parametrize("every_step", [False, True])
+def test_a_worker_sends_its_steps_when_it_holds_enough_of_them_never_by_the_clock(every_step: bool):
+    pipe = _Pipe()
+    outbox = _Outbox(pipe, every_step)  # type: ignore[arg-type]
+    for index in range(FLUSH_STEPS + 3):
+        outbox.add(StepFinished(index, SAME))
+    outbox.flush(JobDone(0, 0))
+    sizes = [len(batch.messages) for batch in pipe.sent]
+    assert sizes == ([1] * (FLUSH_STEPS + 3) + [1] if every_step else [FLUSH_STEPS, 4])
+    assert pipe.sent[-1].messages[-1] == JobDone(0, 0)
