@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
-from ditox_ci.engine.screen import SCREEN_MIN_MB, screens
+from ditox_ci.engine.screen import SCREEN_MIN_MB, screened_from
 from ditox_ci.engine.shard import estimate_cost, job_cost, makespan, plan_jobs
 from ditox_ci.optimizers import load_optimizer
 
@@ -44,8 +44,8 @@ def _estimated(models: Sequence[ModelRef]) -> None:
     info = load_optimizer("onnxoptimizer", None).info
     steps = build_steps(DEFAULT_CONFIGS, (), info)
     # as the sweep plans: the large models' single passes screened
-    screened_from = SCREEN_MIN_MB if screens(info, steps) else None
-    costs = {ref.id: estimate_cost(ref, None, screened_from) for ref in models}
+    from_mb = screened_from(info, steps, SCREEN_MIN_MB)
+    costs = {ref.id: estimate_cost(ref, None, from_mb) for ref in models}
     plan = plan_jobs(models, steps, SHARDS, WORKERS, lambda ref: costs[ref.id])
     parts = Counter(job.ref.id for shard in plan for job in shard)
     split = ", ".join(f"{model} ×{count}" for model, count in sorted(parts.items()) if count > 1)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
 from ditox_ci.engine.plan import Step, build_steps
-from ditox_ci.engine.screen import screens
+from ditox_ci.engine.screen import screened_from
 from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InputError
@@ -75,8 +75,8 @@ def plan_sweep(
         )
     workers = options.jobs or (SHARD_PLAN_WORKERS if shard.count > 1 else os.cpu_count() or 1)
     costs = previous_costs(previous) if previous is not None else None
-    screened_from = screen_min_mb if screens(info, steps) else None
-    plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, screened_from))
+    from_mb = screened_from(info, steps, screen_min_mb)
+    plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, from_mb))
     unpack([job.ref for job in plan[shard.index]], context)
     return steps, plan[shard.index]
 

@@ -30,26 +30,24 @@ from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_
 from ditox_ci.engine import shard
 from ditox_ci.engine.screen import SCREEN_MIN_MB, screened_size
 
+# the size under which the planner counts nodes (shard.counted_size): the two groups fitted apart
+NODES_COUNTED_BELOW = 1_000_000
+
 
 @dataclass(frozen=True)
 class _Row:
     size: int
-    nodes: int  # counted only under shard._NODES_COUNTED_BELOW, as the planner counts them
+    nodes: int  # as the planner counts them (shard.counted_size)
     cost: float
     task: bool  # judged by a task comparator
 
     @property
     def small(self) -> bool:
-        return self.size < shard._NODES_COUNTED_BELOW
+        return self.size < NODES_COUNTED_BELOW
 
 
 def _row(ref: ModelRef, cost: float) -> _Row:
-    if ref.size is not None:
-        size, nodes = ref.size.bytes, ref.size.nodes
-    else:
-        size = os.path.getsize(ref.path)
-        nodes = shard._node_count(ref.path) if size < shard._NODES_COUNTED_BELOW else 0
-    return _Row(size, nodes if size < shard._NODES_COUNTED_BELOW else 0, cost, bool(ref.comparator))
+    return _Row(*shard.counted_size(ref), cost, bool(ref.comparator))
 
 
 def main() -> None:
@@ -92,6 +90,7 @@ def main() -> None:
 def _screened_share(unscreened: dict[str, _Row], path: Path) -> None:
     screened = {entry["id"]: entry["cost_s"] for entry in json.loads(path.read_text())["models"]}
     large = [name for name, row in unscreened.items() if screened_size(row.size, SCREEN_MIN_MB)]
+    large = [name for name in large if screened.get(name, 0.0) > 0]  # swept in both
     for name in large:
         before, after = unscreened[name].cost, screened[name]
         print(f"  {name}: {after:.1f} s of {before:.1f} s, {after / before:.2f}")

@@ -60,8 +60,11 @@ _NODES_COUNTED_BELOW = 1_000_000
 # Share of a large model's time left when its single passes are screened (engine/screen.py): what
 # the light models of 64 MiB or more took in `make sweep` over what they took with `--screen off`,
 # pooled (`scripts/fit_costs.py REPORT SCREENED`, 2026-11-25): 0.20 (bvlc_alexnet), 0.27
-# (resnet50), 0.49 (zfnet512), 0.52 (vgg19). Pooled, the two that set a shard's wall time count
-# most: at the plain mean (0.33) the shards holding zfnet512's parts ran 1.26× the mean.
+# (resnet50), 0.49 (zfnet512), 0.52 (vgg19), pooled 0.44, in the day's first run; 0.19, 0.24, 0.45,
+# 0.43, pooled 0.39, in its last. The share moves with the plan: a pass that changed a large model
+# runs alone on the later ones of the same worker (`suspects`), so VGG-19 took 88 s after one order
+# and 74 s after another. Pooled, the two that set a shard's wall time count most; at 0.33 the
+# shards holding zfnet512's parts ran 1.26× the mean, at 0.44 1.23× (bench_shard).
 _SCREENED_SHARE = 0.44
 
 # Share of a model's time that every part of it repeats: preparing the original (load, inputs, one
@@ -114,25 +117,30 @@ def _node_count(path: str) -> int:
     return node_count(model)
 
 
-def estimate_cost(
-    ref: ModelRef, previous_costs: Mapping[str, float] | None, screen_min_mb: float | None = None
-) -> float:
-    """Expected seconds to sweep `ref`: its measured time when known, else size and node count
-    (counted only in files under 1 MB), from its source's index when it gives them (the file may
-    not be unpacked yet), else from the file; a third of that from `screen_min_mb` MiB on, where
-    the model's single passes are screened."""
-    if previous_costs and previous_costs.get(ref.id, 0.0) > 0:
-        return float(previous_costs[ref.id])
-    task = _TASK_COMPARATOR_S if ref.comparator else 0.0
+def counted_size(ref: ModelRef) -> tuple[int, int]:
+    """The bytes and nodes the estimate counts: from the source's index when it gives them (the
+    file may not be unpacked yet), else from the file; nodes only in files under 1 MB (0 above)."""
     if ref.size is not None:
         size = ref.size.bytes
         nodes = ref.size.nodes if size < _NODES_COUNTED_BELOW else 0
-    else:
-        try:
-            size = os.path.getsize(ref.path)
-        except OSError:
-            size = 0
-        nodes = _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
+        return size, nodes
+    try:
+        size = os.path.getsize(ref.path)
+    except OSError:
+        size = 0
+    return size, _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
+
+
+def estimate_cost(
+    ref: ModelRef, previous_costs: Mapping[str, float] | None, screen_min_mb: float | None = None
+) -> float:
+    """Expected seconds to sweep `ref`: its measured time when known, else from its size and node
+    count (`counted_size`); _SCREENED_SHARE of that from `screen_min_mb` MiB on, where the model's
+    single passes are screened."""
+    if previous_costs and previous_costs.get(ref.id, 0.0) > 0:
+        return float(previous_costs[ref.id])
+    task = _TASK_COMPARATOR_S if ref.comparator else 0.0
+    size, nodes = counted_size(ref)
     cost = _BASE_S + task + _PER_NODE_S * nodes + _PER_BYTE_S * size + _PER_BYTE2_S * size * size
     return cost * _SCREENED_SHARE if screened_size(size, screen_min_mb) else cost
 
@@ -294,8 +302,6 @@ def plan_jobs(
             best = (slowest, plan)
     assert best is not None
     return [[job for _, job in shard] for shard in best[1]]
-
-
 
 
 def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobResult:
