@@ -110,19 +110,24 @@ def test_a_skip_or_a_bug_of_ours_ends_the_job_and_an_unloadable_optimizer_stops_
     assert ours is not None and (ours.status, ours.reason) == ("internal-error", "pass:a: KeyError: 'y'")
 
 
+def _reported(pool: WorkerPool, steps: tuple[Step, ...], first: Outcome) -> tuple[_Slot, _Running]:
+    """A worker handed a job of `steps` that prepared its original and reported its first step."""
+    slot = _busy_slot(steps)
+    slot.state.handed()
+    pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
+    pool._handle(slot, Batch((StepFinished(0, first),)))
+    assert slot.running is not None
+    return slot, slot.running
+
+
 def _died(phase: str) -> tuple[_Running, JobResult | None]:
     """A worker that finished steps 0-2 of FOUR, sent only step 0 (its batch still held 1 and 2),
     and died in `phase` of step 3."""
     with WorkerPool(WorkerConfig()) as pool:
-        slot = _busy_slot(FOUR)
-        slot.state.handed()
-        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
-        pool._handle(slot, Batch((StepFinished(0, SAME),)))
+        slot, running = _reported(pool, FOUR, SAME)
         for index in range(4):
             slot.state.enter(index, "optimize")
         slot.state.enter(3, phase)
-        running = slot.running
-        assert running is not None
         return running, pool._failure(running, slot.state, Death.CRASHED, "SIGSEGV", "")
 
 
@@ -148,13 +153,8 @@ def test_a_worker_dead_in_a_screen_resumes_every_unsent_step_unscreened():
 
 def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
     with WorkerPool(WorkerConfig()) as pool:
-        slot = _busy_slot()
-        slot.state.handed()
-        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
-        pool._handle(slot, Batch((StepFinished(0, MISMATCH),)))
+        slot, running = _reported(pool, STEPS, MISMATCH)
         slot.state.enter(0, "divergence")
-        running = slot.running
-        assert running is not None
         assert pool._failure(running, slot.state, Death.TIMED_OUT, "after 60s", "") is None
     assert running.outcomes == {"pass:a": MISMATCH} and running.divergences == {}
     assert [step.label for step in running.remaining] == ["pass:b"]
@@ -169,13 +169,8 @@ def test_a_timeout_whose_phase_ended_as_the_worker_was_stopped_is_pinned_on_no_s
     """WorkerPool._replace passes no cause when the phase count moved between the pool's look and
     the kill: the phase that overran had ended, the one the state names had only begun."""
     with WorkerPool(WorkerConfig()) as pool:
-        slot = _busy_slot(FOUR)
-        slot.state.handed()
-        pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
-        pool._handle(slot, Batch((StepFinished(0, SAME),)))
+        slot, running = _reported(pool, FOUR, SAME)
         slot.state.enter(1, "optimize")
-        running = slot.running
-        assert running is not None
         assert pool._failure(running, slot.state, None, "after 60s", "") is None
     assert running.outcomes == {"nop": SAME}
     assert [step.label for step in running.remaining] == ["pass:a", "pass:b", "pass:c"]
