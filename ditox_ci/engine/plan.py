@@ -32,8 +32,8 @@ class Step:
 
 
 def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
-    """`parts` contiguous chunks whose sizes differ by at most one: a split model's parts, and
-    ddmin's partition in localization and reduction (`pinpoint.shrink`)."""
+    """`parts` contiguous chunks whose sizes differ by at most one: ddmin's partition in
+    localization and reduction (`pinpoint.shrink`)."""
     size, extra = divmod(len(items), parts)
     chunks, start = [], 0
     for index in range(parts):

@@ -13,7 +13,7 @@ import pytest
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs
+from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs, split_model
 from ditox_ci.engine.worker import Job, JobCounts, JobResult
 
 STEPS = (
@@ -272,3 +272,17 @@ def test_combining_the_parts_of_a_split_model_gives_every_step_once(count: int) 
     combined = combine_results(parts, STEPS)
     assert sorted(combined.outcomes) == sorted(LABELS)
     assert combined.counts.optimizer_runs == len(LABELS) + len(jobs) - 1
+
+
+def test_a_split_models_configs_are_dealt_out_so_the_head_of_the_list_spreads_over_the_parts() -> None:
+    """The passes at the head of the list change most models (each a call and a run of its own on
+    a screened model): cut into runs, they all fell in the first part."""
+    ref = _refs({"m": 1.0})[0]
+    parts = split_model(ref, STEPS, 4)
+    assert [[step.label for step in job.steps] for job in parts] == [
+        ["nop", "default", "pass:p2", "pass:p6", "pass:p10"],
+        ["nop", "fixed-point", "pass:p3", "pass:p7", "pass:p11"],
+        ["nop", "pass:p0", "pass:p4", "pass:p8"],
+        ["nop", "pass:p1", "pass:p5", "pass:p9"],
+    ]
+    assert len(split_model(ref, STEPS[:3], 4)) == 2  # no part without a config of its own
