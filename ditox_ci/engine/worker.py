@@ -415,7 +415,7 @@ class WorkerPool:
         if running is None:
             return finished[0] if finished else None
         result = self._failure(running, state, None if moved_on else cause, detail, stderr)
-        if result is None and running.remaining and running.original is not None:
+        if result is None:  # not over: the steps without an outcome go to the fresh worker
             self._send(slot, running)
         return result
 
