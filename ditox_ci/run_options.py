@@ -179,9 +179,9 @@ def worker_config(options: RunOptions, build: Installation, timeout_s: float | N
 
 @dataclass(frozen=True)
 class SweepSetup:
-    """One sweep, resolved once: its options, the optimizer under test (installed and loaded), the
-    baseline and the previous report as read, and the worker pool's configuration (the timeout of
-    one optimizer or runtime call, the memory budget read from the machine once)."""
+    """One sweep, resolved once: its options, the optimizer under test and the base build (installed
+    and loaded), the baseline and the previous report as read, and the worker pool's configuration
+    (the timeout of one optimizer or runtime call, the memory budget read from the machine once)."""
 
     options: SweepOptions
     build: Installation
@@ -197,16 +197,13 @@ class SweepSetup:
     def info(self) -> OptimizerInfo:
         return self.build.info
 
-    @property
-    def timeout_s(self) -> float:
-        return self.worker_config.timeout_s
 
 
 @contextlib.contextmanager
 def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = None) -> Iterator[SweepSetup]:
-    """Install and load the optimizer, read the baseline and the previous report, once; every
-    error here is the user's to fix, and said before any model runs. `timeout_cap` bounds the
-    timeout (a fuzz run's: one hung model must not take its budget)."""
+    """Install and load the optimizer (and `--base-optimizer`'s build), read the baseline and the
+    previous report, once; every error here is the user's to fix, and said before any model runs.
+    `timeout_cap` bounds the timeout (a fuzz run's: one hung model must not take its budget)."""
     started = time.monotonic()
     warm_up()  # the workers' imports run beside the install and the planning
     with contextlib.ExitStack() as stack:

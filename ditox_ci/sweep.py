@@ -7,7 +7,6 @@ pinpointing → coverage and stats → report.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import platform
 import sys
@@ -321,12 +320,11 @@ def _sweep_planned(
     # the copy this process would import
     build = setup.build
     head = identify(build.info, build.optimizer, build.path)
-    # On SIGTERM/SIGINT the stack closes the pool (killing the workers) and the report keeps what
+    # On SIGTERM/SIGINT leaving the block closes the pool (killing the workers) and the report keeps what
     # finished: whole models only, with their findings as far as they were pinpointed.
     try:
         base = setup.base
-        with contextlib.ExitStack() as stack:
-            pool = stack.enter_context(WorkerPool(config, workers))
+        with WorkerPool(config, workers) as pool:
             _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result)
             if base is not None and stream is None:
                 plan = _exercise(options, plan, base, pool, finished, log)

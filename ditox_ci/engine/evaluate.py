@@ -60,9 +60,10 @@ __all__ = [
 PhaseCallback = Callable[[str], None]
 
 # How many bytes of judged optimized models a context keeps to find repeats by comparison (the
-# first ones judged; the nop control's result is among them): sha256 took a fifth of the jobs' time
-# on the overhead bench's slice, where most of the 40-odd steps of a model give a result judged
-# before. Beyond it, results are hashed; a large model's copies would not fit its memory allowance.
+# first ones judged, the nop control's result among them for a model under this size): sha256 took
+# a fifth of the jobs' time on the overhead bench's slice, where most of the 40-odd steps of a model
+# give a result judged before. Beyond it, results are hashed; a large model's copies would not fit
+# its memory allowance.
 JUDGED_KEPT_MAX_BYTES = 64 * 2**20
 
 
@@ -95,9 +96,10 @@ def judge_bytes(
 ) -> Outcome:
     """`judge` for a serialized model: unchanged or already judged bytes are never parsed."""
     settings = settings or EvalSettings()
-    if data == context.data:
+    digest = result_digest(context, data)
+    context.result_sizes[digest] = len(data)
+    if digest == context.digest:
         return Outcome(kind=None, digest=context.digest, changed=False)
-    digest = _judged_before(context, data) or hashlib.sha256(data).hexdigest()
     if digest in context.judged:
         context.cache_hits += 1
         return context.judged[digest]

@@ -101,6 +101,9 @@ class ModelContext:
     # the bytes of judged optimized models small enough to keep, by length: a step whose result is
     # one of them is found by comparing bytes, not by hashing its result (see evaluate.judge_bytes)
     judged_bytes: dict[int, list[tuple[bytes, str]]] = field(default_factory=dict)
+    # the length of every result judged, by digest (kept or not): a screen's result of another
+    # length than the control's is not the control's (engine/screen.py)
+    result_sizes: dict[str, int] = field(default_factory=dict)
     kept_bytes: int = 0
     cache_hits: int = 0
     # made on first use only: comparators that re-run the models (text generation) need it

@@ -71,8 +71,9 @@ def screen(
     """The indexes among `candidates` that one call of `clears` cleared: `clears(passes)` runs the
     passes, in order, in one call and says whether the result is the control's.
 
-    `suspects` (passes that an earlier model's screen could not clear) are not screened: they run on
-    their own, and the rest of the list has a better chance of clearing in one call."""
+    `suspects` (passes whose own step changed, or failed on, an earlier screened model) are not
+    screened: they run on their own, and the rest of the list has a better chance of clearing in one
+    call."""
     cleared: set[int] = set()
 
     def visit(group: list[int], differs: bool = False) -> None:
@@ -148,6 +149,11 @@ class JobScreen:
             except MemoryError:
                 raise  # the worker's own exit for memory: the parent resumes with each pass alone
             except Exception:  # a pass of the list raised: its own step says which, and what
+                return False
+            # a result of another length than the control's is another model: no hash needed
+            # (a screened model's results are too large to be kept for comparison, evaluate.py)
+            size = self.context.result_sizes.get(self.control_digest)
+            if size is not None and len(data) != size:
                 return False
             return result_digest(self.context, bytes(data)) == self.control_digest
 

@@ -338,21 +338,21 @@ class WorkerPool:
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence
             case ModelSkipped(reason=reason):
-                slot.running = None
-                self._count_runs(slot.state, running)
-                return self._finish(running, "skipped", reason)
+                return self._ended(slot, running, "skipped", reason)
             case InternalFailure(message=text):
                 # recorded against the model, which gates (exit 70 at the end): a gate must not turn
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
-                slot.running = None
-                self._count_runs(slot.state, running)
-                return self._finish(running, INTERNAL_ERROR, text)
+                return self._ended(slot, running, INTERNAL_ERROR, text)
             case JobDone(runtime_runs=runs, cache_hits=hits):
                 running.counts += JobCounts(runtime_runs=runs, cache_hits=hits)
-                slot.running = None
-                self._count_runs(slot.state, running)
-                return self._finish(running, "ok")
+                return self._ended(slot, running, "ok")
         return None
+
+    def _ended(self, slot: _Slot, running: _Running, status: str, reason: str = "") -> JobResult:
+        """The worker said the job is over: the slot is free, the job's result made."""
+        slot.running = None
+        self._count_runs(slot.state, running)
+        return self._finish(running, status, reason)
 
     @staticmethod
     def _count_runs(state: WorkerState, running: _Running) -> None:
