@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.evaluate import EvalSettings, judge, judge_bytes, prepare
-from ditox_ci.engine.structure import checker_error
 
 
 def test_renamed_outputs_are_named_by_their_old_names_alone(tmp_path: Path) -> None:
@@ -37,7 +37,9 @@ def test_renamed_outputs_are_named_by_their_old_names_alone(tmp_path: Path) -> N
     assert outcome.evidence["info"] == ["outputs renamed: y"]
 
 
-def test_a_result_the_checker_rejects_from_its_bytes_is_an_invalid_model(tmp_path: Path) -> None:
+def test_a_result_the_checker_rejects_from_its_bytes_is_an_invalid_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """judge_bytes hands the checker the bytes it has (no second serialization): a result the
     checker rejects is an invalid-model finding with the checker's words, one it accepts is not."""
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
@@ -50,13 +52,23 @@ def test_a_result_the_checker_rejects_from_its_bytes_is_an_invalid_model(tmp_pat
     context = prepare(ModelRef("m", "t", str(path)), EvalSettings())
     assert context.checker_error is None
 
+    checked: list[type] = []
+    real_check = onnx.checker.check_model
+
+    def check_model(model: object, *args: object, **kwargs: object) -> None:
+        checked.append(type(model))
+        real_check(model, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnx.checker, "check_model", check_model)
     broken = onnx.ModelProto()
     broken.CopyFrom(model)
     broken.graph.node[0].domain = "no.such.domain"  # ONNX Runtime cannot load it either
-    wrong = broken.SerializeToString()
-    error = checker_error(wrong)
-    assert error is not None and "no.such.domain" in error
-    assert checker_error(model.SerializeToString()) is None
-    outcome = judge_bytes(context, wrong)
+    outcome = judge_bytes(context, broken.SerializeToString())
     assert outcome.kind == "invalid-model"
-    assert outcome.evidence["checker"] == error
+    assert "no.such.domain" in outcome.evidence["checker"]
+    # a valid rewrite (the Neg renamed) is judged, run and passes
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(model)
+    renamed.graph.node[0].name = "negate"
+    assert judge_bytes(context, renamed.SerializeToString()).kind is None
+    assert checked == [bytes, bytes]

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef, ModelSize
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.shard import _SCREENED_SHARE, Shard, estimate_cost, plan_jobs, previous_costs
+from ditox_ci.engine.shard import Shard, estimate_cost, plan_jobs, previous_costs
 from ditox_ci.errors import UsageError
 from ditox_ci.report.model import ModelEntry, Report
 
@@ -113,15 +113,15 @@ def test_estimate_prefers_measured_time_then_grows_with_nodes(tmp_path: Path) ->
     assert estimate_cost(large, {"small.onnx": 42.0}) == estimate_cost(large, None)
 
 
-def test_a_model_screened_is_expected_to_take_a_share_of_its_time() -> None:
-    size = 100 * 2**20
-    large = ModelRef(id="large", source="t", path="large.onnx", size=ModelSize(bytes=size, nodes=0))
-    small = ModelRef(id="small", source="t", path="small.onnx", size=ModelSize(bytes=size // 4, nodes=0))
-    unscreened = estimate_cost(large, None)
-    assert estimate_cost(large, None, screen_min_mb=64) == pytest.approx(unscreened * _SCREENED_SHARE)
-    assert 0 < _SCREENED_SHARE < 1
-    assert estimate_cost(small, None, screen_min_mb=64) == estimate_cost(small, None)
-    assert estimate_cost(large, {"large": 5.0}, screen_min_mb=64) == 5.0
+def test_a_model_screened_is_expected_to_take_less_of_its_time_from_the_threshold_on() -> None:
+    def sized(size: int) -> ModelRef:
+        return ModelRef(id=f"m{size}", source="t", path="m.onnx", size=ModelSize(bytes=size, nodes=0))
+
+    at, below = sized(64 * 2**20), sized(64 * 2**20 - 1)
+    assert 0 < estimate_cost(at, None, screen_min_mb=64) < estimate_cost(at, None)
+    assert estimate_cost(below, None, screen_min_mb=64) == estimate_cost(below, None)
+    assert estimate_cost(at, None, screen_min_mb=None) == estimate_cost(at, None)  # screening off
+    assert estimate_cost(at, {at.id: 5.0}, screen_min_mb=64) == 5.0  # a measured time stands
 
 
 def test_unreadable_model_still_gets_a_positive_cost(tmp_path: Path) -> None:
