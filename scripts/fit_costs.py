@@ -30,9 +30,6 @@ from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_
 from ditox_ci.engine import shard
 from ditox_ci.engine.screen import SCREEN_MIN_MB, screened_size
 
-# the size under which the planner counts nodes (shard.counted_size): the two groups fitted apart
-NODES_COUNTED_BELOW = 1_000_000
-
 
 @dataclass(frozen=True)
 class _Row:
@@ -43,7 +40,8 @@ class _Row:
 
     @property
     def small(self) -> bool:
-        return self.size < NODES_COUNTED_BELOW
+        # the planner counts nodes below this size (shard.counted_size): the groups fitted apart
+        return self.size < shard.NODES_COUNTED_BELOW
 
 
 def _row(ref: ModelRef, cost: float) -> _Row:

@@ -55,7 +55,7 @@ _TASK_COMPARATOR_S = 0.18
 # The per-node term was fitted below this size; above it the byte terms carry the estimate (nodes
 # are under 10 % of it), and counting them would parse every large model in the planning process
 # of each shard job: 97 % of that time went to the 9 light/* models, 1.4 GB together.
-_NODES_COUNTED_BELOW = 1_000_000
+NODES_COUNTED_BELOW = 1_000_000
 
 # Share of a large model's time left when its single passes are screened (engine/screen.py): what
 # the light models of 64 MiB or more took in `make sweep` over what they took with `--screen off`,
@@ -122,13 +122,13 @@ def counted_size(ref: ModelRef) -> tuple[int, int]:
     file may not be unpacked yet), else from the file; nodes only in files under 1 MB (0 above)."""
     if ref.size is not None:
         size = ref.size.bytes
-        nodes = ref.size.nodes if size < _NODES_COUNTED_BELOW else 0
+        nodes = ref.size.nodes if size < NODES_COUNTED_BELOW else 0
         return size, nodes
     try:
         size = os.path.getsize(ref.path)
     except OSError:
         size = 0
-    return size, _node_count(ref.path) if size < _NODES_COUNTED_BELOW else 0
+    return size, _node_count(ref.path) if size < NODES_COUNTED_BELOW else 0
 
 
 def estimate_cost(
