@@ -216,12 +216,16 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             if own.models_planned is not None  # a stream plans nothing
         )
         planned = len(models) + max(0, unfinished)
-    # a model split over shards counts once
+    # a model split over shards counts once; shards whose models name no runner (older reports)
+    # keep their own counts, added up
+    runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
+    if not runners:
+        runners = sum((Counter(own.runners) for own in shard_stats), Counter())
     stats = SweepStats.merge(
         shard_stats,
         models_total=len(models),
         models_skipped=sum(1 for entry in models if entry.status != "ok"),
-        runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
+        runners=runners,
         models_planned=planned,
     )
     if stopped:

@@ -375,6 +375,14 @@ def test_a_split_model_counts_once_for_the_runner_that_judged_it() -> None:
     assert merge_reports(shards).stats["runners"] == {"onnxruntime": 1, "reference": 1}
 
 
+def test_shards_whose_models_name_no_runner_keep_their_own_runner_counts() -> None:
+    """Older reports' models carry no runner: the shards' own counts add up instead of vanishing."""
+    shards = _three_shards()
+    shards[0] = replace(shards[0], stats={**shards[0].stats, "runners": {"onnxruntime": 2}})
+    shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"onnxruntime": 1}})
+    assert merge_reports(shards).stats["runners"] == {"onnxruntime": 3}
+
+
 def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_sweep_ran(
     tmp_path: Path,
 ) -> None:
