@@ -1,9 +1,18 @@
-"""Subcommand registry. Each module defines NAME, HELP, add_arguments(parser), run(args, env)."""
+"""Subcommand registry. Each module defines NAME, HELP, add_arguments(parser), run(args, env).
+
+A module is imported when it is asked for: a command line imports the command it runs and no other
+(`sweep` does not import PyGithub, which `publish` needs to build its options).
+"""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from ditox_ci.cli import baseline, corpus, fuzz, merge, previous, publish, reduce, sweep
+NAMES = ("sweep", "merge", "reduce", "publish", "previous", "baseline", "corpus", "fuzz")
 
-COMMANDS: tuple[ModuleType, ...] = (sweep, merge, reduce, publish, previous, baseline, corpus, fuzz)
+
+def commands(only: str | None = None) -> tuple[ModuleType, ...]:
+    """The command modules in `NAMES`' order, or the one named `only` when that is one of them."""
+    names = (only,) if only in NAMES else NAMES
+    return tuple(importlib.import_module(f"ditox_ci.cli.{name}") for name in names)

@@ -10,8 +10,10 @@ from pathlib import Path
 
 from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
-from ditox_ci.github import GitHubContext, PublishOptions, PublishResult, Texts, publish
+from ditox_ci.github.context import GitHubContext
+from ditox_ci.github.publisher import PublishOptions, PublishResult, publish
 from ditox_ci.github.surface import surface_options
+from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import requests
-
 from ditox_ci.corpus import CorpusContext, ModelRef, register_source
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.safeload import parse_json
@@ -78,6 +76,9 @@ def _fetch(base: str, relative: str, what: str) -> bytes:
             raise InputError(
                 f"{what} not found at {path} ({exc.strerror}); fix $DITOX_HUB_URL or the hub folder"
             ) from None
+    # imported here: every sweep and its workers import this module, few fetch from a hub URL
+    import requests
+
     url = base + relative
     try:
         response = requests.get(url, timeout=TIMEOUT_S)

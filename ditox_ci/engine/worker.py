@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import multiprocessing.connection
-import multiprocessing.forkserver
 import os
 import re
 import signal
@@ -33,6 +32,7 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
 from ditox_ci.engine.deaths import Death, failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.forkserver import mp_context, warm_up
 from ditox_ci.engine.messages import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
@@ -150,22 +150,6 @@ def _file_size(path: Path) -> int:
         return 0
 
 
-def _mp_context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["ditox_ci.engine.child"])
-        return context
-    return multiprocessing.get_context("spawn")
-
-
-def warm_up() -> None:
-    """Start the forkserver now: its imports (onnx, ONNX Runtime, numpy; about a second) then run
-    beside the sweep's planning and unpacking instead of after them, in every shard job."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        _mp_context()
-        multiprocessing.forkserver.ensure_running()
-
-
 def _meminfo_mb(field: str) -> float:
     """One figure of /proc/meminfo (`MemTotal`, `MemAvailable`) in MiB; 0 where it cannot be read."""
     return proc_mb("/proc/meminfo", field)
@@ -218,7 +202,7 @@ class WorkerPool:
         self.size = max(1, jobs)
         # --jobs × --memory-limit, or what the machine has free when that is more (WorkerConfig)
         self.budget_mb = max(self.size * config.memory_limit_mb, config.budget_mb)
-        self._context = _mp_context()
+        self._context = mp_context()
         self._tmp = tempfile.TemporaryDirectory(prefix="ditox-workers-")
         self._slots: list[_Slot] = []
         self._spawned = 0

@@ -1,7 +1,5 @@
-"""The publish stage: the GitHub bot (sticky comment, check run or status, issues) over PyGithub."""
+"""The publish stage: the GitHub bot (sticky comment, check run or status, issues) over PyGithub.
 
-from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.publisher import PublishOptions, PublishResult, publish
-from ditox_ci.github.text import Texts
-
-__all__ = ["GitHubContext", "PublishOptions", "PublishResult", "Texts", "publish"]
+`publisher.publish` is its entry; the package itself imports nothing, so that a command that only
+reads the run's context (`context`, as `sweep` does) does not import PyGithub.
+"""
