@@ -16,6 +16,7 @@ drives them.
 from __future__ import annotations
 
 import contextlib
+import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -133,6 +134,7 @@ class _Slot:
     stderr_path: Path
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
+    rss_seen_at: float = -math.inf  # time.monotonic() of that look
     # the models whose prepared originals this worker keeps (as child.child_main keeps them), latest last
     holds: list[tuple[str, str]] = field(default_factory=list)
 
@@ -438,7 +440,12 @@ class WorkerPool:
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:
             return self._replace(slot, Death.TIMED_OUT, f"after {self.config.timeout_s:g}s")
+        # a look at its memory reads /proc: once per POLL_S, as while a step runs without a word,
+        # not on every batch it sends (most of the pool's own CPU, taken from the workers' cores)
+        if time.monotonic() - slot.rss_seen_at < POLL_S:
+            return None
         rss = slot.rss_mb = rss_mb(slot.process.pid)
+        slot.rss_seen_at = time.monotonic()
         if rss > running.memory_mb:
             detail = f"{rss:.0f} MiB > {running.memory_mb} MiB"
             return self._replace(slot, Death.OVER_LIMIT, detail)
