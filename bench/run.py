@@ -6,7 +6,15 @@ import importlib
 import sys
 from pathlib import Path
 
-BENCHES = ("bench_engine", "bench_overhead", "bench_screen", "bench_localize", "bench_shard", "bench_fuzz")
+BENCHES = (
+    "bench_engine",
+    "bench_overhead",
+    "bench_heap",
+    "bench_screen",
+    "bench_localize",
+    "bench_shard",
+    "bench_fuzz",
+)
 
 
 def main() -> None:

@@ -13,10 +13,13 @@ import multiprocessing.forkserver
 import os
 import signal
 from collections import OrderedDict
+from collections.abc import Callable
+from typing import TypeVar
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import ModelContext, SkipModel, optimizer_input, prepare, run_step
+from ditox_ci.engine.heap import keep_freed_memory, release_freed_memory
 from ditox_ci.engine.messages import (
     FLUSH_EVERY_STEP_BYTES,
     FLUSH_STEPS,
@@ -38,6 +41,8 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.screen import JobScreen
 from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+
+_Last = TypeVar("_Last")
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 CONTEXTS_KEPT = 2
@@ -83,6 +88,28 @@ class _Outbox:
             self._held.clear()
 
 
+def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | InternalFailure:
+    """The job's original prepared, or the message that says why it is not (returned, so that the
+    exception and the memory its frames held are gone before `_job_over`)."""
+    try:
+        return prepare(job.ref, config.settings)
+    except SkipModel as exc:
+        return ModelSkipped(str(exc))
+    except MemoryError:
+        os._exit(MEMORY_ERROR_EXIT)
+    # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
+    except (Exception, InternalError, FatalError) as exc:
+        return InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}")
+
+
+def _job_over(send: Callable[[_Last], None], last: _Last) -> None:
+    """Send a job's last message once the memory the job freed is back with the system: the pool
+    hands this worker its next model, and starts watching its memory, as soon as the message
+    arrives (a small model's limit is not the large one's that ran before it)."""
+    release_freed_memory()
+    send(last)
+
+
 def _die_with_parent() -> None:
     """Have the kernel kill this worker when its parent dies, even by SIGKILL (Linux prctl
     PR_SET_PDEATHSIG). The parent is the forkserver, which exits once the sweep has died and no
@@ -120,6 +147,9 @@ def child_main(
     contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
     # passes whose own step changed (or failed on) a model this worker screened (JobScreen)
     suspects: set[str] = set()
+    # a job's optimizer calls reuse the memory its earlier calls freed; its end gives it back
+    # (_job_over), so that an idle worker holds no more than the contexts it keeps
+    keep_freed_memory()
     while True:
         job: Job | Stop = conn.recv()
         if isinstance(job, Stop):
@@ -131,17 +161,12 @@ def child_main(
             # the next model gets the worker's memory (its allowance) to itself
             for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:
                 del contexts[stale]
-            try:
-                context = prepare(job.ref, config.settings)
-            except SkipModel as exc:
-                conn.send(ModelSkipped(str(exc)))
+            release_freed_memory()  # what they held, before this model's memory is watched
+            prepared = _prepared(job, config)
+            if not isinstance(prepared, ModelContext):
+                _job_over(conn.send, prepared)
                 continue
-            except MemoryError:
-                os._exit(MEMORY_ERROR_EXIT)
-            # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
-            except (Exception, InternalError, FatalError) as exc:
-                conn.send(InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}"))
-                continue
+            context = prepared
         contexts[key] = context
         contexts.move_to_end(key)
         while len(contexts) > CONTEXTS_KEPT:
@@ -154,6 +179,7 @@ def child_main(
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)
+        failure: InternalFailure | None = None
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
@@ -170,7 +196,7 @@ def child_main(
                 os._exit(MEMORY_ERROR_EXIT)
             # a bug in ditox-ci or its configuration, never the optimizer's
             except (Exception, InternalError, FatalError) as exc:
-                outbox.flush(InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}"))
+                failure = InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}")
                 break
             outbox.add(StepFinished(index, outcome))
             if job.divergence is not None and outcome.kind == "output-mismatch":
@@ -179,5 +205,5 @@ def child_main(
                 on_phase("divergence")
                 outbox.add(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
                 outbox.flush()
-        else:
-            outbox.flush(JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before))
+        done = JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before)
+        _job_over(outbox.flush, failure or done)

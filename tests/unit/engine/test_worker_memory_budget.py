@@ -61,7 +61,7 @@ def test_a_large_model_gets_an_allowance_by_its_size_and_waits_for_room(tmp_path
         assert pool.allowance_mb(vgg) == ALLOWANCE_BASE_MB + ALLOWANCE_PER_MODEL_MB * 548
         assert pool._fits(vgg)  # alone it always starts
         _running_on(pool, [small, small])
-        assert not pool._fits(vgg)  # 2 × (512 + 8 × 10) + 4896 > 4 × 1000
+        assert not pool._fits(vgg)  # 2 × (512 + 10 × 10) + 5992 > 4 × 1000
         assert pool._fits(small)
         pool._slots.clear()
 
@@ -72,7 +72,7 @@ def test_the_largest_model_runs_beside_small_ones_whose_limit_stays_the_same(tmp
         case, vgg = _job(tmp_path, "case", 0), _job(tmp_path, "vgg", 548)
         assert not pool.runs_alone(vgg)
         _running_on(pool, [case])
-        assert pool._fits(vgg)  # 512 + 4896 <= 2 × 3584
+        assert pool._fits(vgg)  # 512 + 5992 <= 2 × 3584
         assert pool.allowance_mb(case) == DEFAULT_MEMORY_LIMIT_MB  # still stopped only past the limit
         pool._slots.clear()
         _running_on(pool, [vgg])
@@ -80,7 +80,7 @@ def test_the_largest_model_runs_beside_small_ones_whose_limit_stays_the_same(tmp
         assert pool._fits(case)
         pool._slots.clear()
     with WorkerPool(WorkerConfig(memory_limit_mb=2048), jobs=2) as small_pool:
-        assert small_pool.runs_alone(vgg)  # 4896 + 512 > 2 × 2048: nothing fits beside it
+        assert small_pool.runs_alone(vgg)  # 5992 + 512 > 2 × 2048: nothing fits beside it
 
 
 def test_a_free_worker_passes_over_jobs_too_large_to_join_the_running_one(tmp_path: Path):
@@ -112,12 +112,12 @@ def test_a_free_worker_looks_past_a_bounded_number_of_jobs(tmp_path: Path):
 
 
 def test_a_waiting_job_is_passed_by_no_more_than_lookahead_others(tmp_path: Path):
-    """Four workers of 1.5 GiB: VGG-19 (4.8 GiB) needs two of them free at once. Small jobs kept
+    """Four workers of 1.75 GiB: VGG-19 (5.9 GiB) needs three of them free at once. Small jobs kept
     taking each worker that freed, and it started last of 204; now the pool holds back for it."""
     vgg = _job(tmp_path, "vgg", 548)
     cases = [_job(tmp_path, f"case{n}", 0) for n in range(3 + LOOKAHEAD + 1)]
-    with WorkerPool(WorkerConfig(memory_limit_mb=1536), jobs=4) as pool:
-        _running_on(pool, cases[:3])  # 3 × 512 + 4896 > 4 × 1536
+    with WorkerPool(WorkerConfig(memory_limit_mb=1792), jobs=4) as pool:
+        _running_on(pool, cases[:3])  # 3 × 512 + 5992 > 4 × 1792
         assert not pool.runs_alone(vgg) and not pool._fits(vgg)
         waiting: list[_Waiting] = []
         pending = iter([vgg, *cases[3:]])
