@@ -38,6 +38,7 @@ from ditox_ci.compare.tensor import compare_arrays
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine import runner
 from ditox_ci.engine.evaluate import EvalSettings, SkipModel, prepare, run_step
+from ditox_ci.engine.heap import keep_freed_memory
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
@@ -179,6 +180,8 @@ def _table(spent: Mapping[str, float], total: float, rows: Sequence[str]) -> Non
 def main() -> None:
     sources = tuple(sys.argv[1:]) or SOURCES
     refs = resolve_sources(sources, CorpusContext(default_cache_dir(os.environ)))
+    # the limit's calls are made as a worker makes them, with the memory freed kept (engine/heap.py)
+    keep_freed_memory()
     settings, optimizer, clock = EvalSettings(), load_optimizer("onnxoptimizer"), Clock()
     with tempfile.TemporaryDirectory(prefix="ditox-bench-overhead-") as tmp:
         out = f"{tmp}/out"
@@ -206,15 +209,19 @@ def main() -> None:
     verdict = "ok" if sweep_s / limit <= TARGET else f"ABOVE TARGET {TARGET}"
     print(f"limit (work / {WORKERS} workers): {limit:.1f}s; sweep: {sweep_s:.1f}s")
     print(f"sweep / limit: {sweep_s / limit:.2f}× ({verdict})")
-    print(f"(sweep - fixed cost) / limit: {(sweep_s - fixed_s) / limit:.2f}×")
+    outside_s = sweep_s - in_jobs / WORKERS
     print(
         f"sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({in_jobs / WORKERS / sweep_s:.0%} busy), "
-        f"{sweep_s - in_jobs / WORKERS:.1f}s of wall outside them (plan, workers' start, waits, report)"
+        f"{outside_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
     )
+    print(f"(sweep - its wall outside jobs) / limit: {(sweep_s - outside_s) / limit:.2f}×")
     print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.1f}s")
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
     costliest = max(own, key=own.__getitem__)
-    print(f"the costliest model's own unavoidable work: {own[costliest]:.1f}s ({costliest})")
+    print(
+        f"the costliest model's own unavoidable work: {own[costliest]:.1f}s ({costliest}), "
+        f"{own[costliest] / limit:.2f}× the limit: no schedule that runs it on one worker ends sooner"
+    )
 
 
 if __name__ == "__main__":
