@@ -3,11 +3,11 @@ the system when the job ends.
 
 glibc serves every allocation over 32 MiB with a fresh mmap and unmaps it on free, so each
 onnxoptimizer call on a large model faulted in, and zeroed, every page of its copies again: on
-light/vgg19 (548 MB) a call spent 0.6 s computing and 1.8-3.0 s in the kernel, 0.9 million page
+light/vgg19 (548 MB) a call spent 0.6 s computing and 1.5-3.0 s in the kernel, 0.9 million page
 faults a call. With mmap off and the heap never trimmed during a job the same call takes 0.5 s
-after the first (`python bench/bench_heap.py`). What the heap holds free goes back at the job's end
-(`release_freed_memory`), so a worker that swept a large model does not carry its footprint into
-the next model's memory limit.
+after the first (`python bench/bench_heap.py onnx-data:light/vgg19`). What the heap holds free
+goes back at the job's end (`release_freed_memory`), so a worker that swept a large model does not
+carry its footprint into the next model's memory limit.
 
 Only where the C library is glibc; elsewhere these calls do nothing.
 """
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import functools
 from typing import Any
 
@@ -53,9 +52,10 @@ class _MallInfo2(ctypes.Structure):
 
 @functools.cache
 def _glibc() -> Any:
-    """The C library when it has glibc's mallopt and malloc_trim, else None."""
+    """The C library when it has glibc's mallopt and malloc_trim, else None: the process's own
+    symbols, libc's among them (find_library would run ldconfig in every worker)."""
     with contextlib.suppress(OSError, TypeError, AttributeError):
-        library = ctypes.CDLL(ctypes.util.find_library("c") or None)
+        library = ctypes.CDLL(None)
         library.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
         library.malloc_trim.argtypes = (ctypes.c_size_t,)
         if hasattr(library, "mallinfo2"):
