@@ -40,18 +40,20 @@ _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 
 # Seconds per model, node, byte and byte², fitted by `python scripts/fit_costs.py REPORT` on the
 # report of `make sweep SWEEP_ARGS='--screen off'` (the default corpus and configs, --jobs 2, 2 cores,
-# 2026-11-25): base and per node on the models under 1 MB, the byte terms on the 9 larger (light/*)
+# 2026-11-26): base and per node on the models under 1 MB, the byte terms on the 9 larger (light/*)
 # ones with weights 1/sqrt(cost), non-negative least squares of the measured cost_s. The per-byte²
-# term is real: vgg19 (575 MB) took 0.29 s/MB, resnet50 (103 MB) 0.17 s/MB. Models judged by a task
-# comparator (packaged ones) took a median _TASK_COMPARATOR_S above that estimate. The fit before,
-# on an older engine, over-estimated the middle sizes four-fold (inception_v1: 10.3 s for 2.7) and
-# the packaged models a hundred-fold (24 s each for 0.2-4.4), so models over _MIN_SPLIT_S on paper
-# were split, each part preparing the original again, for nothing.
-_BASE_S = 0.00579
-_PER_NODE_S = 0.000786
-_PER_BYTE_S = 1.51e-7
-_PER_BYTE2_S = 2.82e-16
-_TASK_COMPARATOR_S = 0.18
+# term fitted to 0 once a worker kept the memory its calls free (engine/heap.py): it had been the
+# kernel's page faults, which grew with the model (vgg19, 575 MB, 0.29 s/MB, resnet50, 103 MB,
+# 0.17 s/MB; now 0.10 and 0.12). Models judged by a task comparator (packaged ones) took a median
+# _TASK_COMPARATOR_S above that estimate. A fit on an older engine over-estimated the middle sizes
+# four-fold (inception_v1: 10.3 s for 2.7) and the packaged models a hundred-fold (24 s each for
+# 0.2-4.4), so models over _MIN_SPLIT_S on paper were split, each part preparing the original
+# again, for nothing; the fit before this one put vgg19 at 160 s for today's 58.
+_BASE_S = 0.00625
+_PER_NODE_S = 0.00077
+_PER_BYTE_S = 1.06e-7
+_PER_BYTE2_S = 0.0
+_TASK_COMPARATOR_S = 0.34
 # The per-node term was fitted below this size; above it the byte terms carry the estimate (nodes
 # are under 10 % of it), and counting them would parse every large model in the planning process
 # of each shard job: 97 % of that time went to the 9 light/* models, 1.4 GB together.
@@ -64,12 +66,15 @@ NODES_COUNTED_BELOW = 1_000_000
 # 0.43, pooled 0.39, in its last. The share moves with the plan: a pass that changed a large model
 # runs alone on the later ones of the same worker (`suspects`), so VGG-19 took 88 s after one order
 # and 74 s after another. Pooled, the two that set a shard's wall time count most; at 0.33 the
-# shards holding zfnet512's parts ran 1.26× the mean, at 0.44 1.23× (bench_shard).
+# shards holding zfnet512's parts ran 1.26× the mean, at 0.44 1.23× (bench_shard). Refitted
+# 2026-11-26 with the kept memory (engine/heap.py): 0.23, 0.26, 0.54, 0.50, pooled 0.44 again.
 _SCREENED_SHARE = 0.44
 
 # Share of a model's time that every part of it repeats: preparing the original (load, inputs, one
-# run) and the nop control. Measured on light/bvlc_alexnet and light/resnet50: 9-14 %.
-_PART_OVERHEAD = 0.12
+# run) and the nop control. Measured on light/bvlc_alexnet and light/resnet50: 9-14 %, and 22 %,
+# 30 % and 42 % (vgg19), screened, once the other calls got cheaper (engine/heap.py; the nop's is
+# the job's first call, which still faults its memory in).
+_PART_OVERHEAD = 0.30
 # Part-size limits tried, in multiples of one worker's share of the whole sweep, fewest splits
 # first: splitting trades a shorter longest job for repeated overhead, and which limit wins depends
 # on the corpus, so the plan whose predicted slowest shard finishes first is kept.
