@@ -144,46 +144,74 @@ def child_main(
     except OptimizerLoadError as exc:
         conn.send(OptimizerLoadFailed(str(exc)))
         return
-    contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
-    # passes whose own step changed (or failed on) a model this worker screened (JobScreen)
-    suspects: set[str] = set()
     # a job's optimizer calls reuse the memory its earlier calls freed; its end gives it back
-    # (_job_over), so that an idle worker holds no more than the contexts it keeps
+    # (_job_over), so that an idle worker holds the contexts it keeps and at most
+    # heap.KEPT_FREE_MAX_BYTES free
     keep_freed_memory()
+    jobs = _Jobs(conn, state, config, optimizer)
     while True:
         job: Job | Stop = conn.recv()
         if isinstance(job, Stop):
             return
-        runs_before = runner.runs_so_far()
-        key = (job.ref.id, job.ref.path)
-        context = None if job.fresh else contexts.get(key)
-        if context is None:
-            # the next model gets the worker's memory (its allowance) to itself
-            for stale in [k for k, kept in contexts.items() if len(kept.data) > CONTEXT_KEPT_MAX_BYTES]:
-                del contexts[stale]
+        jobs.run(job)
+
+
+class _Jobs:
+    """What a worker keeps from job to job (the prepared originals, the passes it suspects), and
+    one job's run (`run`): its locals, the job's screen among them, are gone when it returns, so a
+    context dropped from `contexts` is freed at once, before its memory goes back."""
+
+    def __init__(
+        self,
+        conn: multiprocessing.connection.Connection,
+        state: WorkerState,
+        config: WorkerConfig,
+        optimizer: LoadedOptimizer,
+    ) -> None:
+        self.conn, self.state, self.config, self.optimizer = conn, state, config, optimizer
+        self.contexts: OrderedDict[tuple[str, str], ModelContext] = OrderedDict()
+        # passes whose own step changed (or failed on) a model this worker screened (JobScreen)
+        self.suspects: set[str] = set()
+
+    def _context(self, job: Job) -> ModelContext | ModelSkipped | InternalFailure:
+        """The job's original: kept from an earlier job of its model, else prepared now."""
+        kept = None if job.fresh else self.contexts.get((job.ref.id, job.ref.path))
+        if kept is not None:
+            return kept
+        # the next model gets the worker's memory (its allowance) to itself
+        stale = [key for key, context in self.contexts.items() if len(context.data) > CONTEXT_KEPT_MAX_BYTES]
+        for key in stale:
+            del self.contexts[key]
+        if stale:
             release_freed_memory()  # what they held, before this model's memory is watched
-            prepared = _prepared(job, config)
-            if not isinstance(prepared, ModelContext):
-                _job_over(conn.send, prepared)
-                continue
-            context = prepared
-        contexts[key] = context
-        contexts.move_to_end(key)
-        while len(contexts) > CONTEXTS_KEPT:
-            contexts.popitem(last=False)
+        return _prepared(job, self.config)
+
+    def run(self, job: Job) -> None:
+        runs_before = runner.runs_so_far()
+        context = self._context(job)
+        if not isinstance(context, ModelContext):
+            _job_over(self.conn.send, context)
+            return
+        key = (job.ref.id, job.ref.path)
+        self.contexts[key] = context
+        self.contexts.move_to_end(key)
+        while len(self.contexts) > CONTEXTS_KEPT:
+            self.contexts.popitem(last=False)
         hits_before = context.cache_hits
+        config, optimizer = self.config, self.optimizer
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        conn.send(OriginalPrepared(len(context.model.graph.node), context.digest, context.info, context.draw))
-        outbox = _Outbox(conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
+        nodes = len(context.model.graph.node)
+        self.conn.send(OriginalPrepared(nodes, context.digest, context.info, context.draw))
+        outbox = _Outbox(self.conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
-        screen = JobScreen(context, optimizer, job.steps, min_mb, suspects, job.control)
+        screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control)
         failure: InternalFailure | None = None
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
-                state.enter(index, phase)
+                self.state.enter(index, phase)
 
             try:
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
