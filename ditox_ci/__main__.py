@@ -33,6 +33,7 @@ exit codes: 0 no new findings, 1 new findings, 2 usage, 3 config, 4 input, 5 opt
 
 # the commands whose models run in workers: their forkserver starts before the commands are imported
 WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce"})
+HELP_FLAGS = ("-h", "--help", "--version")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,8 +66,14 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def _command_named(arguments: Sequence[str]) -> str | None:
-    """The command the command line names: its first argument that is not an option."""
-    return next((argument for argument in arguments if not argument.startswith("-")), None)
+    """The command the command line names: its first argument that is not an option; None when the
+    line asks for ditox-ci's own help or version before any command (`--help sweep` lists all)."""
+    for argument in arguments:
+        if argument in HELP_FLAGS:
+            return None
+        if not argument.startswith("-"):
+            return argument
+    return None
 
 
 def main_inner(argv: Sequence[str], env: Mapping[str, str]) -> int:
@@ -82,7 +89,7 @@ def _runs_workers(arguments: Sequence[str]) -> bool:
     """Whether the command line names a command that runs models in workers (and asks no help):
     its forkserver's imports (onnx, ONNX Runtime, numpy; 0.2-0.3 s) then run beside this
     process's import of the commands instead of after them."""
-    asks_help = any(argument in ("-h", "--help", "--version") for argument in arguments)
+    asks_help = any(argument in HELP_FLAGS for argument in arguments)
     return _command_named(arguments) in WORKER_COMMANDS and not asks_help
 
 
@@ -93,9 +100,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     # the working directory off its import path: it may be a checkout of the optimizer under test,
     # whose source package `onnxoptimizer/` would shadow the installed build.
     os.environ["PYTHONSAFEPATH"] = "1"
-    if _runs_workers(arguments):
-        warm_up()
     try:
+        if _runs_workers(arguments):
+            warm_up()
         code = main_inner(arguments, dict(os.environ))
     except FatalError as exc:
         if debug:

@@ -1,58 +1,36 @@
-"""What a command line pays before its first model: only the command it runs is imported, and the
-workers' forkserver starts before that import, so their imports run beside each other. Fresh
-processes, where nothing is imported or started yet."""
+"""Which commands a command line imports and which start the workers' forkserver early (the fresh
+processes that show it are in tests/integration/cli/test_command_line.py)."""
 
 from __future__ import annotations
 
-import ast
-import subprocess
-import sys
+import argparse
 
 import pytest
 
-from ditox_ci.__main__ import _runs_workers, build_parser
-from ditox_ci.cli import NAMES
+from ditox_ci.__main__ import WORKER_COMMANDS, _runs_workers, build_parser
+from ditox_ci.cli import NAMES, commands
 
 
-def _fresh(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+def _commands_in(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return tuple(sub.choices)
 
 
-def test_a_sweep_s_parser_imports_neither_pygithub_nor_requests() -> None:
-    code = (
-        "import sys\n"
-        "from ditox_ci.__main__ import build_parser\n"
-        "build_parser('sweep').parse_args(['sweep', '--models', 'm.onnx'])\n"
-        "print(sorted({'github', 'requests', 'ditox_ci.cli.publish'} & set(sys.modules)))\n"
-    )
-    assert _fresh(code) == "[]"
+def test_the_full_parser_has_every_command_and_a_named_one_only_itself() -> None:
+    assert _commands_in(build_parser()) == NAMES
+    assert _commands_in(build_parser("sweep")) == ("sweep",)
+    assert _commands_in(build_parser("no-such-command")) == NAMES  # its error lists the real ones
 
 
-def test_the_full_parser_still_has_every_command() -> None:
-    parser = build_parser()
-    (sub,) = (action for action in parser._actions if hasattr(action, "choices") and action.choices)
-    assert tuple(sub.choices) == NAMES
-
-
-def test_a_sweep_starts_its_forkserver_before_importing_the_command() -> None:
-    code = (
-        "import sys, multiprocessing.forkserver as server\n"
-        "import ditox_ci.__main__ as cli\n"
-        "seen = {}\n"
-        "def spy(argv, env):\n"
-        "    seen['forkserver'] = server._forkserver._forkserver_pid is not None\n"
-        "    seen['imported'] = 'ditox_ci.cli.sweep' in sys.modules\n"
-        "    return 0\n"
-        "cli.main_inner = spy\n"
-        "try:\n"
-        "    cli.main(['sweep', '--models', 'm.onnx'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(seen)\n"
-    )
-    assert ast.literal_eval(_fresh(code)) == {"forkserver": True, "imported": False}
+def test_the_commands_that_start_the_forkserver_early_are_those_that_run_a_worker_pool() -> None:
+    """WORKER_COMMANDS is read before any command is imported; it must name the modules that
+    start workers (through sweep_setup, or a WorkerPool of their own), no more and no fewer."""
+    runs_workers = {
+        command.NAME
+        for command in commands()
+        if hasattr(command, "sweep_setup") or hasattr(command, "WorkerPool")
+    }
+    assert runs_workers == WORKER_COMMANDS
 
 
 @pytest.mark.parametrize(
@@ -62,6 +40,7 @@ def test_a_sweep_starts_its_forkserver_before_importing_the_command() -> None:
         (["--debug", "fuzz"], True),
         (["reduce", "--model", "m.onnx"], True),
         (["sweep", "--help"], False),
+        (["--help", "sweep"], False),
         (["publish", "--report", "r.json"], False),
         (["corpus", "list"], False),
         (["--version"], False),
