@@ -440,9 +440,10 @@ class WorkerPool:
         elapsed = time.monotonic() - running.phase_started
         if elapsed > self.config.timeout_s:
             return self._replace(slot, Death.TIMED_OUT, f"after {self.config.timeout_s:g}s")
-        # a look at its memory reads /proc: once per POLL_S, as while a step runs without a word,
-        # not on every batch it sends (most of the pool's own CPU, taken from the workers' cores)
-        if time.monotonic() - slot.rss_seen_at < POLL_S:
+        # a look at its memory reads /proc: not on every batch a worker sends (that was most of the
+        # pool's own CPU, taken from the workers' cores) but after half a POLL_S at the soonest, so
+        # that two looks are at most 1.5 POLL_S apart (a skipped look, then a wait of POLL_S)
+        if time.monotonic() - slot.rss_seen_at < POLL_S / 2:
             return None
         rss = slot.rss_mb = rss_mb(slot.process.pid)
         slot.rss_seen_at = time.monotonic()
@@ -455,7 +456,7 @@ class WorkerPool:
         """What a worker holding `job`'s model is expected to use: ALLOWANCE_PER_MODEL_MB (more for
         an optimizer with an IR of its own) per MiB of its file, over the worker's own base. The pool
         counts a running job at this, not at its allowance: counted at the whole --memory-limit, a
-        worker on a 1 MB operator case left VGG-19 (4.8 GiB) no room, and the default sweep ran it
+        worker on a 1 MB operator case left VGG-19 (then 4.8 GiB) no room, and the default sweep ran it
         alone for 140 s on one core."""
         try:
             size_mb = os.path.getsize(job.ref.path) / 2**20
