@@ -3,7 +3,7 @@ the system when the job ends.
 
 glibc serves every allocation over 32 MiB with a fresh mmap and unmaps it on free, so each
 onnxoptimizer call on a large model faulted in, and zeroed, every page of its copies again: on
-light/vgg19 (548 MB) a call spent 0.6 s computing and 1.5-3.0 s in the kernel, 0.9 million page
+light/vgg19 (548 MiB) a call spent 0.6 s computing and 1.5-3.0 s in the kernel, 0.9 million page
 faults a call. With mmap off and the heap never trimmed during a job the same call takes 0.5 s
 after the first (`python bench/bench_heap.py onnx-data:light/vgg19`). What the heap holds free
 goes back at the job's end (`release_freed_memory`), so a worker that swept a large model does not

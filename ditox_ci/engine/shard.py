@@ -42,13 +42,14 @@ _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 # report of `make sweep SWEEP_ARGS='--screen off'` (the default corpus and configs, --jobs 2, 2 cores,
 # 2026-11-26): base and per node on the models under 1 MB, the byte terms on the 9 larger (light/*)
 # ones with weights 1/sqrt(cost), non-negative least squares of the measured cost_s. The per-byte²
-# term fitted to 0 once a worker kept the memory its calls free (engine/heap.py): it had been the
-# kernel's page faults, which grew with the model (vgg19, 575 MB, 0.29 s/MB, resnet50, 103 MB,
-# 0.17 s/MB; now 0.10 and 0.12). Models judged by a task comparator (packaged ones) took a median
-# _TASK_COMPARATOR_S above that estimate. A fit on an older engine over-estimated the middle sizes
-# four-fold (inception_v1: 10.3 s for 2.7) and the packaged models a hundred-fold (24 s each for
-# 0.2-4.4), so models over _MIN_SPLIT_S on paper were split, each part preparing the original
-# again, for nothing; the fit before this one put vgg19 at 160 s for today's 58.
+# term fitted to 0 once a worker kept the memory its calls free (engine/heap.py): the time per MB
+# grew with the model's size while every call faulted its copies in (vgg19, 575 MB, 0.29 s/MB,
+# resnet50, 103 MB, 0.17 s/MB) and no longer does (0.10 and 0.12). Models judged by a task
+# comparator (packaged ones) took a median _TASK_COMPARATOR_S above that estimate. A fit on an
+# older engine over-estimated the middle sizes four-fold (inception_v1: 10.3 s for 2.7) and the
+# packaged models a hundred-fold (24 s each for 0.2-4.4), so models over _MIN_SPLIT_S on paper were
+# split, each part preparing the original again, for nothing; the fit before this one put vgg19 at
+# 160 s for today's 58.
 _BASE_S = 0.00625
 _PER_NODE_S = 0.00077
 _PER_BYTE_S = 1.06e-7

@@ -1,7 +1,7 @@
 """A sweep that streams: models finish as it goes, so a cancel keeps them and the progress moves.
 
 One corpus shaped like the default one (the operator cases, small shipped models, four large
-`light` networks that dominate the cost, the packaged models; about 39 s on 2 idle cores), swept
+`light` networks that dominate the cost, the packaged models; about 36 s on 2 idle cores), swept
 whole once to learn how long it takes, then again and cancelled after a third of that time.
 """
 

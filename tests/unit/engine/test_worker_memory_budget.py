@@ -112,7 +112,7 @@ def test_a_free_worker_looks_past_a_bounded_number_of_jobs(tmp_path: Path):
 
 
 def test_a_waiting_job_is_passed_by_no_more_than_lookahead_others(tmp_path: Path):
-    """Four workers of 1.75 GiB: VGG-19 (5.9 GiB) needs three of them free at once. Small jobs kept
+    """Four workers of 1.75 GiB: VGG-19 (5.9 GiB) needs two of them free at once. Small jobs kept
     taking each worker that freed, and it started last of 204; now the pool holds back for it."""
     vgg = _job(tmp_path, "vgg", 548)
     cases = [_job(tmp_path, f"case{n}", 0) for n in range(3 + LOOKAHEAD + 1)]
