@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ditox_ci.log import Log
+from ditox_ci.report.model import write_report
 from ditox_ci.run_options import SweepOptions
 from ditox_ci.sweep import sweep
 
@@ -28,7 +29,11 @@ def _timed(sources: Sequence[str], out: Path, screen: bool) -> tuple[float, dict
     options = SweepOptions(models=tuple(sources), jobs=WORKERS, localize="off", out=str(out), screen=screen)
     start = time.perf_counter()
     report = sweep(options, Log({}, quiet=True))
-    return time.perf_counter() - start, dict(report.stats)
+    seconds = time.perf_counter() - start
+    # sweep() returns the report; the command line's finish writes it, so the comparison needs it here
+    out.mkdir(parents=True, exist_ok=True)
+    write_report(report, out / "report.json")
+    return seconds, dict(report.stats)
 
 
 def _same_verdicts(first: Path, second: Path) -> str:
