@@ -36,5 +36,8 @@ ENV PATH=/opt/venv/bin:$PATH \
 COPY ditox_ci /opt/ditox/ditox_ci
 COPY templates /opt/ditox/templates
 COPY entrypoint.py /opt/ditox/entrypoint.py
+# The package's bytecode, compiled once here: PYTHONDONTWRITEBYTECODE keeps a run from writing it,
+# so every `ditox-ci` process of every step, and its workers' forkserver, compiled it again.
+RUN python -m compileall -q /opt/ditox/ditox_ci
 
 ENTRYPOINT ["python", "-P", "/opt/ditox/entrypoint.py"]
