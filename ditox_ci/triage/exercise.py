@@ -49,9 +49,9 @@ MODELS_PER_PASS = 60
 def changed_passes(checkout: Path, since: str | None, passes: Collection[str], log: Log) -> tuple[str, ...]:
     """The passes whose source file differs between commit `since` and the checkout at `checkout`.
 
-    Quietly none where that cannot be known: no commit given, not a git checkout, git missing.
-    A checkout that lacks the commit (a shallow clone) is said once, since fetching more history
-    is the fix."""
+    Quietly none where that cannot be known: no commit given, not a git checkout. A checkout that
+    lacks the commit (a shallow clone) is said once, since fetching more history is the fix, and so
+    is a missing git (the Action's image has none): either way only the new passes are exercised."""
     if not since:
         return ()
     try:
@@ -62,6 +62,12 @@ def changed_passes(checkout: Path, since: str | None, passes: Collection[str], l
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
+    except FileNotFoundError:
+        log.info(
+            f"passes changed since {since[:12]} not looked up: no git here (the Action's image has "
+            "none); only the passes the head adds are exercised"
+        )
+        return ()
     except (OSError, subprocess.SubprocessError):
         return ()
     if done.returncode != 0:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from ditox_ci.log import Log
 from ditox_ci.triage.exercise import changed_passes
 
@@ -55,3 +57,15 @@ def test_nothing_changed_where_it_cannot_be_known(tmp_path: Path, capsys) -> Non
     assert changed_passes(checkout, "1" * 40, PASSES, log) == ()
     said = capsys.readouterr()
     assert "fetch-depth: 0" in said.err + said.out
+
+
+def test_a_missing_git_is_said_not_taken_for_no_change(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Action's image has no git: its PR sweeps exercised no changed pass and did not say so."""
+    checkout, base = optimizer_checkout(tmp_path)
+    (checkout / "onnxoptimizer" / "passes" / "fuse_bn_into_conv.h").write_text("// fixed\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-tools"))
+    assert changed_passes(checkout, base, PASSES, Log({})) == ()
+    said = capsys.readouterr()
+    assert "no git here" in said.err + said.out
