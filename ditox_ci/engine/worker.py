@@ -135,7 +135,7 @@ class _Slot:
     running: _Running | None = None
     rss_mb: float = 0.0  # as last seen
     rss_seen_at: float = -math.inf  # time.monotonic() of that look
-    # the models whose prepared originals this worker keeps (as child.child_main keeps them), latest last
+    # the models whose prepared originals this worker keeps (as child._Jobs keeps them), latest last
     holds: list[tuple[str, str]] = field(default_factory=list)
 
 
