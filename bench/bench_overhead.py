@@ -209,12 +209,12 @@ def main() -> None:
     verdict = "ok" if sweep_s / limit <= TARGET else f"ABOVE TARGET {TARGET}"
     print(f"limit (work / {WORKERS} workers): {limit:.1f}s; sweep: {sweep_s:.1f}s")
     print(f"sweep / limit: {sweep_s / limit:.2f}× ({verdict})")
-    outside_s = sweep_s - in_jobs / WORKERS
+    per_worker_s = in_jobs / WORKERS
     print(
-        f"sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({in_jobs / WORKERS / sweep_s:.0%} busy), "
-        f"{outside_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
+        f"sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({per_worker_s / sweep_s:.0%} busy), "
+        f"{sweep_s - per_worker_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
     )
-    print(f"(sweep - its wall outside jobs) / limit: {(sweep_s - outside_s) / limit:.2f}×")
+    print(f"(sweep - its wall outside jobs) / limit: {per_worker_s / limit:.2f}×")
     print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.1f}s")
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
     costliest = max(own, key=own.__getitem__)

@@ -21,6 +21,7 @@ from ditox_ci.compare import COMPARATORS
 from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
+from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.screen import SCREEN_MIN_MB
@@ -30,7 +31,6 @@ from ditox_ci.engine.worker import (
     WorkerConfig,
     allowance_per_model_mb,
     available_memory_mb,
-    warm_up,
 )
 from ditox_ci.errors import UsageError
 from ditox_ci.log import Log
@@ -196,7 +196,6 @@ class SweepSetup:
     @property
     def info(self) -> OptimizerInfo:
         return self.build.info
-
 
 
 @contextlib.contextmanager

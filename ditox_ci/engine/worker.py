@@ -33,7 +33,7 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
 from ditox_ci.engine.deaths import Death, failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
 from ditox_ci.engine.divergence import Divergence
-from ditox_ci.engine.forkserver import mp_context, warm_up
+from ditox_ci.engine.forkserver import mp_context
 from ditox_ci.engine.messages import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
@@ -75,7 +75,6 @@ __all__ = [
     "WorkerPool",
     "allowance_per_model_mb",
     "available_memory_mb",
-    "warm_up",
     "worker_count",
 ]
 

@@ -118,7 +118,7 @@ def test_warming_up_starts_the_forkserver_before_any_pool_does() -> None:
     1.75 s after start instead of 2.1 s. A fresh process, where no pool has started one yet."""
     code = (
         "import multiprocessing.forkserver as server\n"
-        "from ditox_ci.engine.worker import warm_up\n"
+        "from ditox_ci.engine.forkserver import warm_up\n"
         "assert server._forkserver._forkserver_pid is None\n"
         "warm_up()\n"
         "print(server._forkserver._forkserver_pid)\n"
