@@ -6,7 +6,9 @@ list or schema, a (model, config) pair swept twice or never) is a MergeError, ne
 
 A costly model may be split over shards by its configs (see engine/shard.py): each shard then has an
 entry for it naming the configs it ran, all of them running the `nop` control. The parts become one
-entry again, and the nop findings every part reports become one finding.
+entry again, and the nop findings every part reports become one finding. The models a PR check makes
+for the passes it adds or changes (triage/exercise.py) are shard 0's alone and run only the control
+and those passes: their entries name those configs and are whole as they are.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ditox_ci.control import NOP
+from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.errors import MergeError
+from ditox_ci.report.exercised import exercised_passes
 from ditox_ci.report.model import Finding, ModelEntry, Report
 from ditox_ci.report.stats import SweepStats
 
@@ -108,14 +112,27 @@ def _combine_parts(
     )
 
 
+def _exercise_configs(report: Report) -> frozenset[str]:
+    """What a model made for an exercised pass runs: the control and each such pass alone."""
+    passes = [exercised.name for exercised in exercised_passes(report) if not exercised.not_run]
+    return frozenset({NOP, *map(single_pass_label, passes)}) if passes else frozenset()
+
+
 def _merge_models(
     reports: Sequence[Report], configs: Sequence[str], partial: bool = False
 ) -> tuple[ModelEntry, ...]:
     parts: dict[str, list[tuple[int, ModelEntry]]] = {}
+    made: set[str] = set()
     for report in reports:
+        exercise = _exercise_configs(report)
         for entry in report.models:
             parts.setdefault(entry.id, []).append((report.shard.get("index", 0), entry))
-    return tuple(_combine_parts(parts[model], configs, partial) for model in sorted(parts))
+            if entry.configs and set(entry.configs) <= exercise:
+                made.add(entry.id)
+    return tuple(
+        _combine_parts(parts[model], configs, partial or (model in made and len(parts[model]) == 1))
+        for model in sorted(parts)
+    )
 
 
 def _finding_key(finding: Finding) -> tuple[str, str, str, str]:

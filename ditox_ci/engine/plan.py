@@ -61,8 +61,13 @@ def _fixed_point(info: OptimizerInfo) -> list[Step]:
     return [] if info.opaque else [Step("fixed-point", info.default_passes, fixed_point=True)]
 
 
+def single_pass_label(name: str) -> str:
+    """The config that runs pass `name` alone: `pass:<name>`."""
+    return f"pass:{name}"
+
+
 def _single(info: OptimizerInfo) -> list[Step]:
-    return [Step(f"pass:{name}", (name,)) for name in info.passes if name != NOP]
+    return [Step(single_pass_label(name), (name,)) for name in info.passes if name != NOP]
 
 
 CONFIGS: Registry[Callable[[OptimizerInfo], list[Step]]] = Registry("config", otherwise="pass:<name>")
