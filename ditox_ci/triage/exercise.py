@@ -17,7 +17,6 @@ from __future__ import annotations
 import difflib
 import re
 import shutil
-import subprocess
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,10 +33,11 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.report.exercised import WHY_CHANGED, WHY_NEW, ExercisedPass
 from ditox_ci.report.model import Finding
-from ditox_ci.triage.builds import GIT_TIMEOUT_S
+from ditox_ci.triage.history import HistoryError, NoCommit, NotGitRepository, changed_files
 
 # where a pass of onnx/optimizer lives in its checkout
-PASS_SOURCE = re.compile(r"^onnxoptimizer/passes/(?P<name>\w+)\.(?:h|cc|cpp)$")
+PASS_FOLDER = "onnxoptimizer/passes"
+PASS_SOURCE = re.compile(r"^(?P<name>\w+)\.(?:h|cc|cpp)$")
 # a pass without a generator of its own gets the models of this many passes closest to it by name
 CLOSE_GENERATORS = 3
 CLOSE_CUTOFF = 0.6
@@ -47,38 +47,24 @@ MODELS_PER_PASS = 60
 
 
 def changed_passes(checkout: Path, since: str | None, passes: Collection[str], log: Log) -> tuple[str, ...]:
-    """The passes whose source file differs between commit `since` and the checkout at `checkout`.
+    """The passes whose source file differs between commit `since` and the checkout at `checkout`
+    (`triage.history`, which needs no git).
 
     Quietly none where that cannot be known: no commit given, not a git checkout. A checkout that
-    lacks the commit (a shallow clone) is said once, since fetching more history is the fix, and so
-    is a missing git (the Action's image has none): either way only the new passes are exercised."""
+    lacks the commit (a shallow clone) is said once, since fetching more history is the fix: only
+    the new passes are exercised then."""
     if not since:
         return ()
     try:
-        done = subprocess.run(
-            ["git", "-C", str(checkout), "diff", "--name-only", since, "--"],
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError:
-        log.info(
-            f"passes changed since {since[:12]} not looked up: no git here (the Action's image has "
-            "none); only the passes the head adds are exercised"
-        )
+        changed = changed_files(checkout, since, PASS_FOLDER)
+    except NotGitRepository:
         return ()
-    except (OSError, subprocess.SubprocessError):
+    except HistoryError as error:
+        fix = "; a shallow checkout needs the base commit (actions/checkout with fetch-depth: 0)"
+        fix = fix if isinstance(error, NoCommit) else ""
+        log.info(f"passes changed since {since} not looked up ({error}){fix}")
         return ()
-    if done.returncode != 0:
-        if "not a git repository" not in done.stderr.lower():
-            reason = (done.stderr.strip().splitlines() or ["no reason given"])[0]
-            log.info(
-                f"passes changed since {since} not looked up ({reason[:200]}); a shallow checkout "
-                "needs the base commit (actions/checkout with fetch-depth: 0)"
-            )
-        return ()
-    names = {found["name"] for line in done.stdout.splitlines() if (found := PASS_SOURCE.match(line.strip()))}
+    names = {found["name"] for name in changed if (found := PASS_SOURCE.match(name))}
     return tuple(name for name in passes if name in names)
 
 

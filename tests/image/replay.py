@@ -9,7 +9,8 @@ Each job of an example is replayed step by step, as GitHub would run it:
 - `run:` steps run in bash in the workspace, with `GITHUB_OUTPUT`;
 - `actions/upload-artifact` and `actions/download-artifact` copy folders between jobs and runs
   (`name:`, `pattern:`, `run-id:`), as the artifact service would;
-- `actions/checkout` lays out the checkout the test gives.
+- `actions/checkout` lays out the checkout the test gives; one with git history keeps only its last
+  commit (a clone `--depth 1`, actions/checkout's default) unless the step sets `fetch-depth: 0`.
 
 `${{ … }}` expressions and `if:` conditions are evaluated from a table: one the table does not
 know fails the test, so an edited example cannot slip past. Jobs that build the optimizer's wheels
@@ -26,6 +27,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,25 @@ def workflow(name: str) -> dict[str, Any]:
 def chown_tree(folder: Path, uid: int = RUNNER_UID) -> None:
     for path in [folder, *folder.rglob("*")]:
         os.lchown(path, uid, uid)
+
+
+def fetched(workspace: Path, depth: str) -> None:
+    """What actions/checkout leaves of a checkout with history: its last `depth` commits (a shallow
+    clone), all of them for depth 0."""
+    if depth == "0" or not (workspace / ".git").is_dir():
+        return
+    full = workspace.with_name(f"{workspace.name}.full")
+    workspace.rename(full)
+    with tempfile.NamedTemporaryFile("w", suffix=".gitconfig") as config:
+        # the checkout is the runner's, not ours: git's upload-pack takes safe.directory only from
+        # the global config, not from -c
+        config.write("[safe]\n\tdirectory = *\n")
+        config.flush()
+        env = {"PATH": os.environ["PATH"], "GIT_CONFIG_GLOBAL": config.name}
+        clone = ["git", "clone", "-q", "--depth", depth, f"file://{full}", str(workspace)]
+        subprocess.run(clone, check=True, capture_output=True, env=env)
+    shutil.rmtree(full)
+    chown_tree(workspace)
 
 
 def not_the_runners(folder: Path) -> list[str]:
@@ -141,6 +162,7 @@ class Runner:
             inputs = {k: context.fill(str(v), run) for k, v in (step.get("with") or {}).items()}
             if uses.startswith("actions/checkout@"):
                 checkout(run.workspace)
+                fetched(run.workspace, inputs.get("fetch-depth", "1"))
             elif uses.startswith("actions/upload-artifact@"):
                 self._upload(run, run_id, inputs)
             elif uses.startswith("actions/download-artifact@"):

@@ -8,6 +8,7 @@ container wrote belongs to the runner, and no credential reaches the workspace.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -15,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.image.replay import (
@@ -32,7 +34,6 @@ from tests.integration.github_server import GitHubServer
 
 CULPRIT = "eliminate_consecutive_idempotent_ops"
 HEAD_SHA = "1" * 40
-BASE_SHA = "2" * 40
 PR = 7
 PLANTED = "PLANTED-WORKSPACE-CODE-RAN"
 
@@ -55,14 +56,46 @@ def checkout(workspace: Path) -> None:
     (workspace / ".github" / "ditox-baseline.yml").write_text("entries: []\n")
 
 
-def pull_request(head_repository: str = REPOSITORY) -> Event:
+def _git(workspace: Path, *args: str) -> None:
+    """git in the checkout, with fixed dates: the same commits, the same shas, every time."""
+    when = "2026-01-01T00:00:00"
+    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+    command = ["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    subprocess.run(command, check=True, env=env)
+
+
+def pr_checkout(workspace: Path) -> None:
+    """The PR's merge commit over its base, as actions/checkout fetches it: the PR changed the
+    culprit pass's source, so its check exercises that pass (given `fetch-depth: 0`)."""
+    checkout(workspace)
+    _git(workspace, "init", "-q")
+    _git(workspace, "add", "-A")
+    _git(workspace, "commit", "-qm", "base")
+    (workspace / "onnxoptimizer" / "passes" / f"{CULPRIT}.h").write_text("// the pass, changed by the PR\n")
+    _git(workspace, "commit", "-qam", "Merge feature into main")
+    chown_tree(workspace)
+
+
+@functools.cache
+def base_sha(root: Path) -> str:
+    """The sha of `pr_checkout`'s base commit: its commits are the same every time."""
+    probe = root / "probe-pr"
+    pr_checkout(probe)
+    done = subprocess.run(
+        ["git", "-c", "safe.directory=*", "-C", str(probe), "rev-parse", "HEAD~1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def pull_request(root: Path, head_repository: str = REPOSITORY) -> Event:
     payload = {
         "action": "synchronize",
         "number": PR,
         "pull_request": {
             "number": PR,
             "head": {"sha": HEAD_SHA, "ref": "feature", "repo": {"full_name": head_repository}},
-            "base": {"sha": BASE_SHA, "ref": "main", "repo": {"full_name": REPOSITORY}},
+            "base": {"sha": base_sha(root), "ref": "main", "repo": {"full_name": REPOSITORY}},
         },
         "repository": {"full_name": REPOSITORY},
     }
@@ -80,9 +113,11 @@ def wheel_artifact(runner: Runner, run_id: int, name: str, wheel: Path) -> None:
     runner.upload(run_id, name, staged)
 
 
-def sweep_shards(runner: Runner, name: str, event: Event, run_id: int) -> list[JobRun]:
+def sweep_shards(
+    runner: Runner, name: str, event: Event, run_id: int, lay_out: Callable[[Path], None] = checkout
+) -> list[JobRun]:
     shards = workflow(name)["jobs"]["sweep"]["strategy"]["matrix"]["shard"]
-    runs = [runner.job(name, "sweep", event, run_id, checkout, matrix={"shard": s}) for s in shards]
+    runs = [runner.job(name, "sweep", event, run_id, lay_out, matrix={"shard": s}) for s in shards]
     for run in runs:
         (sweep,) = run.action_results()
         assert sweep.code == 0, sweep.log[-3000:]  # fail_on: never
@@ -103,21 +138,29 @@ def test_pr_yml_shards_merge_and_publish_with_the_base_build(runner: Runner, ser
     run_id = runner.new_run()
     wheel_artifact(runner, run_id, "optimizer-wheel-head", wheels["0.4.2"])
     wheel_artifact(runner, run_id, "optimizer-wheel-base", wheels["0.4.1"])
-    shards = sweep_shards(runner, "pr.yml", pull_request(), run_id)
+    shards = sweep_shards(runner, "pr.yml", pull_request(runner.root), run_id, pr_checkout)
     assert sum("base optimizer" in run.action_results()[0].log for run in shards) >= 1
+    # the pass whose source the PR changed got models made for it, in the image that has no git
+    assert "not looked up" not in shards[0].action_results()[0].log, shards[0].action_results()[0].log[-3000:]
 
-    report = runner.job("pr.yml", "report", pull_request(), run_id, checkout)
-    merge, publish = report.action_results()
+    report = runner.job("pr.yml", "report", pull_request(runner.root), run_id, pr_checkout)
+    merge, *publishes = report.action_results()
     assert merge.code == 0, merge.log[-3000:]
+    (publish,) = publishes
     merged = json.loads((report.workspace / merge.outputs["report"]).read_text())
     assert merged["optimizer"]["version"] == "0.4.2"
     assert {m["id"] for m in merged["models"]} >= {"onnx-node:test_group_normalization_example_expanded"}
     # the Reshape bug is in 0.4.1 too: the base build reproduces it, so it is known, not new
     culprits = [f for f in merged["findings"] if CULPRIT in f["culprit"]["passes"]]
     assert culprits and {f["status"] for f in culprits} == {"known"}
+    (exercised,) = [p for p in merged["stats"]["exercised"]["passes"] if p["name"] == CULPRIT]
+    assert exercised["why"] == "changed"
+    assert exercised["models_checked"] > 0 and not exercised["not_run"], exercised
     assert publish.code == 0 and publish.outputs["new"] == "0", publish.log[-3000:]
     (comment,) = [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
     assert "no new bugs" in comment["body"] and "the base build fails the same way" in comment["body"]
+    row = f"| {CULPRIT} | changed | {exercised['models_changed']} of {exercised['models_checked']} |"
+    assert row in comment["body"].replace("\\_", "_"), comment["body"]
     (check,) = server.repo.check_runs.values()
     assert (check["name"], check["head_sha"], check["conclusion"]) == ("ditox-ci", HEAD_SHA, "success")
     assert not not_the_runners(report.workspace)
@@ -189,11 +232,11 @@ def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
 def test_the_fork_pair_gates_in_the_fork_run_and_publishes_unverified(
     runner: Runner, server: GitHubServer, wheels
 ):
-    fork = pull_request("contributor/optimizer")
+    fork = pull_request(runner.root, "contributor/optimizer")
     run_id = runner.new_run()
     wheel_artifact(runner, run_id, "optimizer-wheel-head", wheels["0.4.2"])
     wheel_artifact(runner, run_id, "optimizer-wheel-base", wheels["0.4.1"])
-    sweep = runner.job("pr-fork.yml", "sweep", fork, run_id, checkout)
+    sweep = runner.job("pr-fork.yml", "sweep", fork, run_id, pr_checkout)
     (swept,) = sweep.action_results()
     assert swept.code == 0 and swept.outputs["new"] == "0", swept.log[-3000:]
     assert "ditox-report" in runner.artifacts[run_id]
@@ -227,13 +270,10 @@ def _tagged_checkout(workspace: Path) -> None:
     """A checkout with the history `git describe` reads: v0.4.1, then the release v0.4.2 (the
     same commits every time, so the release's commit is known before the job runs)."""
     checkout(workspace)
-    git = ["git", "-C", str(workspace), "-c", "user.name=t", "-c", "user.email=t@t"]
-    when = "2026-01-01T00:00:00"
-    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-    subprocess.run([*git, "init", "-q"], check=True, env=env)
+    _git(workspace, "init", "-q")
     for tag in ("v0.4.1", "v0.4.2"):
-        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", tag], check=True, env=env)
-        subprocess.run([*git, "tag", tag], check=True, env=env)
+        _git(workspace, "commit", "-q", "--allow-empty", "-m", tag)
+        _git(workspace, "tag", tag)
     chown_tree(workspace)
 
 
