@@ -29,6 +29,7 @@ class ActionInputs:
     passes: tuple[str, ...] = ()
     optimizer: str = "onnxoptimizer"
     base_optimizer: str = ""
+    exercise_budget: float | None = None
     baseline: str = ""
     previous: str = ""
     shard_index: int = 0
@@ -215,6 +216,7 @@ SWEEP_FLAGS = (
     InputFlag("shard", value=_shard, reads=("shard_index", "shard_count")),
     # the CLI installs each build into a folder of its own (`ditox_ci.optimizers.install`)
     InputFlag("base_optimizer"),
+    InputFlag("exercise_budget"),
     InputFlag("baseline"),
     InputFlag("previous", value=previous_report),
     InputFlag("rtol"),

@@ -49,6 +49,7 @@ GIVEN = ActionInputs(
     jobs=1,
     runner="reference",
     timeout=1.0,
+    exercise_budget=5.0,
     pr_number=1,
     file_issues=True,
     close_fixed=True,
