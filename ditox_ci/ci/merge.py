@@ -18,9 +18,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ditox_ci.control import NOP
-from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.errors import MergeError
-from ditox_ci.report.exercised import exercised_passes
+from ditox_ci.report.exercised import exercised_model_ids
 from ditox_ci.report.model import Finding, ModelEntry, Report
 from ditox_ci.report.stats import SweepStats
 
@@ -79,7 +78,8 @@ def _combine_parts(
 ) -> ModelEntry:
     """The entries of one model's parts (shard index, entry) → the model's entry; refuses parts
     that share a config other than the control, or that leave one of `configs` out (unless the
-    sweep is `partial`: an interrupted shard never finished some parts)."""
+    model is `partial`: an interrupted shard never finished some parts, or the model was made for
+    the exercised passes and ran only those)."""
     owner: dict[str, int] = {}
     for shard, entry in parts:
         for config in entry.configs or configs or (_ALL_CONFIGS,):
@@ -112,23 +112,14 @@ def _combine_parts(
     )
 
 
-def _exercise_configs(report: Report) -> frozenset[str]:
-    """What a model made for an exercised pass runs: the control and each such pass alone."""
-    passes = [exercised.name for exercised in exercised_passes(report) if not exercised.not_run]
-    return frozenset({NOP, *map(single_pass_label, passes)}) if passes else frozenset()
-
-
 def _merge_models(
     reports: Sequence[Report], configs: Sequence[str], partial: bool = False
 ) -> tuple[ModelEntry, ...]:
     parts: dict[str, list[tuple[int, ModelEntry]]] = {}
-    made: set[str] = set()
     for report in reports:
-        exercise = _exercise_configs(report)
         for entry in report.models:
             parts.setdefault(entry.id, []).append((report.shard.get("index", 0), entry))
-            if entry.configs and set(entry.configs) <= exercise:
-                made.add(entry.id)
+    made = {model for report in reports for model in exercised_model_ids(report)}
     return tuple(
         _combine_parts(parts[model], configs, partial or (model in made and len(parts[model]) == 1))
         for model in sorted(parts)

@@ -14,6 +14,7 @@ from pathlib import Path
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
 from ditox_ci.control import NOP
+from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     out = Path(args.out)
     corpus_dir = out / "corpus"
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = args.configs or ("default", NOP, *(f"pass:{name}" for name in passes))
+    configs = args.configs or ("default", NOP, *map(single_pass_label, passes))
     options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
     # the resolved seed (--seed, DITOX_SEED or the config file): the corpus and the inputs alike
     seed = options.seed

@@ -20,6 +20,8 @@ from ditox_ci.report.stats import EXERCISED_KEY
 # why a pass is exercised: the base build lacks it, or the PR touched its source file
 WHY_NEW = "new"
 WHY_CHANGED = "changed"
+# the ids of the models made, among the report's models
+MODEL_IDS_KEY = "model_ids"
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,12 @@ def exercised_passes(report: Report) -> tuple[ExercisedPass, ...]:
     """The passes this PR check exercised, as the sweep recorded them (none outside a PR check)."""
     stats = report.stats.get(EXERCISED_KEY) or {}
     return tuple(ExercisedPass.from_json(entry) for entry in stats.get("passes", ()))
+
+
+def exercised_model_ids(report: Report) -> frozenset[str]:
+    """The report's models made for the exercised passes (none in a report that predates the list)."""
+    stats = report.stats.get(EXERCISED_KEY) or {}
+    return frozenset(str(model) for model in stats.get(MODEL_IDS_KEY, ()))
 
 
 def never_fired_warnings(report: Report) -> list[str]:

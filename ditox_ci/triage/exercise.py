@@ -31,7 +31,7 @@ from ditox_ci.fuzz import GENERATORS
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
-from ditox_ci.report.exercised import WHY_CHANGED, WHY_NEW, ExercisedPass
+from ditox_ci.report.exercised import MODEL_IDS_KEY, WHY_CHANGED, WHY_NEW, ExercisedPass
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.history import HistoryError, NoCommit, NotGitRepository, changed_files
 
@@ -154,6 +154,8 @@ def exercise(
         "limit": limit,
         "models": len(results),
         "models_kept": len(results) - corpus.discarded,
+        # which of the report's models these are: they ran the control and these passes only
+        MODEL_IDS_KEY: sorted(result.ref.id for result in results),
         "wall_s": round(time.monotonic() - started, 2),
         "passes": [exercised.to_json() for exercised in passes],
     }

@@ -161,6 +161,7 @@ def test_passes_the_pr_adds_or_changes_are_exercised_and_one_that_never_fires_wa
     # the base, which lacks the pass, cannot vouch for it
     generated = [m for m in report["models"] if m["source"].endswith("/pr/exercised")]
     assert len(generated) == report["stats"]["exercised"]["models"] == len(report["models"]) - 1
+    assert report["stats"]["exercised"]["model_ids"] == sorted(m["id"] for m in generated)
     on_new = [f for f in report["findings"] if f["config"] == f"pass:{NEW_PASS}"]
     assert on_new and all(f["status"] == "new" for f in on_new)
     lacks = "not run: the base build lacks a pass of this config"

@@ -15,7 +15,7 @@ from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import InputError, MergeError
 from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, coverage_table
 from ditox_ci.report.evidence import Triage
-from ditox_ci.report.exercised import EXERCISED_KEY, ExercisedPass, never_fired_warnings
+from ditox_ci.report.exercised import EXERCISED_KEY, MODEL_IDS_KEY, ExercisedPass, never_fired_warnings
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.report.schema import schema_errors
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
@@ -441,10 +441,14 @@ def test_exercised_passes_travel_from_shard_0_and_the_warning_reads_every_shards
 def test_a_model_made_for_an_exercised_pass_is_whole_with_the_configs_it_ran() -> None:
     """Shard 0's models made for a pass the PR changed run the control and that pass alone, not
     every config of the sweep: the merge of a sharded PR check that exercised a pass refused them."""
-    exercised = {"models": 1, "passes": [ExercisedPass("b", "changed", ("g",), 1, 1).to_json()]}
     made = ModelEntry(
         id="b-0/model.onnx", source="out/exercised", sha256="b0" * 32, configs=("nop", "pass:b")
     )
+    exercised = {
+        "models": 1,
+        MODEL_IDS_KEY: [made.id],
+        "passes": [ExercisedPass("b", "changed", ("g",), 1, 1).to_json()],
+    }
     shards = [
         _shard(0, 2, ["m0"], configs=CONFIGS, exercised=exercised),
         _shard(1, 2, ["m1"], configs=CONFIGS),
@@ -453,9 +457,9 @@ def test_a_model_made_for_an_exercised_pass_is_whole_with_the_configs_it_ran() -
     merged = merge_reports(shards)
     assert [entry for entry in merged.models if entry.id == made.id] == [made]
     assert merged.stats["models_total"] == 3
+    assert merged.stats[EXERCISED_KEY] == exercised
     # a model of the corpus that ran those configs only is still a part whose others are missing
     partial = replace(made, id="m2", source="t")
     shards[0] = replace(shards[0], models=(*shards[0].models[:-1], partial))
-    shards[0] = replace(shards[0], stats={**shards[0].stats, EXERCISED_KEY: {"models": 0, "passes": []}})
     with pytest.raises(MergeError, match=r"'m2' never ran config\(s\) default, pass:a"):
         merge_reports(shards)
