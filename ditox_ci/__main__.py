@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 
 from ditox_ci import __version__
-from ditox_ci.cli import commands
+from ditox_ci.cli import WORKER_COMMANDS, commands
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.errors import FatalError, InternalError, Interrupted, UsageError
 
@@ -31,8 +31,6 @@ exit codes: 0 no new findings, 1 new findings, 2 usage, 3 config, 4 input, 5 opt
 """
 
 
-# the commands whose models run in workers: their forkserver starts before the commands are imported
-WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce"})
 HELP_FLAGS = ("-h", "--help", "--version")
 
 

@@ -224,11 +224,12 @@ def merge_reports(reports: Sequence[Report]) -> Report:
             if own.models_planned is not None  # a stream plans nothing
         )
         planned = len(models) + max(0, unfinished)
-    # a model split over shards counts once; shards whose models name no runner (older reports)
-    # keep their own counts, added up
+    # a model split over shards counts once; a shard whose models name no runner (an older report)
+    # adds its own counts
     runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
-    if not runners:
-        runners = sum((Counter(own.runners) for own in shard_stats), Counter())
+    for report, own in zip(ordered, shard_stats, strict=True):
+        if not any(entry.runner for entry in report.models):
+            runners.update(own.runners)
     stats = SweepStats.merge(
         shard_stats,
         models_total=len(models),

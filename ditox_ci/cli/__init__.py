@@ -10,6 +10,8 @@ import importlib
 from types import ModuleType
 
 NAMES = ("sweep", "merge", "reduce", "publish", "previous", "baseline", "corpus", "fuzz")
+# those whose models run in workers: the command line starts their forkserver before importing them
+WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce"})
 
 
 def commands(only: str | None = None) -> tuple[ModuleType, ...]:

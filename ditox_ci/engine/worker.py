@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import multiprocessing
 import multiprocessing.connection
 import os
 import re
@@ -25,7 +24,7 @@ import signal
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -248,14 +247,9 @@ class WorkerPool:
         stderr = self._stderr_tail(slot)
         slot.conn.close()
         fresh = self._spawn()
-        slot.process, slot.conn, slot.state, slot.stderr_path, slot.running, slot.holds = (
-            fresh.process,
-            fresh.conn,
-            fresh.state,
-            fresh.stderr_path,
-            None,
-            [],
-        )
+        # every field the fresh worker's: no job, no kept model, its memory not looked at yet
+        for spec in fields(_Slot):
+            setattr(slot, spec.name, getattr(fresh, spec.name))
         return stderr
 
     def _send(self, slot: _Slot, running: _Running) -> None:

@@ -83,6 +83,9 @@ def _commit(repo: Repo, spec: str) -> Commit:
 
 
 def _parent(repo: Repo, commit: Commit, number: int) -> Commit:
+    """Parent `number` of the commit (1: the first), the commit itself for 0 (`^0`, as git reads it)."""
+    if number == 0:
+        return commit
     if not 1 <= number <= len(commit.parents):
         raise KeyError(f"parent {number} of commit {commit.id.decode()[:12]}")
     parent = repo[commit.parents[number - 1]]

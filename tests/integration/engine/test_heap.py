@@ -30,9 +30,9 @@ from ditox_ci.engine.heap import keep_freed_memory, release_freed_memory
 def rss_mb():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
 
-kept = keep_freed_memory() if sys.argv[1] == "keep" else None
+kept = keep_freed_memory()
 base = rss_mb()
-block = bytearray(int(sys.argv[2]) * 2**20)
+block = bytearray(int(sys.argv[1]) * 2**20)
 block[::4096] = b"x" * len(block[::4096])  # every page touched
 del block
 freed = rss_mb()
@@ -41,16 +41,16 @@ print(json.dumps({"kept": kept, "freed": freed - base, "released": rss_mb() - ba
 """
 
 
-def _freed(mode: str, size_mb: int) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", _FREED, mode, str(size_mb)], capture_output=True, text=True, timeout=60
-    )
+def _freed(size_mb: int) -> dict:
+    """A block of `size_mb` freed in a fresh process that keeps freed memory, then released."""
+    command = [sys.executable, "-c", _FREED, str(size_mb)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def test_a_large_block_freed_stays_until_the_job_ends_then_goes_back() -> None:
-    measured = _freed("keep", 256)
+    measured = _freed(256)
     assert measured["kept"] is True, "this C library is not glibc: workers would fault every call in"
     assert measured["freed"] > 200  # kept for the next call: no page faults on it
     assert measured["released"] < 32  # the job's end gave it back
@@ -59,7 +59,7 @@ def test_a_large_block_freed_stays_until_the_job_ends_then_goes_back() -> None:
 def test_a_little_free_memory_is_kept_past_the_job_s_end() -> None:
     """malloc_trim walks the whole heap (about 2 ms), too much for each of thousands of small models."""
     size_mb = KEPT_FREE_MAX_BYTES // MIB // 4
-    measured = _freed("keep", size_mb)
+    measured = _freed(size_mb)
     assert measured["freed"] > size_mb * 0.8
     assert measured["released"] > size_mb * 0.8
 

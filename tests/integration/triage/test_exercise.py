@@ -55,7 +55,7 @@ def test_passes_whose_source_changed_since_the_base_commit(tmp_path: Path) -> No
     git(checkout, "tag", "v1", base)
     inside = checkout / "onnxoptimizer"
     both = ("eliminate_identity", "fuse_bn_into_conv")
-    for since in (base[:10], "HEAD~1", "HEAD^", "v1"):
+    for since in (base[:10], "HEAD~1", "HEAD^", "HEAD^1", "HEAD~1^0", "v1"):
         assert changed_passes(inside, since, PASSES, log) == both, since
     assert changed_passes(checkout, "HEAD", PASSES, log) == ("eliminate_identity",)
 

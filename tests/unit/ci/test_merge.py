@@ -381,6 +381,10 @@ def test_shards_whose_models_name_no_runner_keep_their_own_runner_counts() -> No
     shards[0] = replace(shards[0], stats={**shards[0].stats, "runners": {"onnxruntime": 2}})
     shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"onnxruntime": 1}})
     assert merge_reports(shards).stats["runners"] == {"onnxruntime": 3}
+    # beside a newer shard, whose models name their runner, an older one still adds its counts
+    newer = tuple(replace(entry, runner="reference") for entry in shards[0].models)
+    shards[0] = replace(shards[0], models=newer, stats={**shards[0].stats, "runners": {"reference": 2}})
+    assert merge_reports(shards).stats["runners"] == {"reference": 2, "onnxruntime": 1}
 
 
 def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_sweep_ran(

@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from ditox_ci.__main__ import WORKER_COMMANDS, _runs_workers, build_parser
-from ditox_ci.cli import NAMES, commands
+from ditox_ci.__main__ import _runs_workers, build_parser
+from ditox_ci.cli import NAMES, WORKER_COMMANDS, commands
 
 
 def _commands_in(parser: argparse.ArgumentParser) -> tuple[str, ...]:
