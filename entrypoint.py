@@ -69,7 +69,11 @@ def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -
         log.error(str(exc))
         return exc.exit_code
     action.write_outputs(action.outputs(report, path), env)
-    return action.gate(report, inputs.fail_on)
+    code = action.gate(report, inputs.fail_on)
+    too_many = report.skipped_too_many()
+    if code and too_many is not None:
+        log.error(too_many)
+    return code
 
 
 if __name__ == "__main__":

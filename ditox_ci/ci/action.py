@@ -120,7 +120,8 @@ def _previous_steps(inputs: ActionInputs, python: str) -> list[Step]:
     if not inputs.previous.startswith(WORKFLOW_PREFIX) or inputs.mode == "merge":
         return []
     workflow, _, branch = inputs.previous[len(WORKFLOW_PREFIX) :].partition("@")
-    argv = ["previous", "--workflow", workflow, "--out", str(FETCHED_PREVIOUS)]
+    argv = ["previous", "--workflow", workflow, "--artifact", inputs.previous_artifact]
+    argv += ["--out", str(FETCHED_PREVIOUS)]
     return [_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True)]
 
 
@@ -213,8 +214,11 @@ def hand_over(out: Path, workspace: Path) -> None:
 
 
 def gate(report: Report, fail_on: str) -> int:
-    """The job's exit code for a finished report: 1 when it holds findings `fail_on` rejects."""
-    return 1 if GATES[fail_on](report) else 0
+    """The job's exit code for a finished report: 1 when it holds findings `fail_on` rejects, or
+    (unless `fail_on` is never) when the whole sweep skipped more than its `max_skipped`."""
+    if fail_on == "never":
+        return 0
+    return 1 if GATES[fail_on](report) or report.skipped_too_many() else 0
 
 
 def outputs(report: Report, path: Path) -> dict[str, str]:

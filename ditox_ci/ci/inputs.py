@@ -32,6 +32,7 @@ class ActionInputs:
     exercise_budget: float | None = None
     baseline: str = ""
     previous: str = ""
+    previous_artifact: str = "ditox-report"
     shard_index: int = 0
     shard_count: int = 1
     rtol: float | None = None
@@ -135,7 +136,7 @@ def report_path(inputs: ActionInputs) -> Path:
     return Path(inputs.out) / "report.json"
 
 
-# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last successful run:
+# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last finished run:
 # a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
 FETCHED_PREVIOUS = Path(".ditox-previous")
 # the report the download writes there
@@ -251,4 +252,5 @@ ACTION_ONLY = {
     "reports": "the merge stage's arguments",
     "github_token": "the publishing stage's environment, never a command line",
     "fail_on": "the job's exit code (GATES)",
+    "previous_artifact": "the previous download's --artifact (with `previous: workflow:…`)",
 }

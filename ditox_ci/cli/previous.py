@@ -1,4 +1,4 @@
-"""`ditox-ci previous`: download the report of a workflow's last successful run."""
+"""`ditox-ci previous`: download the report of a workflow's last finished run."""
 
 from __future__ import annotations
 
@@ -14,18 +14,21 @@ from ditox_ci.log import Log
 from ditox_ci.options import resolve
 
 NAME = "previous"
-HELP = "download the report.json of a workflow's last successful run (GITHUB_* env, actions: read)"
+HELP = "download the report.json of a workflow's last finished run (GITHUB_* env, actions: read)"
 DESCRIPTION = """\
-Find the newest successful run of WORKFLOW in this repository (GITHUB_REPOSITORY) that still has
+Find the newest finished run of WORKFLOW in this repository (GITHUB_REPOSITORY) that still has
 the ARTIFACT a report job uploaded, among the runs of the repository's own code (head repository
-GITHUB_REPOSITORY, not a fork) on a trusted trigger (schedule, workflow_dispatch, push; the log
-says why any other run was passed over), and write its report.json to OUT. Pass that file as
---previous to sweep (its timings balance the shards) and publish (findings gone since are fixed;
-with --close-fixed their issues are closed). No such run yet (the first night) is not an error:
-nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the network, a rate
-limit past the wait) once the retries are spent: a warning says so, nothing is written, and the
-stages run as on the first night (nothing is marked fixed, no issue closed). GitHub refusing (a
-token without `actions: read`, an unknown workflow) stays an error. The token needs `actions: read`.
+GITHUB_REPOSITORY, not a fork) on a trusted trigger (schedule, workflow_dispatch, push), and write
+its report.json to OUT. A run that failed counts (a nightly fails on the night it finds a bug, and
+the next night must know that bug); a report from an interrupted sweep does not (its unfinished
+models would make their bugs new again). The log says which run was taken and why any newer one
+was passed over. Pass that file as --previous to sweep (its timings balance the shards) and
+publish (findings gone since are fixed; with --close-fixed their issues are closed). No such run
+yet (the first night) is not an error: nothing is written and the exit code is 0. Nor is GitHub
+being down (5xx, the network, a rate limit past the wait) once the retries are spent: a warning
+says so, nothing is written, and the stages run as on the first night (nothing is marked fixed, no
+issue closed). GitHub refusing (a token without `actions: read`, an unknown workflow) stays an
+error. The token needs `actions: read`.
 
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous
@@ -64,11 +67,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
         return EXIT_OK
     if found is None:
-        what = f"no successful run of {args.workflow} has an artifact '{args.artifact}' yet"
+        what = f"no finished run of {args.workflow} has an artifact '{args.artifact}' from a whole sweep yet"
         log.notice(f"{what}: no previous report")
     else:
         log.info(
-            f"previous report: {found.report}, from run {found.run_url}: the newest successful run of "
-            f"{args.workflow} by {context.repository}'s own code on '{found.event}' with the artifact"
+            f"previous report: {found.report}, from run {found.run_url} ({found.conclusion}): the newest "
+            f"finished run of {args.workflow} by {context.repository}'s own code on '{found.event}' with "
+            "the artifact from a whole sweep"
         )
     return EXIT_OK

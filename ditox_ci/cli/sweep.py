@@ -219,8 +219,7 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
             log.warning(warning)
     new = report.new_failures()
     tally = log_bugs(report, log)
-    skipped = sum(1 for m in report.models if m.status != "ok")
-    share = skipped / len(report.models) if report.models else 0.0
+    skipped, share = report.skipped(), report.skipped_share()
     log.notice(
         f"{tally}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
         f"{len(report.findings)} findings in all; report: {written.report_path}, "
@@ -231,7 +230,7 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
-    too_many_skipped = skipped_gate(report, options.max_skipped, log, written.summary_path)
+    too_many_skipped = skipped_gate(report, log, written.summary_path)
     return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
 
 
@@ -265,13 +264,13 @@ def internal_error_gate(report: Report) -> None:
     )
 
 
-def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: Path) -> bool:
-    """Exit 4 when no model of a whole sweep ran; True, with one error line, when more than
-    `max_skipped` of the corpus was skipped, which closes the gate like a new finding. A shard is
-    judged by neither: it may hold only the models that skip, and the limit travels in its report
-    to the merge, which judges the whole sweep."""
-    skipped = sum(1 for m in report.models if m.status != "ok")
-    share = skipped / len(report.models) if report.models else 0.0
+def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
+    """Exit 4 when no model of a whole sweep ran; True, with one error line, when more than the
+    report's `stats.max_skipped` of the corpus was skipped, which closes the gate like a new
+    finding. A shard is judged by neither: it may hold only the models that skip, and the limit
+    travels in its report to the merge, which judges the whole sweep."""
+    skipped, share = report.skipped(), report.skipped_share()
+    max_skipped = report.stats.get("max_skipped")
     if report.shard.get("count", 1) > 1:
         if max_skipped is not None and share > max_skipped:
             log.info(f"this shard skipped {share:.1%} of its models; the merge judges the whole sweep")
@@ -281,10 +280,10 @@ def skipped_gate(report: Report, max_skipped: float | None, log: Log, summary: P
             f"no model ran: all {skipped} were skipped (reasons in {summary}); "
             "an empty sweep is not a green one"
         )
-    if max_skipped is None or share <= max_skipped:
-        return False
-    log.error(f"{share:.1%} of the corpus was skipped, more than --max-skipped {max_skipped:g}")
-    return True
+    too_many = report.skipped_too_many()
+    if too_many is not None:
+        log.error(too_many)
+    return too_many is not None
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

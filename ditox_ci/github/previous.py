@@ -1,9 +1,16 @@
-"""The report of a workflow's last successful run: what a nightly passes as `previous`.
+"""The report of a workflow's last finished run: what a nightly passes as `previous`.
 
 Findings still in it are known, those gone are fixed (and their issues closed with
 `--close-fixed`), and its per-model timings balance the shards. The artifact is a zip that the
 earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it, and it must
 parse as a report before anything uses it.
+
+A run that failed counts: a nightly fails on the night it finds a bug (`fail_on: new`), and were
+only successful runs taken, every later night would compare with the night before that bug, call
+it new again and fail again, and never see it fixed, so its issue would never close. What makes a
+report usable is that it is whole, not how its run ended: one from an interrupted sweep (a shard
+cancelled or out of time) is passed over for an older one, since its unfinished models would make
+their bugs new again.
 
 Only runs of this repository's own code count: a fork's pull request can edit `nightly.yml` to
 run `on: pull_request` from a branch it names `main`, and its successful run with its own
@@ -39,6 +46,7 @@ from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 RUNS_LOOKED_AT = 10
 # the triggers on which only the default branch's workflow file runs, with the repository's code
 TRUSTED_EVENTS = ("schedule", "workflow_dispatch", "push")
+INTERRUPTED = "its sweep was interrupted"
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,7 @@ class PreviousRun:
     run_url: str
     report: Path
     event: str
+    conclusion: str
 
 
 def _extract_report(archive: BinaryIO, artifact: str) -> bytes:
@@ -131,21 +140,22 @@ def fetch_previous(
     own_run_id: str | None = None,
     policy: RetryPolicy | None = None,
 ) -> PreviousRun | None:
-    """Download the newest successful run of `workflow` (a file name such as nightly.yml) that
-    still has `artifact`, into `out_dir`/report.json; None when there is none (the first night)."""
+    """Download the report of the newest finished run of `workflow` (a file name such as
+    nightly.yml) that still has `artifact`, from a sweep that was not interrupted, into
+    `out_dir`/report.json; None when there is none (the first night)."""
     policy = policy or RetryPolicy()
     retrier = Retrier(policy, log)
     repo = connect(context, policy).get_repo(context.repository, lazy=True)
 
     def newest_runs() -> list[WorkflowRun]:
-        runs = repo.get_workflow(workflow).get_runs(branch=branch or NotSet, status="success")
+        runs = repo.get_workflow(workflow).get_runs(branch=branch or NotSet, status="completed")
         return list(itertools.islice(runs, RUNS_LOOKED_AT))  # PaginatedList's slices overrun short lists
 
     def artifacts(run: WorkflowRun) -> list[Artifact]:
         return list(run.get_artifacts())
 
     try:
-        runs = retrier.call(f"list the successful runs of {workflow}", newest_runs)
+        runs = retrier.call(f"list the finished runs of {workflow}", newest_runs)
     except GithubException as exc:
         if exc.status == 404:
             raise ConfigError(
@@ -179,6 +189,9 @@ def fetch_previous(
             write_bytes_atomic(report, data)
         except OSError as exc:
             raise written_or_input_error(report, exc) from None
-        read_report(report)  # the same checks as any report from outside
-        return PreviousRun(run.id, run.html_url, report, run.event)
+        if read_report(report).stats.get("interrupted"):  # the same checks as any report from outside
+            report.unlink()
+            log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {INTERRUPTED}")
+            continue
+        return PreviousRun(run.id, run.html_url, report, run.event, run.conclusion)
     return None

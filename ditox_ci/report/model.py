@@ -240,6 +240,23 @@ class Report:
         """The findings that close the gate (exit code 1)."""
         return [f for f in self.findings if f.gates]
 
+    def skipped(self) -> int:
+        """The models that did not run to a verdict (any status but ok)."""
+        return sum(1 for m in self.models if m.status != "ok")
+
+    def skipped_share(self) -> float:
+        return self.skipped() / len(self.models) if self.models else 0.0
+
+    def skipped_too_many(self) -> str | None:
+        """Why a whole sweep (not a shard: the merge judges those together) skipped more of its
+        corpus than the `stats.max_skipped` it ran with, which closes the gate like a new
+        finding; None when it did not."""
+        limit = self.stats.get("max_skipped")
+        share = self.skipped_share()
+        if self.shard.get("count", 1) > 1 or limit is None or share <= limit:
+            return None
+        return f"{share:.1%} of the corpus was skipped, more than --max-skipped {limit:g}"
+
 
 def strict_json(value: Any) -> Any:
     """`value` with every NaN/Infinity float replaced by the string "NaN", "Infinity" or "-Infinity":

@@ -219,9 +219,10 @@ def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
     assert not not_the_runners(first.workspace)
     no_credentials_in(first.workspace)
 
-    # the next night: last night's report, as nightly.yml uploaded it, is `previous`
-    artifact = runner.artifacts[run_id]["ditox-report"]
-    server.add_workflow_run("nightly.yml", artifacts={"ditox-report": _zipped(artifact)})
+    # the next night: last night's report, as nightly.yml uploaded it, is `previous`; that run
+    # failed (its gate found the bug new), as GitHub records it
+    artifact = {"ditox-report": _zipped(runner.artifacts[run_id]["ditox-report"])}
+    server.add_workflow_run("nightly.yml", conclusion="failure", artifacts=artifact)
     _, second = _nightly(runner, server, wheels["0.4.2"])
     merge, publish = second.action_results()
     assert publish.code == 0 and publish.outputs["new"] == "0", publish.log[-3000:]

@@ -112,6 +112,23 @@ def test_missing_shard_fails_loudly_with_the_merge_error_code(
     assert not (workspace / "merged-missing" / "report.json").exists()
 
 
+@pytest.mark.parametrize(("fail_on", "code"), [("new", 1), ("never", 0)])
+def test_max_skipped_fails_the_job_when_more_of_the_corpus_was_skipped(
+    tmp_path: Path, fail_on: str, code: int
+) -> None:
+    """The sweep stage exits 1 for it, which the Action took for "new findings" and then judged
+    by the findings alone: a sweep that skipped half its corpus passed."""
+    write_models(tmp_path / "models")
+    for name in ("torn", "empty"):
+        (tmp_path / "models" / f"{name}.onnx").write_bytes(b"\x08\x07" if name == "torn" else b"")
+    process, outputs, _ = run_sweep(tmp_path, max_skipped="0.2", fail_on=fail_on, out="skips")
+    report = json.loads((tmp_path / outputs["report"]).read_text())
+    assert outputs["new"] == "0" and sum(m["status"] != "ok" for m in report["models"]) == 2
+    assert process.returncode == code, process.stderr
+    # the sweep stage says so in either case (% is %25 in a workflow command)
+    assert "::error::33.3%25 of the corpus was skipped, more than --max-skipped 0.2" in process.stderr
+
+
 @pytest.mark.parametrize(("fail_on", "expected"), [("new", "new"), ("any", "any"), ("never", None)])
 def test_gate_follows_fail_on(
     workspace: Path, unsharded: Result, fail_on: str, expected: str | None

@@ -1,6 +1,7 @@
 """The nightly's previous-report step (`ditox-ci previous`, what `previous: workflow:nightly.yml`
-runs) against the local GitHub server: the newest successful run of the workflow on the branch
-that still has the report artifact, downloaded through the redirect GitHub answers with."""
+runs) against the local GitHub server: the newest finished run of the workflow on the branch
+that still has the report artifact from a whole sweep, downloaded through the redirect GitHub
+answers with."""
 
 from __future__ import annotations
 
@@ -38,19 +39,24 @@ def _fingerprints(path: Path) -> list[str]:
     return sorted(f["fingerprint"] for f in json.loads(path.read_text())["findings"])
 
 
-def test_the_newest_successful_run_on_the_branch_with_the_artifact_is_fetched(tmp_path: Path) -> None:
+def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with GitHubServer() as server:
         wanted = _report_bytes(tmp_path, BUG_A, BUG_B)
         newer = _report_bytes(tmp_path, BUG_A)
-        older = _report_bytes(tmp_path, BUG_B)
+        stopped = json.loads(newer)
+        stopped["stats"].update(interrupted=True, interrupted_by="SIGTERM")
+        interrupted = json.dumps(stopped).encode()
 
         def artifact(data: bytes, name: str = "ditox-report") -> dict[str, bytes]:
             return {name: _zip(**{"report.json": data})}
 
         nightly = "nightly.yml"
-        server.add_workflow_run(nightly, artifacts=artifact(older))
-        server.add_workflow_run(nightly, artifacts=artifact(wanted))
-        server.add_workflow_run(nightly, conclusion="failure", artifacts=artifact(newer))
+        server.add_workflow_run(nightly, artifacts=artifact(newer))
+        # the night that found BUG_B failed its gate (fail_on: new): the next night must know it
+        failed = server.add_workflow_run(nightly, conclusion="failure", artifacts=artifact(wanted))
+        cut = server.add_workflow_run(nightly, conclusion="cancelled", artifacts=artifact(interrupted))
         server.add_workflow_run(nightly, branch="experiment", artifacts=artifact(newer))
         server.add_workflow_run(nightly, expired=True, artifacts=artifact(newer))
         server.add_workflow_run(nightly, artifacts=artifact(newer, name="other"))
@@ -61,6 +67,22 @@ def test_the_newest_successful_run_on_the_branch_with_the_artifact_is_fetched(tm
         assert main_inner(argv, env) == 0
         assert _fingerprints(out / "report.json") == _fingerprints(tmp_path / "r2.json")
         assert not (out / "ditox-report.zip").exists()
+        err = capsys.readouterr().err
+        assert f"run {cut} " in err and "its sweep was interrupted" in err
+        assert f"/actions/runs/{failed} (failure)" in err
+
+
+def test_another_artifact_name_picks_that_report(tmp_path: Path) -> None:
+    """A workflow with a report job per matrix value uploads one artifact each."""
+    with GitHubServer() as server:
+        mine, theirs = _report_bytes(tmp_path, BUG_A, BUG_B), _report_bytes(tmp_path, BUG_A)
+        reports = {"ditox-report-onnxruntime": _zip(**{"report.json": theirs})}
+        reports["ditox-report-onnxruntime-extended"] = _zip(**{"report.json": mine})
+        server.add_workflow_run("nightly.yml", artifacts=reports)
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", "nightly.yml", "--artifact", "ditox-report-onnxruntime-extended"]
+        assert main_inner([*argv, "--out", str(out)], github_env(tmp_path, server.url)) == 0
+        assert _fingerprints(out / "report.json") == _fingerprints(tmp_path / "r2.json")
 
 
 def test_the_first_night_has_no_previous_report_and_that_is_fine(tmp_path: Path) -> None:
@@ -140,7 +162,7 @@ def test_a_forks_run_of_the_workflow_on_a_branch_named_main_is_never_the_previou
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A fork PR that edits nightly.yml to run `on: pull_request` from its branch `main` makes a
-    successful "nightly.yml on main" run with its own artifact; taken as previous, everything in
+    finished "nightly.yml on main" run with its own artifact; taken as previous, everything in
     it would be known. Nor does a pull request or workflow_run of the repository's own count."""
     with GitHubServer() as server:
         own = _report_bytes(tmp_path, BUG_B)
@@ -165,7 +187,7 @@ def test_a_forks_run_of_the_workflow_on_a_branch_named_main_is_never_the_previou
         err = capsys.readouterr().err
         assert f"run {fork} " in err and "its code came from mallory/optimizer" in err
         assert "it ran on 'pull_request'" in err
-        assert f"runs/{taken}: the newest successful run" in err and "on 'workflow_dispatch'" in err
+        assert f"runs/{taken} (success): the newest finished run" in err and "on 'workflow_dispatch'" in err
         downloads = [x for x in server.exchanges if x.path.endswith("/zip")]
         assert len(downloads) == 1  # the forged artifacts were never fetched
 

@@ -359,8 +359,12 @@ def test_previous_from_a_workflow_is_downloaded_first_with_the_token(
     inputs = read_inputs(env)
     fetch, sweep, publish = plan(inputs, "py")
     assert fetch.command[4:] == (
-        *("previous", "--workflow", "nightly.yml", "--out", ".ditox-previous", "--branch", "main"),
+        *("previous", "--workflow", "nightly.yml", "--artifact", "ditox-report"),
+        *("--out", ".ditox-previous", "--branch", "main"),
     )
+    named = read_inputs({**env, "INPUT_PREVIOUS_ARTIFACT": "ditox-report-onnxruntime"})
+    (fetch_named, *_) = plan(named, "py")
+    assert fetch_named.command[fetch_named.command.index("--artifact") + 1] == "ditox-report-onnxruntime"
     assert stage_env(inputs, env, fetch)["GITHUB_TOKEN"] == "tok"
     assert "GITHUB_TOKEN" not in stage_env(inputs, env, sweep)
     for step in (sweep, publish):

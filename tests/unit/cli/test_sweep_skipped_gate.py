@@ -14,23 +14,25 @@ from ditox_ci.report.model import ModelEntry
 from tests.helpers import minimal_report
 
 
-def _report(skipped: int, ok: int, count: int = 1):
+def _report(skipped: int, ok: int, limit: float | None = None, count: int = 1):
     models = [ModelEntry(f"s{i}", "t", "", status="skipped", reason="r") for i in range(skipped)]
     models += [ModelEntry(f"o{i}", "t", "") for i in range(ok)]
-    return replace(minimal_report(), models=tuple(models), shard={"index": 0, "count": count})
+    stats = {} if limit is None else {"max_skipped": limit}
+    return replace(minimal_report(), models=tuple(models), shard={"index": 0, "count": count}, stats=stats)
 
 
 def test_a_whole_sweep_gates_on_its_skipped_share() -> None:
     log = Log({})
-    assert skipped_gate(_report(1, 1), 0.4, log, Path("s.md")) is True
-    assert skipped_gate(_report(1, 1), 0.5, log, Path("s.md")) is False
+    assert skipped_gate(_report(1, 1, 0.4), log, Path("s.md")) is True
+    assert skipped_gate(_report(1, 1, 0.5), log, Path("s.md")) is False
+    assert skipped_gate(_report(1, 1), log, Path("s.md")) is False
     with pytest.raises(InputError, match="no model ran: all 2 were skipped"):
-        skipped_gate(_report(2, 0), None, log, Path("s.md"))
+        skipped_gate(_report(2, 0), log, Path("s.md"))
 
 
 def test_a_shard_leaves_the_skipped_share_to_the_merge(capsys: pytest.CaptureFixture[str]) -> None:
     """A shard of four may hold only models that skip; 1 % of the whole sweep may be all of it."""
     log = Log({})
-    assert skipped_gate(_report(1, 1, count=4), 0.4, log, Path("s.md")) is False
-    assert skipped_gate(_report(2, 0, count=4), 0.4, log, Path("s.md")) is False
+    assert skipped_gate(_report(1, 1, 0.4, count=4), log, Path("s.md")) is False
+    assert skipped_gate(_report(2, 0, 0.4, count=4), log, Path("s.md")) is False
     assert "the merge judges the whole sweep" in capsys.readouterr().err

@@ -1,0 +1,106 @@
+"""What every example workflow that files issues needs, read from examples/*.yml as a maintainer
+copies them, and the permissions docs/threat-model.md gives each job. The image tests replay
+pr.yml, nightly.yml, the fork pair and release.yml; the nightlies of the other optimizers install
+ditox-ci from GitHub, so their shape is checked here: without `previous` a nightly calls last
+night's bugs new every night and never closes a fixed one; two publishers at once (a manual run
+beside the scheduled one, or a matrix of report jobs) each open an issue for one bug; a matrix
+of report jobs under one check name shows whichever finished last."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
+
+
+def _workflow(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def _publishes(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        step["with"]
+        for step in job.get("steps", [])
+        if str(step.get("uses", "")).startswith("ditox/action@") and step["with"].get("mode") == "publish"
+    ]
+
+
+def _uploads(job: dict[str, Any]) -> list[str]:
+    return [
+        str(step["with"]["name"])
+        for step in job.get("steps", [])
+        if str(step.get("uses", "")).startswith("actions/upload-artifact@")
+    ]
+
+
+FILING = [
+    (path.name, name)
+    for path in EXAMPLES
+    for name, job in _workflow(path)["jobs"].items()
+    if any(str(inputs.get("file_issues")) == "true" for inputs in _publishes(job))
+]
+
+
+def test_the_nightlies_are_among_the_workflows_that_file_issues() -> None:
+    assert {workflow for workflow, _ in FILING} >= {
+        "nightly.yml",
+        "nightly-onnxslim.yml",
+        "nightly-onnxscript.yml",
+        "nightly-onnxruntime.yml",
+    }
+
+
+@pytest.mark.parametrize(("workflow", "job_name"), FILING)
+def test_a_job_that_files_issues_knows_last_nights_report_and_publishes_alone(
+    workflow: str, job_name: str
+) -> None:
+    data = _workflow(ROOT / "examples" / workflow)
+    job = data["jobs"][job_name]
+    (inputs,) = _publishes(job)
+    # last night's report, from this workflow's own artifact, uploaded by this very job
+    assert inputs.get("previous") == f"workflow:{workflow}@${{{{ github.ref_name }}}}", inputs
+    assert inputs.get("previous_artifact", "ditox-report") in _uploads(job)
+    assert job["permissions"].get("actions") == "read"
+    assert str(inputs.get("close_fixed")) == "true"
+    # one publisher at a time, across runs and within the run's matrix
+    assert data["concurrency"]["cancel-in-progress"] is False
+    assert "github.ref" in data["concurrency"]["group"]
+    matrix = job.get("strategy", {}).get("matrix")
+    if matrix:
+        assert job["strategy"].get("max-parallel") == 1
+        assert all(f"matrix.{axis}" in inputs.get("check_name", "") for axis in matrix), inputs
+        assert all(f"matrix.{axis}" in inputs["previous_artifact"] for axis in matrix), inputs
+
+
+ROW = re.compile(r"^\| `(?P<workflow>[\w.-]+\.yml)` (?P<jobs>[\w, -]+?) \| (?P<permissions>[^|]+) \|", re.M)
+
+
+def _documented() -> list[tuple[str, str, set[str]]]:
+    text = (ROOT / "docs" / "threat-model.md").read_text(encoding="utf-8")
+    rows = []
+    for row in ROW.finditer(text):
+        granted = set(re.findall(r"`([\w-]+: (?:read|write))`", row["permissions"]))
+        if granted:  # "read-only (GitHub gives fork PRs nothing else)" names none
+            rows += [(row["workflow"], job.strip(), granted) for job in row["jobs"].split(",")]
+    return rows
+
+
+def test_the_threat_model_table_has_rows_for_the_nightlies() -> None:
+    nightlies = ("nightly-onnxslim.yml", "nightly-onnxscript.yml", "nightly-onnxruntime.yml")
+    assert {(w, j) for w, j, _ in _documented()} >= {(w, j) for w in nightlies for j in ("sweep", "report")}
+
+
+@pytest.mark.parametrize(("workflow", "job_name", "granted"), _documented())
+def test_the_threat_model_gives_each_job_the_permissions_its_workflow_grants(
+    workflow: str, job_name: str, granted: set[str]
+) -> None:
+    data = _workflow(ROOT / "examples" / workflow)
+    permissions = data["jobs"][job_name].get("permissions", data.get("permissions", {}))
+    assert {f"{scope}: {level}" for scope, level in permissions.items()} == granted
