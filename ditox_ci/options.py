@@ -96,6 +96,8 @@ def resolve(
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     values: dict[str, Any] = {}
+    # where each value that is not a flag's came from, for an error about it
+    origins: dict[str, str] = {}
 
     for key, raw in (config or {}).items():
         name = str(key).replace("-", "_")
@@ -103,12 +105,14 @@ def resolve(
             known = ", ".join(sorted(n.replace("_", "-") for n in fields))
             raise ConfigError(f"{config_origin}: unknown key '{key}' (known keys: {known})")
         values[name] = _parse(raw, hints[name], name, config_origin)
+        origins[name] = config_origin
 
     for prefix in ("DITOX_", "INPUT_"):
         for name in fields:
             raw = (env or {}).get(prefix + name.upper())
             if raw is not None and raw != "":
-                values[name] = _parse(raw, hints[name], name, f"environment {prefix}{name.upper()}")
+                origins[name] = f"environment {prefix}{name.upper()}"
+                values[name] = _parse(raw, hints[name], name, origins[name])
 
     for name, raw in (flags or {}).items():
         if raw is None or name not in fields:
@@ -118,5 +122,24 @@ def resolve(
         if isinstance(raw, float):
             _check_number(raw, name, "flag", UsageError)
         values[name] = raw if not isinstance(raw, str) else _parse(raw, hints[name], name, "flag")
+        origins.pop(name, None)
 
-    return cls(**values)
+    try:
+        return cls(**values)
+    except UsageError as exc:
+        raise _from_origin(cls, values, origins, exc) from None
+
+
+def _from_origin(
+    cls: type[T], values: Mapping[str, Any], origins: Mapping[str, str], exc: UsageError
+) -> UsageError | ConfigError:
+    """A value out of range is a usage error on the command line, and a config error (exit 3)
+    where a config file or the environment gave it: the one such value the class refuses alone."""
+    for name, origin in origins.items():
+        try:
+            cls(**{name: values[name]})
+        except UsageError as alone:
+            return ConfigError(f"{origin}: {alone}")
+        except TypeError:  # a class with required fields: it cannot be built from one
+            break
+    return exc

@@ -63,6 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="only write the generated corpus to DIR/corpus")
     add_sweep_arguments(parser)
     parser.set_defaults(out="ditox-fuzz")
+    # the sweep's options that mean something else here
+    helps = {
+        "out": "output folder (default ditox-fuzz): report.json, summary.md, coverage.svg, corpus/",
+        "configs": "comma list of configs (default: default,nop and pass:<p> for each generated pass)",
+        "passes": f"comma list: the passes to generate models for (default: all {len(GENERATORS)})",
+        "config": "YAML config file; fuzz reads its 'sweep:' section",
+    }
+    for action in parser._actions:
+        action.help = helps.get(action.dest, action.help)
 
 
 def selected_passes(requested: tuple[str, ...] | None) -> tuple[str, ...]:

@@ -93,7 +93,12 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
         help="MiB a worker may use, and × --jobs what they may use together (default 3584 each: 4 "
         "workers fit a 16 GB runner; together, what the machine has free if that is more)",
     )
-    add("--samples", type=int, help="input samples per model (default 1), plus one wide-range sample")
+    add(
+        "--samples",
+        type=int,
+        help="random input samples per model (default 1), plus a wide-range and a sign-structured one "
+        "where the inputs are random or recorded",
+    )
     add("--seed", type=int, help="seed for random inputs (default 0)")
     add(
         "--rtol",

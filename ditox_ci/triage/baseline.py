@@ -372,9 +372,10 @@ def update_baseline(
         return UpdateResult((), known)
     block = yaml.safe_dump([e.to_yaml() for e in added], sort_keys=False, allow_unicode=True)
     text = path.read_text() if exists else ""
-    item_indent = _appendable_item_indent(text)
-    if item_indent is not None:
-        new_text = text.rstrip("\n") + "\n" + _indent(block, item_indent)
+    appendable = _appendable(text)
+    if appendable is not None:
+        start, item_indent = appendable
+        new_text = start.rstrip("\n") + "\n" + _indent(block, item_indent)
     else:
         existing = (parse_yaml(text, f"baseline {path}", ConfigError) or {}) if exists else {}
         data = {"version": BASELINE_VERSION, **existing}
@@ -393,10 +394,11 @@ _NEW_FILE_HEADER = (
 )
 
 
-def _appendable_item_indent(text: str) -> str | None:
-    """The indent of the `entries:` list items when that list ends the file, else None.
+def _appendable(text: str) -> tuple[str, str] | None:
+    """The text to append new `- …` items to, and their indent, when the `entries:` list ends the
+    file (an empty one too: `entries: []`, as `baseline init` writes it, or `entries:`), else None.
 
-    Only then can new `- …` items be appended as text, keeping the reviewer's comments.
+    Only then can the items be appended as text, keeping the reviewer's comments.
     """
     lines = text.splitlines()
     top_level = [
@@ -404,11 +406,17 @@ def _appendable_item_indent(text: str) -> str | None:
         for i, line in enumerate(lines)
         if line and not line[0].isspace() and not line.startswith(("#", "-"))
     ]
-    if not top_level or lines[top_level[-1]].rstrip() != "entries:":
+    if not top_level or lines[top_level[-1]].rstrip() not in ("entries:", "entries: []"):
         return None
-    items = [re.match(r"(\s*)- ", line) for line in lines[top_level[-1] + 1 :]]
+    after = lines[top_level[-1] + 1 :]
+    items = [re.match(r"(\s*)- ", line) for line in after]
     indents = [m.group(1) for m in items if m]
-    return indents[0] if indents else None
+    if indents and lines[top_level[-1]].rstrip() == "entries:":
+        return text, indents[0]
+    if any(line.strip() and not line.lstrip().startswith("#") for line in after):
+        return None  # something else follows the list's key: rewritten whole
+    lines[top_level[-1]] = "entries:"
+    return "\n".join(lines), "  "
 
 
 def _indent(block: str, indent: str) -> str:

@@ -49,3 +49,12 @@ def test_the_commands_that_start_the_forkserver_early_are_those_that_run_a_worke
 )
 def test_only_commands_that_run_workers_start_the_forkserver_early(argv: list[str], runs: bool) -> None:
     assert _runs_workers(argv) is runs
+
+
+def test_fuzz_help_says_what_the_sweeps_options_mean_for_fuzz() -> None:
+    """fuzz takes the sweep's options, but its --out default, --configs default and --passes differ."""
+    (sub,) = (a for a in build_parser("fuzz")._actions if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(sub.choices["fuzz"].format_help().split())
+    assert "(default ditox-fuzz)" in text and "ditox-report" not in text
+    assert "default,fixed-point,nop,single" not in text
+    assert "the passes to generate models for" in text and "exactly this pass list" not in text

@@ -59,3 +59,21 @@ def test_tolerances_that_would_pass_everything_and_bad_fractions_are_usage_error
 def test_an_unknown_comparator_is_a_usage_error_listing_the_registered_ones():
     with pytest.raises(UsageError, match=r"unknown comparator 'nosuch'; known: .*classification.*tensor"):
         resolve(SweepOptions, flags={"comparator": "nosuch"}, env={}, config={})
+
+
+@pytest.mark.parametrize(
+    ("source", "origin"),
+    [
+        ({"env": {"DITOX_TIMEOUT": "0"}}, "environment DITOX_TIMEOUT: --timeout must be > 0"),
+        ({"env": {"INPUT_JOBS": "-1"}}, "environment INPUT_JOBS: --jobs must be positive"),
+        ({"config": {"max-skipped": 1.5}}, "config file: --max-skipped must be a fraction"),
+    ],
+)
+def test_a_value_out_of_range_from_a_config_file_or_the_environment_is_a_config_error_naming_it(
+    source, origin
+):
+    """Exit 3 as the README says, naming where the value came from: the user gave no such flag."""
+    with pytest.raises(ConfigError, match=origin):
+        resolve(SweepOptions, **source)
+    # a flag that overrides it leaves nothing wrong
+    assert resolve(SweepOptions, flags={"timeout": 5.0, "jobs": 2, "max_skipped": 0.5}, **source).jobs == 2

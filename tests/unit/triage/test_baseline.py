@@ -189,3 +189,23 @@ def test_an_interface_change_by_design_does_not_hide_an_invalid_model_written_be
     control = f"invalid-model: {dropped}\n\n==> Context"
     as_control = replace(retyped, measured={**retyped.measured, "checker": dropped, "control": control})
     assert baseline.match(as_control, TODAY).id == "rewrite-input-dtype-narrows-int64-inputs"
+
+
+@pytest.mark.parametrize("empty", ["entries: []", "entries:"])
+def test_update_of_an_empty_list_keeps_comments(tmp_path: Path, empty: str):
+    """`baseline init` on a report without findings writes `entries: []` under its header."""
+    path = tmp_path / "b.yml"
+    path.write_text(f"# reviewed by the team\nversion: 1\n{empty}\n# new ones below\n")
+    result = update_baseline(path, [make()], "tracked upstream", None, TODAY)
+    assert [e.fingerprint for e in result.added] == ["f" * 20]
+    text = path.read_text()
+    assert "# reviewed by the team" in text and "# new ones below" in text
+    assert load_baseline(path).match(make(), TODAY).reason == "tracked upstream"
+
+
+def test_update_of_a_file_whose_list_is_not_last_rewrites_it_whole(tmp_path: Path):
+    path = tmp_path / "b.yml"
+    path.write_text("entries:\n- {id: mine, reason: r, passes: [eliminate_identity]}\ninclude_default: true\n")
+    update_baseline(path, [make()], "tracked upstream", None, TODAY)
+    assert {e.id for e in load_baseline(path).entries} >= {"mine"}
+    assert load_baseline(path).match(make(), TODAY).reason == "tracked upstream"
