@@ -69,11 +69,7 @@ def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -
         log.error(str(exc))
         return exc.exit_code
     action.write_outputs(action.outputs(report, path), env)
-    code = action.gate(report, inputs.fail_on)
-    too_many = report.skipped_too_many()
-    if code and too_many is not None:
-        log.error(too_many)
-    return code
+    return action.gate(report, inputs.fail_on)
 
 
 if __name__ == "__main__":

@@ -134,12 +134,20 @@ def _from_origin(
     cls: type[T], values: Mapping[str, Any], origins: Mapping[str, str], exc: UsageError
 ) -> UsageError | ConfigError:
     """A value out of range is a usage error on the command line, and a config error (exit 3)
-    where a config file or the environment gave it: the one such value the class refuses alone."""
+    where a config file or the environment gave it: the one such value that, added alone to the
+    flags and defaults, is refused as `exc` says. The flags' own error when they are refused
+    already: that one is the command line's."""
+    given = {name: value for name, value in values.items() if name not in origins}
+    try:
+        cls(**given)
+    except UsageError as flagged:
+        return flagged
+    except TypeError:  # a field only the other sources give: nothing to tell them apart by
+        return exc
     for name, origin in origins.items():
         try:
-            cls(**{name: values[name]})
+            cls(**given, **{name: values[name]})
         except UsageError as alone:
-            return ConfigError(f"{origin}: {alone}")
-        except TypeError:  # a class with required fields: it cannot be built from one
-            break
+            if str(alone) == str(exc):
+                return ConfigError(f"{origin}: {exc}")
     return exc

@@ -214,11 +214,8 @@ def hand_over(out: Path, workspace: Path) -> None:
 
 
 def gate(report: Report, fail_on: str) -> int:
-    """The job's exit code for a finished report: 1 when it holds findings `fail_on` rejects, or
-    (unless `fail_on` is never) when the whole sweep skipped more than its `max_skipped`."""
-    if fail_on == "never":
-        return 0
-    return 1 if GATES[fail_on](report) or report.skipped_too_many() else 0
+    """The job's exit code for a finished report: 1 when `fail_on` rejects it (GATES)."""
+    return 1 if GATES[fail_on](report) else 0
 
 
 def outputs(report: Report, path: Path) -> dict[str, str]:

@@ -72,10 +72,12 @@ def _failing(report: Report, statuses: tuple[str, ...]) -> int:
     return sum(1 for f in report.findings if f.status in statuses and kind_gates(f.kind))
 
 
-# fail_on → how many findings make the job fail (exit code 1).
+# fail_on → how many reasons make the job fail (exit code 1): findings, and a whole sweep that
+# skipped more of its corpus than its --max-skipped (which the sweep or merge stage, or publish,
+# said in the log)
 GATES: dict[str, Callable[[Report], int]] = {
-    "new": lambda report: _failing(report, ("new",)),
-    "any": lambda report: _failing(report, ("new", "known")),
+    "new": lambda report: _failing(report, ("new",)) + report.skips().too_many,
+    "any": lambda report: _failing(report, ("new", "known")) + report.skips().too_many,
     "never": lambda report: 0,
 }
 

@@ -61,8 +61,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="generate at most N models: with --seed, the same corpus on any machine")
     parser.add_argument("--no-sweep", dest="no_sweep", action="store_true",
                         help="only write the generated corpus to DIR/corpus")
-    add_sweep_arguments(parser)
-    parser.set_defaults(out="ditox-fuzz")
     # the sweep's options that mean something else here
     helps = {
         "out": "output folder (default ditox-fuzz): report.json, summary.md, coverage.svg, corpus/",
@@ -70,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "passes": f"comma list: the passes to generate models for (default: all {len(GENERATORS)})",
         "config": "YAML config file; fuzz reads its 'sweep:' section",
     }
-    for action in parser._actions:
-        action.help = helps.get(action.dest, action.help)
+    add_sweep_arguments(parser, helps)
+    parser.set_defaults(out="ditox-fuzz")
 
 
 def selected_passes(requested: tuple[str, ...] | None) -> tuple[str, ...]:

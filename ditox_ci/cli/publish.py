@@ -51,6 +51,11 @@ class PublishSettings(PublishOptions):
     sarif: str | None = None
     junit: str | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("max_new_issues", "max_annotations", "max_writes"):
+            if getattr(self, name) < 0:
+                raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE", help="report.json to publish")
@@ -117,10 +122,6 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             raise UsageError(f"--pr must be a pull request number, got {settings.pr}")
         context = replace(context, pr_number=settings.pr, pr_unverified=True)
 
-    for name in ("max_new_issues", "max_annotations", "max_writes"):
-        if getattr(settings, name) < 0:
-            raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(settings, name)}")
-
     # A report may come from a fork's own code: nothing acts on it before it passes the schema.
     report = read_checked_report(Path(settings.report))
     previous = read_checked_report(Path(settings.previous)) if settings.previous else None
@@ -129,6 +130,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
     report = classify(report, baseline, previous)
+    if report.skips().too_many:  # the Action's gate: as the sweep or merge that wrote it said
+        log.error(report.skips().said())
     _require_a_github_context(context, settings.dry_run)
     # as root, beside what a process the optimizer left behind could reach: through no link
     for target, write in ((settings.sarif, write_sarif), (settings.junit, write_junit)):

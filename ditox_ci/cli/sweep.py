@@ -55,9 +55,13 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
-    """The options every command that sweeps accepts (sweep, fuzz)."""
-    add = parser.add_argument
+def add_sweep_arguments(parser: argparse.ArgumentParser, helps: Mapping[str, str] | None = None) -> None:
+    """The options every command that sweeps accepts (sweep, fuzz); `helps` replaces the help of
+    those (by name) that mean something else to the command."""
+
+    def add(*flags: str, **kwargs: Any) -> None:
+        name = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
+        parser.add_argument(*flags, **{**kwargs, "help": (helps or {}).get(name, kwargs.get("help"))})
     add(
         "--configs",
         type=_csv,
@@ -224,9 +228,9 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
             log.warning(warning)
     new = report.new_failures()
     tally = log_bugs(report, log)
-    skipped, share = report.skipped(), report.skipped_share()
+    skips = report.skips()
     log.notice(
-        f"{tally}; {len(report.models)} models ({skipped} skipped, {share:.1%}), "
+        f"{tally}; {skips.models} models ({skips.skipped} skipped, {skips.share:.1%}), "
         f"{len(report.findings)} findings in all; report: {written.report_path}, "
         f"summary: {written.summary_path}"
     )
@@ -274,21 +278,19 @@ def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
     report's `stats.max_skipped` of the corpus was skipped, which closes the gate like a new
     finding. A shard is judged by neither: it may hold only the models that skip, and the limit
     travels in its report to the merge, which judges the whole sweep."""
-    skipped, share = report.skipped(), report.skipped_share()
-    max_skipped = report.stats.get("max_skipped")
-    if report.shard.get("count", 1) > 1:
-        if max_skipped is not None and share > max_skipped:
-            log.info(f"this shard skipped {share:.1%} of its models; the merge judges the whole sweep")
+    skips = report.skips()
+    if not skips.whole:
+        if skips.limit is not None and skips.share > skips.limit:
+            log.info(f"this shard skipped {skips.share:.1%} of its models; the merge judges the whole sweep")
         return False
-    if report.models and skipped == len(report.models):
+    if skips.models and skips.skipped == skips.models:
         raise InputError(
-            f"no model ran: all {skipped} were skipped (reasons in {summary}); "
+            f"no model ran: all {skips.skipped} were skipped (reasons in {summary}); "
             "an empty sweep is not a green one"
         )
-    too_many = report.skipped_too_many()
-    if too_many is not None:
-        log.error(too_many)
-    return too_many is not None
+    if skips.too_many:
+        log.error(skips.said())
+    return skips.too_many
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -39,14 +39,16 @@ from ditox_ci.errors import ConfigError, GitHubError, GitHubUnavailable, InputEr
 from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
-from ditox_ci.report.model import MAX_REPORT_BYTES, read_report
+from ditox_ci.report.model import MAX_REPORT_BYTES, Report, read_report
+from ditox_ci.report.stats import SweepStats
 from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
 # runs looked at, newest first, for one that still has the artifact (artifacts expire)
 RUNS_LOOKED_AT = 10
 # the triggers on which only the default branch's workflow file runs, with the repository's code
 TRUSTED_EVENTS = ("schedule", "workflow_dispatch", "push")
-INTERRUPTED = "its sweep was interrupted"
+# artifact names the warning about a misnamed artifact lists
+NAMES_LISTED = 10
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,15 @@ def _untrusted_because(run: WorkflowRun, repository: str) -> str | None:
     return None
 
 
+def _not_whole_because(report: Report) -> str | None:
+    """Why `report` would call bugs new that are not: models it never finished or skipped."""
+    if SweepStats.from_json(report.stats).interrupted:
+        return "its sweep was interrupted"
+    if report.skips().too_many:
+        return f"its sweep skipped too much ({report.skips().said()})"
+    return None
+
+
 def _refused(what: str, exc: GithubException) -> GitHubError:
     return GitHubError(
         f"GitHub refused to {what} ({exc.status} {error_message(exc)}); the job needs "
@@ -162,6 +173,7 @@ def fetch_previous(
                 f"no workflow {workflow!r} in {context.repository}: name the file under .github/workflows"
             ) from None
         raise _refused(f"list the runs of {workflow}", exc) from None
+    names: set[str] = set()
     for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
@@ -174,6 +186,7 @@ def fetch_previous(
             found = retrier.call(what, partial(artifacts, run))
         except GithubException as exc:
             raise _refused(what, exc) from None
+        names.update(a.name for a in found)
         match = next((a for a in found if a.name == artifact and not a.expired), None)
         if match is None:
             continue
@@ -189,9 +202,16 @@ def fetch_previous(
             write_bytes_atomic(report, data)
         except OSError as exc:
             raise written_or_input_error(report, exc) from None
-        if read_report(report).stats.get("interrupted"):  # the same checks as any report from outside
+        why = _not_whole_because(read_report(report))  # read with the checks of any report from outside
+        if why is not None:
             report.unlink()
-            log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {INTERRUPTED}")
+            log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {why}")
             continue
         return PreviousRun(run.id, run.html_url, report, run.event, run.conclusion)
+    if names and artifact not in names:  # a misnamed artifact would look like the first night forever
+        listed = ", ".join(sorted(names)[:NAMES_LISTED]) + (", …" if len(names) > NAMES_LISTED else "")
+        log.warning(
+            f"the runs of {workflow} looked at have no artifact '{artifact}', only {listed}: "
+            "check the name (the Action's previous_artifact, `ditox-ci previous --artifact`)"
+        )
     return None

@@ -179,6 +179,30 @@ class ModelEntry:
 
 
 @dataclass(frozen=True)
+class Skips:
+    """How much of a sweep's corpus did not run to a verdict (any status but ok), against the
+    `--max-skipped` it ran with (its report's `stats.max_skipped`)."""
+
+    skipped: int
+    models: int
+    limit: float | None
+    # a whole sweep or a merge; a shard may hold only the models that skip: the merge judges it
+    whole: bool
+
+    @property
+    def share(self) -> float:
+        return self.skipped / self.models if self.models else 0.0
+
+    @property
+    def too_many(self) -> bool:
+        """Over the limit, which closes the gate like a new finding."""
+        return self.whole and self.limit is not None and self.share > self.limit
+
+    def said(self) -> str:
+        return f"{self.share:.1%} of the corpus was skipped, more than --max-skipped {self.limit:g}"
+
+
+@dataclass(frozen=True)
 class Report:
     tool: dict[str, Any]
     optimizer: dict[str, Any]
@@ -240,22 +264,14 @@ class Report:
         """The findings that close the gate (exit code 1)."""
         return [f for f in self.findings if f.gates]
 
-    def skipped(self) -> int:
-        """The models that did not run to a verdict (any status but ok)."""
-        return sum(1 for m in self.models if m.status != "ok")
-
-    def skipped_share(self) -> float:
-        return self.skipped() / len(self.models) if self.models else 0.0
-
-    def skipped_too_many(self) -> str | None:
-        """Why a whole sweep (not a shard: the merge judges those together) skipped more of its
-        corpus than the `stats.max_skipped` it ran with, which closes the gate like a new
-        finding; None when it did not."""
+    def skips(self) -> Skips:
         limit = self.stats.get("max_skipped")
-        share = self.skipped_share()
-        if self.shard.get("count", 1) > 1 or limit is None or share <= limit:
-            return None
-        return f"{share:.1%} of the corpus was skipped, more than --max-skipped {limit:g}"
+        return Skips(
+            skipped=sum(1 for m in self.models if m.status != "ok"),
+            models=len(self.models),
+            limit=None if limit is None else float(limit),
+            whole=self.shard.get("count", 1) == 1,
+        )
 
 
 def strict_json(value: Any) -> Any:

@@ -364,7 +364,7 @@ class _Context:
             return True
         if condition == "success()":
             return not run.failed
-        sarif = re.fullmatch(r"!cancelled\(\) && steps\.(\w+)\.outputs\.sarif != ''", condition)
-        if sarif:
-            return bool(self.value(f"steps.{sarif.group(1)}.outputs.sarif", run))
+        output = re.fullmatch(r"!cancelled\(\) && (steps\.\w+\.outputs\.[\w-]+) != ''", condition)
+        if output:
+            return bool(self.value(output.group(1), run))
         raise AssertionError(f"the replay does not know the condition {condition!r}")

@@ -126,7 +126,14 @@ def test_max_skipped_fails_the_job_when_more_of_the_corpus_was_skipped(
     assert outputs["new"] == "0" and sum(m["status"] != "ok" for m in report["models"]) == 2
     assert process.returncode == code, process.stderr
     # the sweep stage says so in either case (% is %25 in a workflow command)
-    assert "::error::33.3%25 of the corpus was skipped, more than --max-skipped 0.2" in process.stderr
+    said = "::error::33.3%25 of the corpus was skipped, more than --max-skipped 0.2"
+    assert said in process.stderr
+    # a publish job gates on the report it is given (the limit travels in it), and says why
+    process, _, _ = run_action(
+        tmp_path, "schedule", mode="publish", out="skips", fail_on=fail_on, **OFFLINE_PUBLISH
+    )
+    assert process.returncode == code, process.stderr
+    assert said in process.stderr
 
 
 @pytest.mark.parametrize(("fail_on", "expected"), [("new", "new"), ("any", "any"), ("never", None)])

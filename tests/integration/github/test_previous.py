@@ -48,6 +48,11 @@ def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
         stopped = json.loads(newer)
         stopped["stats"].update(interrupted=True, interrupted_by="SIGTERM")
         interrupted = json.dumps(stopped).encode()
+        skipping = json.loads(newer)  # half its models skipped, over its --max-skipped 0.2
+        skipping["stats"]["max_skipped"] = 0.2
+        for model in skipping["models"][::2]:
+            model.update(status="skipped", reason="the download failed")
+        skipped = json.dumps(skipping).encode()
 
         def artifact(data: bytes, name: str = "ditox-report") -> dict[str, bytes]:
             return {name: _zip(**{"report.json": data})}
@@ -57,6 +62,7 @@ def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
         # the night that found BUG_B failed its gate (fail_on: new): the next night must know it
         failed = server.add_workflow_run(nightly, conclusion="failure", artifacts=artifact(wanted))
         cut = server.add_workflow_run(nightly, conclusion="cancelled", artifacts=artifact(interrupted))
+        holes = server.add_workflow_run(nightly, conclusion="failure", artifacts=artifact(skipped))
         server.add_workflow_run(nightly, branch="experiment", artifacts=artifact(newer))
         server.add_workflow_run(nightly, expired=True, artifacts=artifact(newer))
         server.add_workflow_run(nightly, artifacts=artifact(newer, name="other"))
@@ -69,10 +75,11 @@ def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
         assert not (out / "ditox-report.zip").exists()
         err = capsys.readouterr().err
         assert f"run {cut} " in err and "its sweep was interrupted" in err
+        assert f"run {holes} " in err and "skipped too much (50.0%25 of the corpus was skipped" in err
         assert f"/actions/runs/{failed} (failure)" in err
 
 
-def test_another_artifact_name_picks_that_report(tmp_path: Path) -> None:
+def test_another_artifact_name_picks_that_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A workflow with a report job per matrix value uploads one artifact each."""
     with GitHubServer() as server:
         mine, theirs = _report_bytes(tmp_path, BUG_A, BUG_B), _report_bytes(tmp_path, BUG_A)
@@ -80,9 +87,15 @@ def test_another_artifact_name_picks_that_report(tmp_path: Path) -> None:
         reports["ditox-report-onnxruntime-extended"] = _zip(**{"report.json": mine})
         server.add_workflow_run("nightly.yml", artifacts=reports)
         out = tmp_path / "previous"
-        argv = ["previous", "--workflow", "nightly.yml", "--artifact", "ditox-report-onnxruntime-extended"]
-        assert main_inner([*argv, "--out", str(out)], github_env(tmp_path, server.url)) == 0
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out), "--artifact"]
+        assert main_inner([*argv, "ditox-report-onnxruntime-extended"], github_env(tmp_path, server.url)) == 0
         assert _fingerprints(out / "report.json") == _fingerprints(tmp_path / "r2.json")
+        # a misnamed one (the default here) would look like the first night every night: said
+        (out / "report.json").unlink()
+        assert main_inner([*argv, "ditox-report"], github_env(tmp_path, server.url)) == 0
+        assert not (out / "report.json").exists()
+        said = "no artifact 'ditox-report', only ditox-report-onnxruntime, ditox-report-onnxruntime-extended"
+        assert said in capsys.readouterr().err
 
 
 def test_the_first_night_has_no_previous_report_and_that_is_fine(tmp_path: Path) -> None:

@@ -32,11 +32,16 @@ def _publishes(job: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _uploads(job: dict[str, Any]) -> list[str]:
+def _uploads_after_publish(job: dict[str, Any]) -> list[str]:
+    """The artifacts uploaded after the publish step, once it went through (its outputs are set):
+    a report whose publish did not go through must not be tomorrow's previous."""
+    steps = job.get("steps", [])
+    publish = next(i for i, step in enumerate(steps) if step.get("with", {}).get("mode") == "publish")
+    went_through = f"${{{{ !cancelled() && steps.{steps[publish].get('id')}.outputs.report != '' }}}}"
     return [
         str(step["with"]["name"])
-        for step in job.get("steps", [])
-        if str(step.get("uses", "")).startswith("actions/upload-artifact@")
+        for step in steps[publish + 1 :]
+        if str(step.get("uses", "")).startswith("actions/upload-artifact@") and step.get("if") == went_through
     ]
 
 
@@ -66,7 +71,7 @@ def test_a_job_that_files_issues_knows_last_nights_report_and_publishes_alone(
     (inputs,) = _publishes(job)
     # last night's report, from this workflow's own artifact, uploaded by this very job
     assert inputs.get("previous") == f"workflow:{workflow}@${{{{ github.ref_name }}}}", inputs
-    assert inputs.get("previous_artifact", "ditox-report") in _uploads(job)
+    assert inputs.get("previous_artifact", "ditox-report") in _uploads_after_publish(job)
     assert job["permissions"].get("actions") == "read"
     assert str(inputs.get("close_fixed")) == "true"
     # one publisher at a time, across runs and within the run's matrix

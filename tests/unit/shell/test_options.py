@@ -1,5 +1,6 @@
 import pytest
 
+from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.options import resolve
 from ditox_ci.run_options import SweepOptions
@@ -77,3 +78,18 @@ def test_a_value_out_of_range_from_a_config_file_or_the_environment_is_a_config_
         resolve(SweepOptions, **source)
     # a flag that overrides it leaves nothing wrong
     assert resolve(SweepOptions, flags={"timeout": 5.0, "jobs": 2, "max_skipped": 0.5}, **source).jobs == 2
+
+
+def test_a_flag_out_of_range_stays_a_usage_error_beside_values_from_the_environment():
+    """The environment's valid value is not blamed for the flag's error, nor for one of two."""
+    with pytest.raises(UsageError, match="--timeout must be > 0"):
+        resolve(SweepOptions, flags={"timeout": 0.0}, env={"DITOX_SEED": "1"})
+    with pytest.raises(UsageError, match="--timeout must be > 0"):
+        resolve(SweepOptions, flags={"timeout": 0.0}, env={"DITOX_JOBS": "-1"})
+
+
+def test_a_negative_publish_limit_is_refused_where_it_was_given():
+    with pytest.raises(UsageError, match="--max-new-issues must be 0 or more, got -1"):
+        resolve(PublishSettings, flags={"max_new_issues": -1})
+    with pytest.raises(ConfigError, match="config file: --max-writes must be 0 or more"):
+        resolve(PublishSettings, config={"max-writes": -5})

@@ -205,7 +205,9 @@ def test_update_of_an_empty_list_keeps_comments(tmp_path: Path, empty: str):
 
 def test_update_of_a_file_whose_list_is_not_last_rewrites_it_whole(tmp_path: Path):
     path = tmp_path / "b.yml"
-    path.write_text("entries:\n- {id: mine, reason: r, passes: [eliminate_identity]}\ninclude_default: true\n")
+    mine = "- {id: mine, reason: r, passes: [eliminate_identity]}"
+    path.write_text(f"entries:\n{mine}\ninclude_default: false\n")
     update_baseline(path, [make()], "tracked upstream", None, TODAY)
-    assert {e.id for e in load_baseline(path).entries} >= {"mine"}
+    # include_default survived the rewrite: no shipped entry
+    assert {e.id for e in load_baseline(path).entries} == {"mine", "accepted-" + "f" * 12}
     assert load_baseline(path).match(make(), TODAY).reason == "tracked upstream"
