@@ -20,15 +20,16 @@ Find the newest finished run of WORKFLOW in this repository (GITHUB_REPOSITORY) 
 the ARTIFACT a report job uploaded, among the runs of the repository's own code (head repository
 GITHUB_REPOSITORY, not a fork) on a trusted trigger (schedule, workflow_dispatch, push), and write
 its report.json to OUT. A run that failed counts (a nightly fails on the night it finds a bug, and
-the next night must know that bug); a report from an interrupted sweep does not (its unfinished
-models would make their bugs new again). The log says which run was taken and why any newer one
-was passed over. Pass that file as --previous to sweep (its timings balance the shards) and
-publish (findings gone since are fixed; with --close-fixed their issues are closed). No such run
-yet (the first night) is not an error: nothing is written and the exit code is 0. Nor is GitHub
-being down (5xx, the network, a rate limit past the wait) once the retries are spent: a warning
-says so, nothing is written, and the stages run as on the first night (nothing is marked fixed, no
-issue closed). GitHub refusing (a token without `actions: read`, an unknown workflow) stays an
-error. The token needs `actions: read`.
+the next night must know that bug); a report from an interrupted sweep, or one that skipped more
+than its --max-skipped, does not (the models it never judged would make their bugs new again).
+The log says which run was taken and why any newer one was passed over. Pass that file as
+--previous to sweep (its timings balance the shards) and publish (findings gone since are fixed;
+with --close-fixed their issues are closed). No such run yet (the first night) is not an error:
+nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the network, a rate
+limit past the wait) once the retries are spent: a warning says so, nothing is written, and the
+stages run as on the first night (nothing is marked fixed, no issue closed). GitHub refusing (a
+token without `actions: read`, an unknown workflow) stays an error. The token needs `actions:
+read`.
 
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous

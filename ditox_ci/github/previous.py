@@ -9,8 +9,11 @@ A run that failed counts: a nightly fails on the night it finds a bug (`fail_on:
 only successful runs taken, every later night would compare with the night before that bug, call
 it new again and fail again, and never see it fixed, so its issue would never close. What makes a
 report usable is that it is whole, not how its run ended: one from an interrupted sweep (a shard
-cancelled or out of time) is passed over for an older one, since its unfinished models would make
-their bugs new again.
+cancelled or out of time), or one that skipped more of its corpus than its --max-skipped, is passed
+over for an older one, since the models it never judged would make their bugs new again. (The
+example nightlies upload the report only once publish went through: a night whose publish failed
+must not be the one the next compares with, or a bug it showed fixed would never be marked fixed
+again, and its issue never closed.)
 
 Only runs of this repository's own code count: a fork's pull request can edit `nightly.yml` to
 run `on: pull_request` from a branch it names `main`, and its successful run with its own
