@@ -31,6 +31,7 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
+from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
 from ditox_ci.report.model import INTERNAL_ERROR
@@ -187,6 +188,7 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
         opaque=info.opaque,
         passes_ordered=info.order_matters,
         deadline=stream.pinpoint_deadline if stream is not None else None,
+        build=build_under_test(setup.build),
     )
 
 

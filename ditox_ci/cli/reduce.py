@@ -27,6 +27,7 @@ from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import resolve
 from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
 from ditox_ci.pinpoint.reduce import reduce, same_finding
+from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.run_options import ReduceOptions, worker_config
@@ -131,6 +132,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         options.timeout,
         runner_name=runner_name,
         names=result.names,
+        build=build_under_test(build),
     )
     log.info(
         f"{failure.kind}: {result.record.nodes_before} -> {result.record.nodes_after} nodes "

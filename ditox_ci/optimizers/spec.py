@@ -42,6 +42,14 @@ class OptimizerSpec:
         """Whether ditox-ci installs it (into a folder of its own) before loading it."""
         return self.kind in INSTALLED_KINDS
 
+    @property
+    def a_release(self) -> bool:
+        """Whether it names a release an index serves (a built-in name, `onnxoptimizer==0.4.1`),
+        which pip installs again by its name and version; a wheel, a checkout or a URL is a build
+        whose version need not be any release's (a nightly's wheel of main says 0.4.2 too)."""
+        direct = "://" in self.text or "@" in self.text or _VCS_URL.match(self.text)
+        return self.kind in ("builtin", "requirement") and not direct
+
 
 def _builtin_names() -> tuple[str, ...]:
     return tuple(OPTIMIZERS)

@@ -48,7 +48,7 @@ from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
-from ditox_ci.pinpoint.repro import write_bundle
+from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.evidence import Reduction
 from ditox_ci.report.kinds import kind_gates
@@ -74,6 +74,9 @@ class PinpointOptions:
     # time.monotonic() after which nothing more is localized or reduced (a fuzz run's budget);
     # findings left then keep the sweep's culprit and fingerprint
     deadline: float | None = None
+    # where the workers loaded the optimizer from: the standalone check and the bundles run and
+    # name that build, not the one this process would import
+    build: BuildUnderTest = AS_INSTALLED
 
     def budget_left(self) -> float:
         """Seconds one more reduction may take."""
@@ -206,9 +209,11 @@ def write_repro(
     divergence: Divergence | None = None,
     runner_name: str = "onnxruntime",
     names: Mapping[str, str] | None = None,
+    build: BuildUnderTest = AS_INSTALLED,
 ) -> Path:
     """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs
-    (`names`: the original's names of its values, when reduction renamed them).
+    (`names`: the original's names of its values, when reduction renamed them; `build`: where the
+    workers loaded the optimizer from).
 
     Runs `runner_name` (the runner that judged the model) in the calling process: only call it on
     a model a worker already ran (the original of a sweep, or a candidate a worker judged as still
@@ -233,6 +238,7 @@ def write_repro(
         timeout_s=timeout_s,
         runner=runner_name,
         names=names or {},
+        build=build,
     )
 
 
@@ -400,6 +406,7 @@ class _Pinpointer:
             *self._tolerances,
             self.options.out_dir / REPRO_DIR / finding.fingerprint,
             timeout_s,
+            self.options.build.path,
         )
 
     def _bundle(
@@ -427,6 +434,7 @@ class _Pinpointer:
                 divergence,
                 runner_name,
                 names,
+                self.options.build,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
         return self.bundles[finding.fingerprint]

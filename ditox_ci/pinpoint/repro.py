@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.repro_runtime import write_samples
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+from ditox_ci.optimizers.install import Installation
+from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.report.model import Finding
 from ditox_ci.report.templates import render
 
@@ -62,22 +65,58 @@ def _distributions(optimizer_spec: str, loaded: LoadedOptimizer | None) -> tuple
     return tuple(importlib.metadata.packages_distributions().get(module, ()))[:1]
 
 
-def requirements(optimizer_spec: str, loaded: LoadedOptimizer | None = None) -> str:
+@dataclass(frozen=True)
+class BuildUnderTest:
+    """Where the sweep's workers loaded the optimizer from, when ditox-ci installed it: `path`, the
+    folder first on their sys.path; `unreleased`, the --optimizer it came from when that is a
+    wheel, a checkout or a URL (a build, not the release of its version, which a reader must
+    install instead of the pin)."""
+
+    path: str | None = None
+    unreleased: str = ""
+
+
+# the optimizer as this environment has it installed
+AS_INSTALLED = BuildUnderTest()
+
+
+def build_under_test(installation: Installation) -> BuildUnderTest:
+    unreleased = installation.path is not None and not parse_spec(installation.spec).a_release
+    return BuildUnderTest(installation.path, installation.spec if unreleased else "")
+
+
+def requirements(
+    optimizer_spec: str, loaded: LoadedOptimizer | None = None, build: BuildUnderTest = AS_INSTALLED
+) -> str:
     """Pinned lines for the runtime stack and every distribution the optimizer imports, as
-    installed right now (`loaded`: the optimizer, when the caller has loaded it already)."""
+    installed for the sweep (`loaded`: the optimizer, when the caller has loaded it already); the
+    optimizer of an unreleased build as a comment that says to install that build."""
     lines = []
     optimizer = _distributions(optimizer_spec, loaded or _loaded(optimizer_spec))
     for name in dict.fromkeys((*BASE_REQUIREMENTS, *optimizer)):
-        version = _installed_version(name)
-        lines.append(f"{name}=={version}" if version else f"# {name}: not installed as a distribution")
+        version = installed_version(name, build.path if name in optimizer else None)
+        if not version:
+            lines.append(f"# {name}: not installed as a distribution")
+        elif name in optimizer and build.unreleased:
+            lines.append(
+                f"# {name} {version}: the build this run swept ({build.unreleased}), not a release: "
+                "install that build, not the release of its version"
+            )
+        else:
+            lines.append(f"{name}=={version}")
     if not optimizer:
         lines.append(f"# optimizer {optimizer_spec}: not an installed distribution, bring it along")
     return "\n".join(lines) + "\n"
 
 
-def _installed_version(distribution: str) -> str:
-    """The installed version, or "" where a custom adapter declares a distribution that is not
-    installed (it may import its optimizer from a checkout)."""
+def installed_version(distribution: str, path: str | None = None) -> str:
+    """The version installed in folder `path` (a build ditox-ci installed), else in this
+    environment; "" where a custom adapter declares a distribution that is not installed (it may
+    import its optimizer from a checkout)."""
+    if path is not None:
+        found = next(iter(importlib.metadata.distributions(name=distribution, path=[path])), None)
+        if found is not None:
+            return found.version
     try:
         return importlib.metadata.version(distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -121,6 +160,7 @@ def write_bundle(
     timeout_s: float = 60.0,
     runner: str = "onnxruntime",
     names: Mapping[str, str] | None = None,
+    build: BuildUnderTest = AS_INSTALLED,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
@@ -139,7 +179,7 @@ def write_bundle(
     copy_runtime(bundle)
     # loaded once: each load imports the optimizer's module under quoted output
     loaded = _loaded(optimizer_spec)
-    (bundle / "requirements.txt").write_text(requirements(optimizer_spec, loaded))
+    (bundle / "requirements.txt").write_text(requirements(optimizer_spec, loaded, build))
     optimizer = _distributions(optimizer_spec, loaded)
     context: dict[str, Any] = {
         "finding": finding,
@@ -148,7 +188,8 @@ def write_bundle(
         "optimizer_spec": bundled_spec(bundle, optimizer_spec, loaded),
         "optimizer_name": optimizer_spec,
         "passes_ordered": loaded is None or loaded.info.order_matters,
-        "optimizer_version": _installed_version(optimizer[0]) if optimizer else "",
+        "optimizer_version": installed_version(optimizer[0], build.path) if optimizer else "",
+        "unreleased": build.unreleased,
         "rtol": rtol,
         "atol": atol,
         "timeout_s": timeout_s,

@@ -10,8 +10,8 @@ shape before and after, and whether the values agree) for the issue's first sent
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ditox_ci.pinpoint.repro import installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, script, standalone_record
@@ -62,13 +63,19 @@ sys.exit(code)
 """
 
 
-def _versions() -> dict[str, str]:
+def _with_build(env: Mapping[str, str], build_path: str | None) -> dict[str, str]:
+    """`env` with the build's folder first on PYTHONPATH, as a worker puts it first on sys.path."""
+    if build_path is None:
+        return dict(env)
+    return {**env, "PYTHONPATH": os.pathsep.join(filter(None, [build_path, env.get("PYTHONPATH")]))}
+
+
+def _versions(build_path: str | None) -> dict[str, str]:
     versions = {}
     for name in ("onnx", "onnxruntime", "onnxoptimizer"):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
+        version = installed_version(name, build_path if name in STANDALONE_OPTIMIZERS else None)
+        if version:
+            versions[name] = version
     return versions
 
 
@@ -83,16 +90,18 @@ def checked_standalone(
     atol: float,
     bundle: Path,
     timeout_s: float,
+    build_path: str | None = None,
 ) -> dict[str, Any] | None:
     """The standalone record of `finding` (reduced `model`, the sample of `feeds` it failed on), with
-    `reproduces` and `optimized` filled by running the script; also written to the bundle."""
+    `reproduces` and `optimized` filled by running the script with the build the sweep's workers
+    loaded (`build_path` first on its path, as theirs); also written to the bundle."""
     if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
         return None
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
     sample = finding.measured.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
     model, feed, _ = canonical(model, feed)
-    record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions())
+    record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions(build_path))
     if record is None:
         return None
     path = bundle / SCRIPT_NAME
@@ -108,6 +117,7 @@ def checked_standalone(
             errors="replace",
             timeout=max(1.0, timeout_s),
             cwd=bundle,
+            env=_with_build(os.environ, build_path),
         )
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}

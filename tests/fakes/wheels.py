@@ -73,9 +73,12 @@ def planted_build(folder: Path, version: str, bugs: Iterable[str]) -> Path:
     return write_wheel(folder, "planted-opt", version, {f"{PACKAGE}/__init__.py": source})
 
 
-def repack_installed(folder: Path, distribution: str, package: str, version: str) -> Path:
+def repack_installed(
+    folder: Path, distribution: str, package: str, version: str, appended: Mapping[str, str] | None = None
+) -> Path:
     """A wheel of the installed `package` (its compiled extension included) whose `version.py` says
-    `version`: a report naming that version proves this copy ran, not another one on the path."""
+    `version`: a report naming that version proves this copy ran, not another one on the path.
+    `appended` adds code at the end of files of the package (path in the wheel → text)."""
     installed = importlib.metadata.distribution(distribution)
     files: dict[str, str | bytes] = {}
     for entry in installed.files or ():
@@ -83,4 +86,50 @@ def repack_installed(folder: Path, distribution: str, package: str, version: str
         if path.startswith(f"{package}/") and "__pycache__" not in path:
             files[path] = Path(str(entry.locate())).read_bytes()
     files[f"{package}/version.py"] = f"version = {version!r}\n"
+    for path, code in (appended or {}).items():
+        files[path] = Path(str(installed.locate_file(path))).read_text() + code
     return write_wheel(folder, distribution, version, files)
+
+
+# onnxoptimizer's native module wrapped so that eliminate_identity doubles the model's first
+# initializer: a miscompilation the release installed here does not have
+MISCOMPILED_PASS = "eliminate_identity"
+_MISCOMPILATION = f"""
+
+import onnx as _onnx
+from onnx import numpy_helper as _numpy_helper
+
+_native = onnx_opt_cpp2py_export
+
+
+class _Miscompiled:
+    def __getattr__(self, name):
+        return getattr(_native, name)
+
+    @staticmethod
+    def _broken(data, passes):
+        if {MISCOMPILED_PASS!r} not in passes:
+            return data
+        model = _onnx.ModelProto()
+        model.ParseFromString(data)
+        for weight in model.graph.initializer[:1]:
+            weight.CopyFrom(_numpy_helper.from_array(_numpy_helper.to_array(weight) * 2, weight.name))
+        return model.SerializeToString()
+
+    def optimize(self, data, passes):
+        return self._broken(_native.optimize(data, passes), passes)
+
+    def optimize_fixedpoint(self, data, passes):
+        return self._broken(_native.optimize_fixedpoint(data, passes), passes)
+
+
+onnx_opt_cpp2py_export = C = _Miscompiled()
+"""
+
+
+def miscompiling_onnxoptimizer(folder: Path, version: str) -> Path:
+    """A wheel of the installed onnxoptimizer, as `version`, whose MISCOMPILED_PASS miscompiles: a
+    pull request's (or main's) build with a bug the release lacks."""
+    return repack_installed(
+        folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": _MISCOMPILATION}
+    )

@@ -15,6 +15,7 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
+from wheels import MISCOMPILED_PASS, miscompiling_onnxoptimizer
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
@@ -23,7 +24,7 @@ from ditox_ci.engine.values import Feeds
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
-from tests.helpers import FAKES, run_cli
+from tests.helpers import FAKES, run_cli, sweep
 from tests.integration.engine.test_runner_reference import _model as _double_erf_model
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -420,3 +421,43 @@ def test_a_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:
     broken, fixed = repro(), repro("--optimizer", "onnxoptimizer")
     assert broken.returncode == 1 and "BUG PRESENT" in broken.stdout, broken.stdout + broken.stderr
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
+def test_a_builds_own_bug_is_checked_and_bundled_with_that_build_not_the_installed_release(
+    tmp_path: Path,
+) -> None:
+    """A wheel of main or of a pull request with a bug the release installed beside ditox-ci lacks:
+    the standalone check ran that release, so the issue said the bug did not show when ditox-ci
+    ran its script, and the bundle pinned the release, whose repro.py says the bug is fixed."""
+    wheel = miscompiling_onnxoptimizer(tmp_path / "dist", "0.4.3.dev0")
+    weight = onnx.numpy_helper.from_array(np.arange(6, dtype=np.float32).reshape(2, 3), "w")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["a"]), onnx.helper.make_node("Add", ["a", "w"], ["y"])],
+        "identity_add",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 3])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 3])],
+        [weight],
+    )
+    (tmp_path / "models").mkdir()
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    onnx.save(model, tmp_path / "models" / "m.onnx")
+    flags = ("--optimizer", str(wheel), "--models", str(tmp_path / "models"), "--jobs", "1")
+    flags += ("--configs", f"nop,pass:{MISCOMPILED_PASS}", "--cache-dir", str(tmp_path / "cache"))
+    code, report, err = sweep(*flags, out=tmp_path / "out")
+    assert code == 1, err
+    (finding,) = report["findings"]
+    standalone = finding["evidence"]["standalone"]
+    assert standalone["reproduces"] is True
+    assert standalone["versions"]["onnxoptimizer"] == "0.4.3.dev0"
+    bundle = tmp_path / "out" / "repro" / finding["fingerprint"]
+    pins = (bundle / "requirements.txt").read_text()
+    assert "onnxoptimizer==" not in pins
+    assert f"# onnxoptimizer 0.4.3.dev0: the build this run swept ({wheel}), not a release" in pins
+    assert "onnxoptimizer 0.4.3.dev0: the build" in (bundle / "README.md").read_text()
+    # repro.py shows the bug with that build installed, and not with the release
+    (build,) = (tmp_path / "cache" / "builds").iterdir()
+    command = [sys.executable, "repro.py"]
+    for env, code in (({**os.environ, "PYTHONPATH": str(build)}, 1), (dict(os.environ), 0)):
+        ran = subprocess.run(command, cwd=bundle, env=env, capture_output=True, text=True)
+        said = ran.stdout + ran.stderr
+        assert ran.returncode == code and ("BUG PRESENT" in said) == (code == 1), said

@@ -49,6 +49,25 @@ def test_each_form_has_one_kind(workspace: Path, spec: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("spec", "release"),
+    [
+        ("onnxoptimizer", True),
+        ("onnxoptimizer==0.3.13", True),
+        ("onnxoptimizer>=0.4", True),
+        (f"dist/{WHEEL}", False),  # main's wheel says 0.4.2 too: not the release of that number
+        ("checkout", False),
+        ("git+https://example.invalid/onnx/optimizer@main", False),
+        ("opt @ https://example.invalid/opt-1.0-py3-none-any.whl", False),
+        ("my_pkg.sub:optimize", False),
+    ],
+)
+def test_a_release_is_what_an_index_serves_by_name_and_version(
+    workspace: Path, spec: str, release: bool
+) -> None:
+    assert parse_spec(spec).a_release is release
+
+
+@pytest.mark.parametrize(
     ("spec", "says"),
     [
         ("dist/missing-0.1-py3-none-any.whl", "no such wheel file"),
