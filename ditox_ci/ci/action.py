@@ -120,7 +120,7 @@ def _previous_steps(inputs: ActionInputs, python: str) -> list[Step]:
     if not inputs.previous.startswith(WORKFLOW_PREFIX) or inputs.mode == "merge":
         return []
     workflow, _, branch = inputs.previous[len(WORKFLOW_PREFIX) :].partition("@")
-    argv = ["previous", "--workflow", workflow, "--artifact", inputs.previous_artifact]
+    argv = ["previous", "--workflow", workflow, "--artifact", inputs.artifact]
     argv += ["--out", str(FETCHED_PREVIOUS)]
     return [_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True)]
 

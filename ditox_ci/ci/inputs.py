@@ -32,7 +32,7 @@ class ActionInputs:
     exercise_budget: float | None = None
     baseline: str = ""
     previous: str = ""
-    previous_artifact: str = "ditox-report"
+    artifact: str = "ditox-report"
     shard_index: int = 0
     shard_count: int = 1
     rtol: float | None = None
@@ -240,6 +240,8 @@ PUBLISH_FLAGS = (
     InputFlag("comment_key", _given),
     InputFlag("file_issues", _switch),
     InputFlag("max_new_issues", _given),
+    # the texts tell readers to download it; `previous: workflow:` downloads it (its own --artifact)
+    InputFlag("artifact", _given),
     # code scanning and test-report tools read these; the outputs `sarif` and `junit` name them
     InputFlag("sarif", _given, value=_below_out(SARIF_FILE), reads=("out",)),
     InputFlag("junit", _given, value=_below_out(JUNIT_FILE), reads=("out",)),
@@ -254,5 +256,4 @@ ACTION_ONLY = {
     "reports": "the merge stage's arguments",
     "github_token": "the publishing stage's environment, never a command line",
     "fail_on": "the job's exit code (GATES)",
-    "previous_artifact": "the previous download's --artifact (with `previous: workflow:…`)",
 }

@@ -62,6 +62,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
     parser.add_argument("--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known")
     parser.add_argument(
+        "--artifact",
+        metavar="NAME",
+        help="the artifact the workflow uploads the report folder as, which the comment, check and "
+        "issues tell readers to download (default ditox-report)",
+    )
+    parser.add_argument(
         "--pr",
         type=int,
         metavar="N",

@@ -215,6 +215,6 @@ def fetch_previous(
         listed = ", ".join(sorted(names)[:NAMES_LISTED]) + (", …" if len(names) > NAMES_LISTED else "")
         log.warning(
             f"the runs of {workflow} looked at have no artifact '{artifact}', only {listed}: "
-            "check the name (the Action's previous_artifact, `ditox-ci previous --artifact`)"
+            "check the name (the Action's `artifact` input, `ditox-ci previous --artifact`)"
         )
     return None

@@ -59,6 +59,8 @@ def test_defaults_run_sweep_then_publish() -> None:
             "--no-file-issues",
             "--max-new-issues",
             "10",
+            "--artifact",
+            "ditox-report",
             "--sarif",
             "ditox-report/ditox.sarif",
             "--junit",
@@ -187,6 +189,8 @@ def test_merge_and_publish_modes() -> None:
             "--file-issues",
             "--max-new-issues",
             "10",
+            "--artifact",
+            "ditox-report",
             "--sarif",
             "merged/ditox.sarif",
             "--junit",
@@ -362,7 +366,7 @@ def test_previous_from_a_workflow_is_downloaded_first_with_the_token(
         *("previous", "--workflow", "nightly.yml", "--artifact", "ditox-report"),
         *("--out", ".ditox-previous", "--branch", "main"),
     )
-    named = read_inputs({**env, "INPUT_PREVIOUS_ARTIFACT": "ditox-report-onnxruntime"})
+    named = read_inputs({**env, "INPUT_ARTIFACT": "ditox-report-onnxruntime"})
     (fetch_named, *_) = plan(named, "py")
     assert fetch_named.command[fetch_named.command.index("--artifact") + 1] == "ditox-report-onnxruntime"
     assert stage_env(inputs, env, fetch)["GITHUB_TOKEN"] == "tok"

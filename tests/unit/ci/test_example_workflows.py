@@ -24,11 +24,19 @@ def _workflow(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-def _publishes(job: dict[str, Any]) -> list[dict[str, Any]]:
+def _publishes(job: dict[str, Any], modes: tuple[str, ...] = ("publish",)) -> list[dict[str, Any]]:
     return [
         step["with"]
         for step in job.get("steps", [])
-        if str(step.get("uses", "")).startswith("ditox/action@") and step["with"].get("mode") == "publish"
+        if str(step.get("uses", "")).startswith("ditox/action@") and step["with"].get("mode") in modes
+    ]
+
+
+def _artifacts(job: dict[str, Any], action: str) -> list[str]:
+    return [
+        str(step["with"]["name"])
+        for step in job.get("steps", [])
+        if str(step.get("uses", "")).startswith(f"actions/{action}-artifact@") and "name" in step["with"]
     ]
 
 
@@ -71,7 +79,7 @@ def test_a_job_that_files_issues_knows_last_nights_report_and_publishes_alone(
     (inputs,) = _publishes(job)
     # last night's report, from this workflow's own artifact, uploaded by this very job
     assert inputs.get("previous") == f"workflow:{workflow}@${{{{ github.ref_name }}}}", inputs
-    assert inputs.get("previous_artifact", "ditox-report") in _uploads_after_publish(job)
+    assert inputs.get("artifact", "ditox-report") in _uploads_after_publish(job)
     assert job["permissions"].get("actions") == "read"
     assert str(inputs.get("close_fixed")) == "true"
     # one publisher at a time, across runs and within the run's matrix
@@ -81,7 +89,24 @@ def test_a_job_that_files_issues_knows_last_nights_report_and_publishes_alone(
     if matrix:
         assert job["strategy"].get("max-parallel") == 1
         assert all(f"matrix.{axis}" in inputs.get("check_name", "") for axis in matrix), inputs
-        assert all(f"matrix.{axis}" in inputs["previous_artifact"] for axis in matrix), inputs
+        assert all(f"matrix.{axis}" in inputs["artifact"] for axis in matrix), inputs
+
+
+PUBLISHING = [
+    (path.name, name)
+    for path in EXAMPLES
+    for name, job in _workflow(path)["jobs"].items()
+    if _publishes(job, ("publish", "all"))
+]
+
+
+@pytest.mark.parametrize(("workflow", "job_name"), PUBLISHING)
+def test_the_artifact_the_texts_name_is_the_one_the_job_has(workflow: str, job_name: str) -> None:
+    """The comment, check and issues say "download the `<artifact>` artifact": the job uploads it, or
+    publishes one it downloaded (the fork pair)."""
+    job = _workflow(ROOT / "examples" / workflow)["jobs"][job_name]
+    (inputs,) = _publishes(job, ("publish", "all"))
+    assert inputs.get("artifact", "ditox-report") in _artifacts(job, "upload") + _artifacts(job, "download")
 
 
 ROW = re.compile(r"^\| `(?P<workflow>[\w.-]+\.yml)` (?P<jobs>[\w, -]+?) \| (?P<permissions>[^|]+) \|", re.M)
