@@ -63,9 +63,11 @@ class Check(Surface):
 
     def publish(self, report: Report, texts: Texts) -> None:
         new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]
-        failing = report.new_failures()
+        failing, skips = report.new_failures(), report.skips()
         title = headline(group_bugs(failing), "new") if failing else "no new bugs"
-        conclusion = "failure" if failing else "success"
+        if skips.too_many:  # it gates like a new bug (the Action's GATES): the check says so
+            title = f"{title}; {skips.said()}"
+        conclusion = "failure" if failing or skips.too_many else "success"
         # one annotation per bug, on a file of this repository: the culprit pass's source when the
         # workspace is the optimizer's checkout, else the workflow that ran the check
         places = [self._place(report, bug) for bug in new]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from tests.integration.github_fixtures import (
@@ -218,3 +219,16 @@ def test_one_annotation_per_bug_on_a_file_of_the_repository(server, tmp_path: Pa
     # the repro command of the first new bug (the one seen most) and the run it came from
     assert f"cd repro/{BUG_B.fingerprint}\npython -m pip install -r requirements.txt" in summary
     assert "[this run](https://github.com/octo/optimizer/actions/runs/42)" in summary
+
+
+def test_a_sweep_that_skipped_more_than_its_limit_fails_the_check_too(server, tmp_path: Path):
+    """The Action's job fails on it like on a new bug; a green "no new bugs" check beside it lied."""
+    data = report()
+    skipped = tuple(replace(m, status="skipped", reason="the download failed") for m in data.models[:2])
+    data = replace(data, models=skipped + data.models[2:], stats={**data.stats, "max_skipped": 0.1})
+    path = write(tmp_path, "r.json", data)
+    assert run_publish(["--report", str(path)], github_env(tmp_path, server.url))[0] == 0
+    (run,) = server.repo.check_runs.values()
+    assert run["conclusion"] == "failure"
+    said = f"{len(skipped) / len(data.models):.1%} of the corpus was skipped, more than --max-skipped 0.1"
+    assert run["output"]["title"] == f"no new bugs; {said}"

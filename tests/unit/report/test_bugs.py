@@ -3,6 +3,8 @@ findings per reason, and stay within GitHub's sizes whatever the corpus."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts, last_seen_block, with_last_seen
 from ditox_ci.report.bugs import group_bugs, headline, known_groups
 from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, ReductionEnd, Triage
@@ -102,6 +104,9 @@ def test_summary_comment_and_check_lead_with_bugs():
         assert "known-model-" not in text
         assert "2 of 40 nodes" in text
     assert comment.count("#### ") == 4  # one section per new fingerprint, not per finding
+    # the warning comes after the bugs, under a heading that names it
+    assert "### New bugs and warnings\n" in comment
+    assert comment.index("#### 4. warning") > comment.index("#### 3. ")
     # one tally, bugs first, in every text: the warning is not a fourth bug
     tally = "3 new bugs (13 findings on 4 models), 1 new warning (1 finding on 1 model)"
     assert f"## ditox-ci: {tally}\n" in comment
@@ -157,3 +162,21 @@ def test_an_issue_too_long_for_its_standalone_repro_keeps_the_artifacts_steps_in
     assert "Reproduce from this issue alone" not in issue
     assert "cd repro/" + "a" * 20 in issue and "<summary>Environment</summary>" in issue
     assert "Reproduce from this issue alone" in texts.issue(small)
+
+
+def test_a_comment_with_only_a_warning_does_not_list_it_under_new_bugs():
+    report = _report([_finding("w" * 20, "m0", "default", kind="warning")], 1)
+    comment = Texts(report, "f" * 40, "ditox-report", None).comment("k")
+    assert "## ditox-ci: no new bugs; 1 new warning" in comment
+    assert "### New warnings\n" in comment and "### New bugs" not in comment
+
+
+def test_the_summary_points_at_fuzz_for_silent_passes_only_where_fuzz_has_generators():
+    """fuzz's generators are onnxoptimizer's passes: onnxslim's FusionConvBN has none."""
+    for name, says in (("onnxoptimizer", True), ("onnxslim", False)):
+        report = _report([], 2)
+        silent = {"FusionConvBN": {"models_changed": 0, "models_checked": 2}}
+        report = replace(report, optimizer={**report.optimizer, "name": name}, coverage=silent)
+        summary = render_summary(report)
+        assert "**Never fired (1):**" in summary
+        assert ("`ditox-ci fuzz` targets them" in summary) is says
