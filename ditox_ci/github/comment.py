@@ -10,7 +10,7 @@ from github.IssueComment import IssueComment
 from ditox_ci.github.client import GitHubClient, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
-from ditox_ci.github.text import Texts
+from ditox_ci.github.text import UNVERIFIED, Texts
 from ditox_ci.log import Log
 from ditox_ci.report.model import Report
 
@@ -65,6 +65,7 @@ class StickyComment(Surface):
     ) -> None:
         super().__init__(client, context, options, failed)
         self.comment_key = options.comment_key
+        self.untrusted = options.untrusted
 
     def wanted(self, options: CommentOptions, log: Log) -> bool:
         return options.comment and bool(self.context.pr_number)
@@ -87,6 +88,8 @@ class StickyComment(Surface):
         client = self.client
         body = texts.comment(self.comment_key)
         marker = body.splitlines()[0]
+        if self.untrusted:  # the marker stays the first line: the next run finds the comment by it
+            body = body.replace(marker, f"{marker}\n{UNVERIFIED}\n", 1)
         number = self.context.pr_number
         assert number is not None
         if not self._pr_matches(number):

@@ -21,6 +21,9 @@ class GitHubContext:
     sha: str
     pr_number: int | None = None
     run_url: str | None = None
+    # the run whose artifacts hold the report: on workflow_run, the run that made it (a fork's PR
+    # run), not this publishing one, which uploads none
+    report_run_url: str | None = None
     token: str = ""
     # the PR number came from outside the event (`--pr`, e.g. a fork's report artifact): the
     # publisher comments only after checking that the PR's head is the commit the report is for
@@ -65,18 +68,21 @@ class GitHubContext:
         if isinstance(pull, dict):
             pr_number = int(pull.get("number") or event.get("number") or 0) or None
             sha = str((pull.get("head") or {}).get("sha") or sha)
+        server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+        run_id = env.get("GITHUB_RUN_ID")
+        runs = f"{server_url}/{repository}/actions/runs"
+        run_url = report_run_url = f"{runs}/{run_id}" if run_id and repository else None
         run = event.get("workflow_run") if event_name == "workflow_run" else None
         head_repository = head_branch = ""
         if isinstance(run, dict):
+            made = run.get("id")
+            report_run_url = f"{runs}/{made}" if isinstance(made, int) and repository else None
             sha = str(run.get("head_sha") or sha)
             pulls = [p for p in run.get("pull_requests") or () if isinstance(p, dict)]
             if pulls:
                 pr_number = int(pulls[0].get("number") or 0) or None
             head_repository = str((run.get("head_repository") or {}).get("full_name") or "")
             head_branch = str(run.get("head_branch") or "")
-        server_url = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
-        run_id = env.get("GITHUB_RUN_ID")
-        run_url = f"{server_url}/{repository}/actions/runs/{run_id}" if run_id and repository else None
         return cls(
             api_url=env.get("GITHUB_API_URL", "https://api.github.com").rstrip("/"),
             repository=repository,
@@ -84,6 +90,7 @@ class GitHubContext:
             sha=sha,
             pr_number=pr_number,
             run_url=run_url,
+            report_run_url=report_run_url,
             token=env.get("INPUT_GITHUB_TOKEN") or env.get("GITHUB_TOKEN") or "",
             head_repository=head_repository,
             head_branch=head_branch,

@@ -138,6 +138,12 @@ def issue_title(finding: Finding) -> str:
     return title if len(title) <= TITLE_LIMIT else title[: TITLE_LIMIT - 1] + "…"
 
 
+# what every surface of an untrusted report (`--untrusted`: a fork's artifact) opens with
+UNVERIFIED = (
+    "> **Unverified.** This report comes from a run whose code ditox-ci cannot vouch for "
+    "(a fork's artifact): it informs, it does not gate, and no issue is filed from it."
+)
+
 @dataclass(frozen=True)
 class Texts:
     """Renders the bot's texts for one report; `artifact` and `run_url` say where the rest is."""

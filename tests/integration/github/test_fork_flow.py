@@ -56,6 +56,12 @@ def test_the_fork_pr_is_found_from_the_run_and_gets_a_neutral_unverified_check(t
         )
         assert code == 0, err
         assert [n for n in (11, 12, 13) if server.comments_on(n)] == [12]
+        # the comment says it cannot be trusted, and sends readers to the fork's run for the
+        # artifact, not to this publishing run, which has none
+        (comment,) = server.comments_on(12)
+        assert "> **Unverified.**" in comment["body"]
+        assert "/actions/runs/99)" in comment["body"]
+        assert f"/actions/runs/{env['GITHUB_RUN_ID']})" not in comment["body"]
         (check,) = server.repo.check_runs.values()
         assert check["head_sha"] == RUN_SHA
         assert check["conclusion"] == "neutral"
