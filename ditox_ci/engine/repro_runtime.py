@@ -35,9 +35,14 @@ from . import runner
 
 BUG_PRESENT, FIXED, CANNOT_TELL = 1, 0, 2
 DTYPES_KEY = "__dtypes__"
+# a sequence's elements and an absent optional value, which npz cannot hold as such: by key, the
+# element entries of a sequence ([] for an empty one), or null for None
+CONTAINERS_KEY = "__containers__"
+ELEMENT_PREFIX = "__element__/"
 
 Optimize = Callable[[onnx.ModelProto, list[str], bool], onnx.ModelProto]
-Sample = dict[str, np.ndarray]
+# a value per name: a tensor, a sequence of tensors (a list), or None (an absent optional)
+Sample = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -59,15 +64,28 @@ class Repro:
 def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
     bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
-    into a `__dtypes__` entry, by key, and `read_samples` views the bytes as them again."""
-    arrays = {
-        f"{index}/{name}": np.asarray(value)
-        for index, sample in enumerate(samples)
-        for name, value in sample.items()
-    }
+    into a `__dtypes__` entry, by key, and `read_samples` views the bytes as them again. A
+    sequence (a list) and an absent optional (None) are said in a `__containers__` entry, the
+    sequence's tensors stored apart: as one array, a list of equal shapes would come back a
+    tensor, and a list of unequal ones would not be stored at all."""
+    arrays: dict[str, np.ndarray] = {}
+    containers: dict[str, list[str] | None] = {}
+    for index, sample in enumerate(samples):
+        for name, value in sample.items():
+            key = f"{index}/{name}"
+            if value is None:
+                containers[key] = None
+            elif isinstance(value, (list, tuple)):
+                elements = [f"{ELEMENT_PREFIX}{len(arrays) + k}" for k in range(len(value))]
+                arrays.update(zip(elements, map(np.asarray, value)))
+                containers[key] = elements
+            else:
+                arrays[key] = np.asarray(value)
     exotic = {key: array.dtype.name for key, array in arrays.items() if runner.is_ml_dtype(array.dtype)}
     if exotic:
         arrays[DTYPES_KEY] = np.array(json.dumps(exotic))
+    if containers:
+        arrays[CONTAINERS_KEY] = np.array(json.dumps(containers))
     np.savez(path, **arrays)  # type: ignore[arg-type]
 
 
@@ -75,15 +93,21 @@ def read_samples(path: Path) -> list[Sample]:
     """One {name: array} per sample, in order, from a file `write_samples` wrote."""
     data = np.load(path)
     dtypes = json.loads(str(data[DTYPES_KEY])) if DTYPES_KEY in data.files else {}
+    containers = json.loads(str(data[CONTAINERS_KEY])) if CONTAINERS_KEY in data.files else {}
+
+    def array(key: str) -> np.ndarray:
+        value = data[key]
+        return value.view(getattr(ml_dtypes, dtypes[key])) if key in dtypes else value
+
     grouped: dict[int, Sample] = {}
-    for key in data.files:
-        if key == DTYPES_KEY:
+    for key in [*data.files, *containers]:
+        if key in (DTYPES_KEY, CONTAINERS_KEY) or key.startswith(ELEMENT_PREFIX):
             continue
         index, _, name = key.partition("/")
-        array = data[key]
-        if key in dtypes:
-            array = array.view(getattr(ml_dtypes, dtypes[key]))
-        grouped.setdefault(int(index), {})[name] = array
+        value: Any = array(key) if key not in containers else containers[key]
+        if isinstance(value, list):
+            value = [array(element) for element in value]
+        grouped.setdefault(int(index), {})[name] = value
     return [grouped[i] for i in sorted(grouped)]
 
 
@@ -142,8 +166,41 @@ def _bug(message: str) -> int:
     return BUG_PRESENT
 
 
-def _run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[np.ndarray]]:
-    return [[np.asarray(value) for value in outputs] for outputs in runner.run_all(session, feeds)]
+def _run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """Per sample, each output: an array, a sequence (a list of them) or None (an absent optional)."""
+    return [
+        [value if value is None or isinstance(value, list) else np.asarray(value) for value in outputs]
+        for outputs in runner.run_all(session, feeds)
+    ]
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "no value"
+    if isinstance(value, list):
+        return f"a sequence of {len(value)}"
+    array = np.asarray(value)
+    return f"{array.dtype}{list(array.shape)}"
+
+
+def _differs(got: Any, want: Any, repro: Repro) -> str:
+    """How `got` differs from `want` (a tensor, a sequence of tensors, or None) beyond the
+    tolerances; "" when it does not."""
+    if got is None or want is None or isinstance(got, list) or isinstance(want, list):
+        if type(got) is not type(want) or (isinstance(want, list) and len(got) != len(want)):
+            return f"{_kind(got)} instead of {_kind(want)}"
+        for k, (element, wanted) in enumerate(zip(got, want) if isinstance(want, list) else ()):
+            difference = _differs(element, wanted, repro)
+            if difference:
+                return f"element {k}: {difference}"
+        return ""
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"{_kind(got)} instead of {_kind(want)}"
+    if close(got, want, repro):
+        return ""
+    worst = np.nanmax(np.abs(wide(got).astype(np.float64) - wide(want).astype(np.float64)))
+    return f"max abs difference {worst:.6g} beyond rtol={repro.rtol} atol={repro.atol}"
 
 
 def _original_gives_expected(
@@ -157,7 +214,7 @@ def _original_gives_expected(
         return f"the unoptimized model does not run here ({exc})"
     for sample, want in zip(outputs, expected):
         for name, got in zip(names, sample):
-            if not close(got, want[name], repro):
+            if _differs(got, want[name], repro):
                 return f"the unoptimized model no longer gives expected.npz ({name})"
     return ""
 
@@ -191,18 +248,9 @@ def _judge(
             return _bug(f"ONNX Runtime fails on the optimized model: {exc}")
     for index, (outputs, want) in enumerate(zip(outputs_per_sample, expected)):
         for name, got in zip(names, outputs):
-            reference = want[name]
-            if got.shape != reference.shape or got.dtype != reference.dtype:
-                return _bug(
-                    f"sample {index}, output {name}: {got.dtype}{list(got.shape)} "
-                    f"instead of {reference.dtype}{list(reference.shape)}"
-                )
-            if not close(got, reference, repro):
-                difference = np.abs(wide(got).astype(np.float64) - wide(reference).astype(np.float64))
-                return _bug(
-                    f"sample {index}, output {name}: max abs difference "
-                    f"{np.nanmax(difference):.6g} beyond rtol={repro.rtol} atol={repro.atol}"
-                )
+            difference = _differs(got, want[name], repro)
+            if difference:
+                return _bug(f"sample {index}, output {name}: {difference}")
     print("OK: the optimized model matches expected.npz; the bug is fixed")
     return FIXED
 

@@ -20,6 +20,7 @@ from wheels import MISCOMPILED_PASS, miscompiling_onnxoptimizer
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
+from ditox_ci.engine.repro_runtime import read_samples, write_samples
 from ditox_ci.engine.values import Feeds
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
@@ -461,3 +462,36 @@ def test_a_builds_own_bug_is_checked_and_bundled_with_that_build_not_the_install
         ran = subprocess.run(command, cwd=bundle, env=env, capture_output=True, text=True)
         said = ran.stdout + ran.stderr
         assert ran.returncode == code and ("BUG PRESENT" in said) == (code == 1), said
+
+
+def test_a_bundle_keeps_a_sequence_a_sequence_and_its_repro_shows_the_bug(tmp_path: Path) -> None:
+    """onnxoptimizer 0.4.2's round trip drops a sequence's type (the nop control fails the checker).
+    The bundle stored the sequence input as one tensor (elements of unequal shapes: not at all,
+    exit 70), and its repro.py said it could not tell: the unoptimized model refused the tensor."""
+    flags = ("--models", "onnx-node:test_identity_sequence", "--configs", "nop", "--jobs", "1")
+    code, report, err = sweep(*flags, out=tmp_path / "out")
+    assert code == 1, err
+    (finding,) = report["findings"]
+    assert finding["kind"] == "invalid-model"
+    bundle = tmp_path / "out" / "repro" / finding["fingerprint"]
+    (sample,) = read_samples(bundle / "inputs.npz")
+    assert [type(value) for value in sample.values()] == [list]
+    ran = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True)
+    assert ran.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in ran.stdout, ran.stdout
+
+
+def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp_path: Path) -> None:
+    samples = [
+        {"x": np.ones((2, 3), np.float32), "seq": [np.zeros(2), np.ones((3, 1))], "none": None, "empty": []},
+        {"x": np.arange(3, dtype=np.int64), "seq": [np.full(1, 2.0, ml_dtypes.bfloat16)]},
+    ]
+    write_samples(tmp_path / "s.npz", samples)
+    back = read_samples(tmp_path / "s.npz")
+    assert back[0]["none"] is None and back[0]["empty"] == []
+    for want, got in zip(samples, back, strict=True):
+        assert sorted(want) == sorted(got)
+        for name, value in want.items():
+            values = value if isinstance(value, list) else [value] if value is not None else []
+            gots = got[name] if isinstance(value, list) else [got[name]] if value is not None else []
+            assert [(v.dtype, v.shape) for v in values] == [(g.dtype, g.shape) for g in gots]
+            assert all(np.array_equal(v, g) for v, g in zip(values, gots, strict=True))
