@@ -10,6 +10,8 @@ from ditox_ci.report.bugs import group_bugs, headline, known_groups
 from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, ReductionEnd, Triage
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 from ditox_ci.report.outputs import SUMMARY_LIMIT, render_summary
+from ditox_ci.triage.baseline import parse_baseline
+from ditox_ci.triage.classify import classify
 
 
 def _finding(fingerprint: str, model: str, config: str, kind: str = "output-mismatch",
@@ -180,3 +182,16 @@ def test_the_summary_points_at_fuzz_for_silent_passes_only_where_fuzz_has_genera
         summary = render_summary(report)
         assert "**Never fired (1):**" in summary
         assert ("`ditox-ci fuzz` targets them" in summary) is says
+
+
+def test_a_baseline_entry_that_matches_nothing_any_more_reads_as_such_among_the_fixed():
+    """Its fixed record has no model, config nor culprit: the texts said "warning in unknown …
+    (was seen on * [])"."""
+    entry = f"- {{id: old-accept, reason: r, fingerprint: {'a' * 20}}}"
+    baseline, _ = parse_baseline(f"entries:\n{entry}\n", "b.yml")
+    report = classify(_report([], 1), baseline)
+    assert [f.triage.stale_entry for f in report.findings] == ["old-accept"]
+    comment = Texts(report, "f" * 40, "ditox-report", None).comment("k")
+    for text in (comment, render_summary(report)):
+        assert "baseline entry old-accept" in text and "matches nothing any more" in text
+        assert "unknown" not in text and "\\* \\[\\]" not in text
