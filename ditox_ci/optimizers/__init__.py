@@ -129,8 +129,10 @@ class LoadedOptimizer:
     optimize_bytes: OptimizeBytesFunc | None = field(default=None, compare=False)
     # drops what the optimizer writes that is not the graph (stamped metadata)
     normalize: NormalizeFunc | None = field(default=None, compare=False)
-    # the adapter's source file, copied into repro bundles so they run without ditox-ci
+    # the adapter's source file, copied into repro bundles so they run without ditox-ci, and the
+    # module files it imports that must go beside it (its BUNDLED_WITH)
     adapter_file: str | None = None
+    bundled_with: tuple[str, ...] = ()
 
 
 def root_cause(exc: BaseException) -> BaseException:
@@ -330,6 +332,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         normalize=normalize if callable(normalize) else None,
         # a package's __init__ does not stand alone; a module file does
         adapter_file=source if source and not source.endswith("__init__.py") else None,
+        bundled_with=tuple(map(str, getattr(module, "BUNDLED_WITH", ()))),
     )
 
 

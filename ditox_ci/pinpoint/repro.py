@@ -130,6 +130,8 @@ def bundled_spec(bundle: Path, optimizer_spec: str, loaded: LoadedOptimizer | No
         return optimizer_spec
     function = optimizer_spec.rpartition(":")[2] if ":" in optimizer_spec else "optimize"
     shutil.copyfile(loaded.adapter_file, bundle / ADAPTER_FILE)
+    for module in loaded.bundled_with:  # what the adapter imports, beside it as it imports it
+        shutil.copyfile(module, bundle / Path(module).name)
     return f"{ADAPTER_FILE}:{function}"
 
 

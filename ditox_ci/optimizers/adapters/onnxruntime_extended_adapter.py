@@ -2,8 +2,8 @@
 write `com.microsoft` contrib ops that only ONNX Runtime runs): `onnxruntime_adapter` at another
 level. ORT's layout level and above write hardware-specific models and are not offered.
 
-Unlike the other adapters this one imports ditox-ci (the basic adapter), so its repro bundles need
-ditox-ci installed.
+It imports the basic adapter from ditox-ci, or, in a repro bundle where ditox-ci is not
+installed, from the copy beside it (BUNDLED_WITH), so its bundles run without ditox-ci too.
 """
 
 from __future__ import annotations
@@ -12,22 +12,22 @@ from collections.abc import Sequence
 
 import onnx
 
-from ditox_ci.optimizers.adapters.onnxruntime_adapter import (
-    DISTRIBUTIONS,
-    FIXED_POINT,
-    NOISE_FLOOR,
-    PASS_ORDER_MATTERS,
-    RUNTIME_LOADS_INPUT,
-    optimized_by_ort,
-    passes_at,
-)
+try:
+    from ditox_ci.optimizers.adapters import onnxruntime_adapter as basic
+except ImportError:  # a repro bundle without ditox-ci: the copy beside this file, on repro.py's path
+    import onnxruntime_adapter as basic  # type: ignore[no-redef]
 
-__all__ = ["DISTRIBUTIONS", "FIXED_POINT", "NOISE_FLOOR", "PASS_ORDER_MATTERS", "RUNTIME_LOADS_INPUT"]
+DISTRIBUTIONS = basic.DISTRIBUTIONS
+FIXED_POINT = basic.FIXED_POINT
+NOISE_FLOOR = basic.NOISE_FLOOR
+PASS_ORDER_MATTERS = basic.PASS_ORDER_MATTERS
+RUNTIME_LOADS_INPUT = basic.RUNTIME_LOADS_INPUT
+BUNDLED_WITH = (basic.__file__,)
 LEVEL = "extended"
 
 
 def get_available_passes() -> list[str]:
-    return passes_at(LEVEL)
+    return basic.passes_at(LEVEL)
 
 
 def get_fuse_and_elimination_passes() -> list[str]:
@@ -35,4 +35,4 @@ def get_fuse_and_elimination_passes() -> list[str]:
 
 
 def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -> onnx.ModelProto:
-    return optimized_by_ort(model, passes, LEVEL)
+    return basic.optimized_by_ort(model, passes, LEVEL)

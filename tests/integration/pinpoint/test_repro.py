@@ -22,6 +22,7 @@ from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.repro_runtime import read_samples, write_samples
 from ditox_ci.engine.values import Feeds
+from ditox_ci.optimizers.adapters.onnxruntime_adapter import passes_at
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
@@ -495,3 +496,33 @@ def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp
             gots = got[name] if isinstance(value, list) else [got[name]] if value is not None else []
             assert [(v.dtype, v.shape) for v in values] == [(g.dtype, g.shape) for g in gots]
             assert all(np.array_equal(v, g) for v, g in zip(values, gots, strict=True))
+
+
+def test_an_ort_extended_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:
+    """The extended adapter imports the basic one: its bundle carries both, so `python repro.py`
+    needs onnx, onnxruntime and numpy only, as every bundle's README says."""
+    model, feeds = planted.chain_model(nodes=4, fault_at=2), planted.feeds()
+    expected = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
+    names = [value.name for value in model.graph.output]
+    passes = (passes_at("extended")[0],)
+    finding = Finding("e" * 20, "output-mismatch", "chain.onnx", "default", Culprit("pass", passes))
+    bundle = write_bundle(
+        tmp_path / "repro",
+        finding=finding,
+        model=model,
+        original_model=model,
+        feeds=feeds,
+        expected=[dict(zip(names, sample, strict=True)) for sample in expected],
+        optimizer_spec="onnxruntime-extended",
+        passes=passes,
+        fixed_point=False,
+        rtol=RTOL,
+        atol=ATOL,
+    )
+    assert (bundle / "onnxruntime_adapter.py").is_file()
+    # a `ditox_ci` that cannot be imported, first on the path: as if it were not installed
+    (tmp_path / "elsewhere" / "ditox_ci").mkdir(parents=True)
+    (tmp_path / "elsewhere" / "ditox_ci" / "__init__.py").write_text("raise ImportError('not installed')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "elsewhere")}
+    ran = subprocess.run([sys.executable, "repro.py"], cwd=bundle, env=env, capture_output=True, text=True)
+    assert ran.returncode == 0 and "the bug is fixed" in ran.stdout, ran.stdout + ran.stderr
