@@ -106,10 +106,28 @@ def test_bundle_repro_fails_with_the_fault_and_passes_when_fixed(
     assert len(onnx.load(str(bundle / "original.onnx")).graph.node) == 80
 
 
-def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path) -> None:
+def unreduced_bundle(tmp_path: Path, finding: Finding, spec: str, timeout_s: float = 60.0) -> Path:
+    """The bundle of `finding` on a planted chain model as found, for optimizer `spec`."""
     model, feeds = planted.chain_model(nodes=12, fault_at=4), planted.feeds()
     outputs = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
     names = [v.name for v in model.graph.output]
+    return write_bundle(
+        tmp_path / "repro",
+        finding=finding,
+        model=model,
+        original_model=model,
+        feeds=feeds,
+        expected=[dict(zip(names, s, strict=True)) for s in outputs],
+        optimizer_spec=spec,
+        passes=finding.culprit.passes,
+        fixed_point=False,
+        rtol=RTOL,
+        atol=ATOL,
+        timeout_s=timeout_s,
+    )
+
+
+def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path) -> None:
     finding = Finding(
         fingerprint="feedfacefeedfacefeed",
         kind="optimizer-timeout",
@@ -118,20 +136,7 @@ def test_a_hang_is_the_bug_present_not_a_repro_that_never_returns(tmp_path: Path
         culprit=Culprit("pass", (planted.SINGLE_CULPRIT,), "bisect+ddmin", 4),
         measured={"message": "optimizer timed out (2.0 s)"},
     )
-    bundle = write_bundle(
-        tmp_path / "repro",
-        finding=finding,
-        model=model,
-        original_model=model,
-        feeds=feeds,
-        expected=[dict(zip(names, s, strict=True)) for s in outputs],
-        optimizer_spec="localize_planted:hanging_fault",
-        passes=[planted.SINGLE_CULPRIT],
-        fixed_point=False,
-        rtol=RTOL,
-        atol=ATOL,
-        timeout_s=2.0,
-    )
+    bundle = unreduced_bundle(tmp_path, finding, "localize_planted:hanging_fault", timeout_s=2.0)
 
     hung = run_repro(bundle)
     fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
@@ -501,24 +506,9 @@ def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp
 def test_an_ort_extended_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:
     """The extended adapter imports the basic one: its bundle carries both, so `python repro.py`
     needs onnx, onnxruntime and numpy only, as every bundle's README says."""
-    model, feeds = planted.chain_model(nodes=4, fault_at=2), planted.feeds()
-    expected = runner.run_all(runner.load_session(model.SerializeToString()), feeds)
-    names = [value.name for value in model.graph.output]
     passes = (passes_at("extended")[0],)
     finding = Finding("e" * 20, "output-mismatch", "chain.onnx", "default", Culprit("pass", passes))
-    bundle = write_bundle(
-        tmp_path / "repro",
-        finding=finding,
-        model=model,
-        original_model=model,
-        feeds=feeds,
-        expected=[dict(zip(names, sample, strict=True)) for sample in expected],
-        optimizer_spec="onnxruntime-extended",
-        passes=passes,
-        fixed_point=False,
-        rtol=RTOL,
-        atol=ATOL,
-    )
+    bundle = unreduced_bundle(tmp_path, finding, "onnxruntime-extended")
     assert (bundle / "onnxruntime_adapter.py").is_file()
     # a `ditox_ci` that cannot be imported, first on the path: as if it were not installed
     (tmp_path / "elsewhere" / "ditox_ci").mkdir(parents=True)
