@@ -61,6 +61,13 @@ class Repro:
     full_check: bool = False
 
 
+def _absent(value: Any) -> bool:
+    """An optional without a value: None, or the 0-d object array the runner makes of ORT's None."""
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype == object:
+        value = value.item()
+    return value is None
+
+
 def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
     bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
@@ -73,7 +80,7 @@ def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     for index, sample in enumerate(samples):
         for name, value in sample.items():
             key = f"{index}/{name}"
-            if value is None:
+            if _absent(value):
                 containers[key] = None
             elif isinstance(value, (list, tuple)):
                 elements = [f"{ELEMENT_PREFIX}{len(arrays) + k}" for k in range(len(value))]
@@ -168,10 +175,11 @@ def _bug(message: str) -> int:
 
 def _run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
     """Per sample, each output: an array, a sequence (a list of them) or None (an absent optional)."""
-    return [
-        [value if value is None or isinstance(value, list) else np.asarray(value) for value in outputs]
-        for outputs in runner.run_all(session, feeds)
-    ]
+    return [[_kept(value) for value in outputs] for outputs in runner.run_all(session, feeds)]
+
+
+def _kept(value: Any) -> Any:
+    return None if _absent(value) else value if isinstance(value, list) else np.asarray(value)
 
 
 def _kind(value: Any) -> str:

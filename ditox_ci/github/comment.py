@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from github import GithubException
 from github.IssueComment import IssueComment
@@ -86,10 +86,13 @@ class StickyComment(Surface):
 
     def publish(self, report: Report, texts: Texts) -> None:
         client = self.client
-        body = texts.comment(self.comment_key)
-        marker = body.splitlines()[0]
-        if self.untrusted:  # the marker stays the first line: the next run finds the comment by it
+        if self.untrusted:  # room for the note within GitHub's size; the marker stays the first line
+            body = replace(texts, limit=texts.limit - len(UNVERIFIED) - 2).comment(self.comment_key)
+            marker = body.splitlines()[0]
             body = body.replace(marker, f"{marker}\n{UNVERIFIED}\n", 1)
+        else:
+            body = texts.comment(self.comment_key)
+            marker = body.splitlines()[0]
         number = self.context.pr_number
         assert number is not None
         if not self._pr_matches(number):

@@ -406,7 +406,7 @@ class _Pinpointer:
             *self._tolerances,
             self.options.out_dir / REPRO_DIR / finding.fingerprint,
             timeout_s,
-            self.options.build.path,
+            self.options.build,
         )
 
     def _bundle(

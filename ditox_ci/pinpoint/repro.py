@@ -2,7 +2,8 @@
 
 `repro/<fingerprint>/` holds the reduced `model.onnx` (and `original.onnx`), `inputs.npz`,
 `expected.npz`, `requirements.txt` with the exact versions seen, a standalone `repro.py` (exits 1
-while the bug is present, a hang included, 0 once fixed) and a `README.md` written like a good bug report.
+while the bug is present, a hang included, and dies by the signal of a crash; 0 once fixed) and a
+`README.md` written like a good bug report.
 `repro.py` only spells out the finding's values: what it runs is ditox-ci's own runtime
 (`engine/repro_runtime.py` and the `engine/runner.py` it uses), copied beside it as `ditox_repro/`.
 """

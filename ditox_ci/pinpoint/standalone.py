@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.pinpoint.repro import installed_version
+from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, script, standalone_record
@@ -90,20 +90,23 @@ def checked_standalone(
     atol: float,
     bundle: Path,
     timeout_s: float,
-    build_path: str | None = None,
+    build: BuildUnderTest = AS_INSTALLED,
 ) -> dict[str, Any] | None:
     """The standalone record of `finding` (reduced `model`, the sample of `feeds` it failed on), with
     `reproduces` and `optimized` filled by running the script with the build the sweep's workers
-    loaded (`build_path` first on its path, as theirs); also written to the bundle."""
+    loaded (`build.path` first on its path, as theirs; `build`, in the record, when that build
+    is not a release the script's pip line could name); also written to the bundle."""
     if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
         return None
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
     sample = finding.measured.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
     model, feed, _ = canonical(model, feed)
-    record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions(build_path))
+    record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions(build.path))
     if record is None:
         return None
+    if build.unreleased:
+        record["build"] = build.unreleased
     path = bundle / SCRIPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(script(record, finding))
@@ -117,7 +120,7 @@ def checked_standalone(
             errors="replace",
             timeout=max(1.0, timeout_s),
             cwd=bundle,
-            env=_with_build(os.environ, build_path),
+            env=_with_build(os.environ, build.path),
         )
     except subprocess.TimeoutExpired:
         return {**record, "reproduces": None}

@@ -2,8 +2,8 @@
 write `com.microsoft` contrib ops that only ONNX Runtime runs): `onnxruntime_adapter` at another
 level. ORT's layout level and above write hardware-specific models and are not offered.
 
-It imports the basic adapter from ditox-ci, or, in a repro bundle where ditox-ci is not
-installed, from the copy beside it (BUNDLED_WITH), so its bundles run without ditox-ci too.
+It imports the basic adapter beside it: in ditox-ci's package, or, in a repro bundle, the copy
+that goes with it (BUNDLED_WITH), so a bundle runs the code the sweep ran, ditox-ci installed or not.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 import onnx
 
 try:
-    from ditox_ci.optimizers.adapters import onnxruntime_adapter as basic
-except ImportError:  # a repro bundle without ditox-ci: the copy beside this file, on repro.py's path
+    from . import onnxruntime_adapter as basic
+except ImportError:  # loaded by its path in a repro bundle: the copy beside it, on repro.py's path
     import onnxruntime_adapter as basic  # type: ignore[no-redef]
 
 DISTRIBUTIONS = basic.DISTRIBUTIONS

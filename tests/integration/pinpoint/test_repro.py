@@ -22,10 +22,11 @@ from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.repro_runtime import read_samples, write_samples
 from ditox_ci.engine.values import Feeds
+from ditox_ci.github.text import Texts
 from ditox_ci.optimizers.adapters.onnxruntime_adapter import passes_at
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
-from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.model import Culprit, Finding, read_report
 from tests.helpers import FAKES, run_cli, sweep
 from tests.integration.engine.test_runner_reference import _model as _double_erf_model
 
@@ -455,7 +456,14 @@ def test_a_builds_own_bug_is_checked_and_bundled_with_that_build_not_the_install
     (finding,) = report["findings"]
     standalone = finding["evidence"]["standalone"]
     assert standalone["reproduces"] is True
-    assert standalone["versions"]["onnxoptimizer"] == "0.4.3.dev0"
+    assert standalone["versions"]["onnxoptimizer"] == "0.4.3.dev0" and standalone["build"] == str(wheel)
+    # the issue's and the script's pip lines do not pin the release of the build's version
+    report_read = read_report(tmp_path / "out" / "report.json")
+    (found,) = report_read.findings
+    issue = Texts(report_read, "f" * 40, "ditox-report", None).issue(found)
+    assert "onnxoptimizer==" not in issue and "0.4.3.dev0, not a release" in issue
+    header = (tmp_path / "out" / "repro" / finding["fingerprint"] / "standalone.py").read_text()[:600]
+    assert "onnxoptimizer==" not in header and f"the build that was swept: {wheel}" in header
     bundle = tmp_path / "out" / "repro" / finding["fingerprint"]
     pins = (bundle / "requirements.txt").read_text()
     assert "onnxoptimizer==" not in pins
@@ -487,13 +495,17 @@ def test_a_bundle_keeps_a_sequence_a_sequence_and_its_repro_shows_the_bug(tmp_pa
 
 
 def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp_path: Path) -> None:
+    # None: a value the reference runner leaves out; a 0-d object array of None: ONNX Runtime's, as
+    # the runner hands it on (np.asarray(None))
     samples = [
         {"x": np.ones((2, 3), np.float32), "seq": [np.zeros(2), np.ones((3, 1))], "none": None, "empty": []},
+        {"x": np.zeros(1, np.float32), "absent": np.asarray(None)},
         {"x": np.arange(3, dtype=np.int64), "seq": [np.full(1, 2.0, ml_dtypes.bfloat16)]},
     ]
     write_samples(tmp_path / "s.npz", samples)
     back = read_samples(tmp_path / "s.npz")
-    assert back[0]["none"] is None and back[0]["empty"] == []
+    assert back[0]["none"] is None and back[0]["empty"] == [] and back[1]["absent"] is None
+    del samples[1]["absent"], back[1]["absent"]
     for want, got in zip(samples, back, strict=True):
         assert sorted(want) == sorted(got)
         for name, value in want.items():

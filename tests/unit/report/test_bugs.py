@@ -195,3 +195,12 @@ def test_a_baseline_entry_that_matches_nothing_any_more_reads_as_such_among_the_
     for text in (comment, render_summary(report)):
         assert "baseline entry old-accept" in text and "matches nothing any more" in text
         assert "unknown" not in text and "\\* \\[\\]" not in text
+
+
+def test_the_no_bundle_hint_gives_a_command_the_sweep_takes():
+    """A `--passes` config is labelled passes:a,b, which --configs splits at the comma."""
+    cases = (("pass:split_init", "--configs pass:split_init"), ("passes:a,b", "--configs nop --passes a,b"))
+    for config, flags in cases:
+        finding = replace(_finding("n" * 20, "m0", config, kind="warning"), repro="")
+        comment = Texts(_report([finding], 1), "f" * 40, "ditox-report", None).comment("k")
+        assert f"`ditox-ci sweep --optimizer onnxoptimizer {flags} --models <that model>`" in comment
