@@ -61,13 +61,6 @@ class Repro:
     full_check: bool = False
 
 
-def _absent(value: Any) -> bool:
-    """An optional without a value: None, or the 0-d object array the runner makes of ORT's None."""
-    if isinstance(value, np.ndarray) and value.shape == () and value.dtype == object:
-        value = value.item()
-    return value is None
-
-
 def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     """One '<sample>/<name>' entry per tensor, so names with any characters survive. npz keeps the
     bytes of ml_dtypes' element types (bfloat16, float8, int4 ...) but not their names: those go
@@ -80,7 +73,7 @@ def write_samples(path: Path, samples: Sequence[Mapping[str, Any]]) -> None:
     for index, sample in enumerate(samples):
         for name, value in sample.items():
             key = f"{index}/{name}"
-            if _absent(value):
+            if value is None:
                 containers[key] = None
             elif isinstance(value, (list, tuple)):
                 elements = [f"{ELEMENT_PREFIX}{len(arrays) + k}" for k in range(len(value))]
@@ -173,15 +166,6 @@ def _bug(message: str) -> int:
     return BUG_PRESENT
 
 
-def _run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    """Per sample, each output: an array, a sequence (a list of them) or None (an absent optional)."""
-    return [[_kept(value) for value in outputs] for outputs in runner.run_all(session, feeds)]
-
-
-def _kept(value: Any) -> Any:
-    return None if _absent(value) else value if isinstance(value, list) else np.asarray(value)
-
-
 def _kind(value: Any) -> str:
     if value is None:
         return "no value"
@@ -217,7 +201,7 @@ def _original_gives_expected(
     """"" when the unoptimized model still gives expected.npz here, else why not."""
     names = [output.name for output in model.graph.output]
     try:
-        outputs = _run_all(runner.load_session(model.SerializeToString(), runner=repro.runner), inputs)
+        outputs = runner.run_all(runner.load_session(model.SerializeToString(), runner=repro.runner), inputs)
     except (runner.RuntimeLoadError, runner.RuntimeRunError) as exc:
         return f"the unoptimized model does not run here ({exc})"
     for sample, want in zip(outputs, expected):
@@ -249,7 +233,7 @@ def _judge(
     with watchdog(repro.timeout_s):
         try:
             candidate = runner.load_session(optimized.SerializeToString(), runner=repro.runner)
-            outputs_per_sample = _run_all(candidate, fed)
+            outputs_per_sample = runner.run_all(candidate, fed)
         except runner.RuntimeLoadError as exc:
             return _bug(f"ONNX Runtime cannot load the optimized model: {exc}")
         except runner.RuntimeRunError as exc:

@@ -158,8 +158,9 @@ def run(session: Any, feed: Mapping[str, Any]) -> list[Any]:
         raise
     except Exception as exc:
         raise RuntimeRunError(str(exc)) from None
-    # sequence outputs stay lists of arrays: their elements may differ in shape
-    return [value if isinstance(value, list) else np.asarray(value) for value in outputs]
+    # sequence outputs stay lists of arrays (their elements may differ in shape), and an optional
+    # output without a value stays None, as the reference runner gives them
+    return [value if isinstance(value, list) or value is None else np.asarray(value) for value in outputs]
 
 
 def run_all(session: Any, feeds: Sequence[Mapping[str, Any]]) -> list[list[Any]]:

@@ -12,6 +12,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.engine import runner
 from tests.helpers import FAKES
 
 FAULTY = FAKES / "faulty_optimizers.py"
@@ -98,3 +99,22 @@ def test_a_bug_the_reference_runner_judged_is_pinpointed_and_its_bundle_reproduc
         [sys.executable, str(repro), "--optimizer", f"{FAULTY}:optimize"], capture_output=True, text=True
     )
     assert proc.returncode == 1 and "BUG PRESENT" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_an_optional_output_without_a_value_is_none_from_onnx_runtime_too():
+    """ONNX Runtime hands an empty optional back as None; the runner made it np.asarray(None), a 0-d
+    object array, which the oracle took for a tensor and a bundle could only store pickled."""
+    tensor = helper.make_tensor_type_proto(TensorProto.FLOAT, [2])
+    graph = helper.make_graph(
+        [helper.make_node("Optional", [], ["y"], type=tensor), helper.make_node("Identity", ["x"], ["z"])],
+        "empty_optional",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [
+            helper.make_value_info("y", helper.make_optional_type_proto(tensor)),
+            helper.make_tensor_value_info("z", TensorProto.FLOAT, [2]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    session = runner.load_session(model.SerializeToString(), runner="onnxruntime")
+    absent, present = runner.run(session, {"x": np.ones(2, np.float32)})
+    assert absent is None and present.tolist() == [1.0, 1.0]

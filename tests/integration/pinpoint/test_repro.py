@@ -20,7 +20,7 @@ from wheels import MISCOMPILED_PASS, miscompiling_onnxoptimizer
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
-from ditox_ci.engine.repro_runtime import read_samples, write_samples
+from ditox_ci.engine.repro_runtime import read_samples
 from ditox_ci.engine.values import Feeds
 from ditox_ci.github.text import Texts
 from ditox_ci.optimizers.adapters.onnxruntime_adapter import passes_at
@@ -492,27 +492,6 @@ def test_a_bundle_keeps_a_sequence_a_sequence_and_its_repro_shows_the_bug(tmp_pa
     assert [type(value) for value in sample.values()] == [list]
     ran = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True)
     assert ran.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in ran.stdout, ran.stdout
-
-
-def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp_path: Path) -> None:
-    # None: a value the reference runner leaves out; a 0-d object array of None: ONNX Runtime's, as
-    # the runner hands it on (np.asarray(None))
-    samples = [
-        {"x": np.ones((2, 3), np.float32), "seq": [np.zeros(2), np.ones((3, 1))], "none": None, "empty": []},
-        {"x": np.zeros(1, np.float32), "absent": np.asarray(None)},
-        {"x": np.arange(3, dtype=np.int64), "seq": [np.full(1, 2.0, ml_dtypes.bfloat16)]},
-    ]
-    write_samples(tmp_path / "s.npz", samples)
-    back = read_samples(tmp_path / "s.npz")
-    assert back[0]["none"] is None and back[0]["empty"] == [] and back[1]["absent"] is None
-    del samples[1]["absent"], back[1]["absent"]
-    for want, got in zip(samples, back, strict=True):
-        assert sorted(want) == sorted(got)
-        for name, value in want.items():
-            values = value if isinstance(value, list) else [value] if value is not None else []
-            gots = got[name] if isinstance(value, list) else [got[name]] if value is not None else []
-            assert [(v.dtype, v.shape) for v in values] == [(g.dtype, g.shape) for g in gots]
-            assert all(np.array_equal(v, g) for v, g in zip(values, gots, strict=True))
 
 
 def test_an_ort_extended_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: Path) -> None:

@@ -84,6 +84,23 @@ def test_the_verdict_and_what_it_says(
     assert says in capsys.readouterr().out
 
 
+def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp_path: Path) -> None:
+    samples = [
+        {"x": np.ones((2, 3), np.float32), "seq": [np.zeros(2), np.ones((3, 1))], "none": None, "empty": []},
+        {"x": np.arange(3, dtype=np.int64), "seq": [np.full(1, 2.0, ml_dtypes.bfloat16)]},
+    ]
+    write_samples(tmp_path / "s.npz", samples)
+    back = read_samples(tmp_path / "s.npz")
+    assert back[0]["none"] is None and back[0]["empty"] == []
+    for want, got in zip(samples, back, strict=True):
+        assert sorted(want) == sorted(got)
+        for name, value in want.items():
+            values = value if isinstance(value, list) else [value] if value is not None else []
+            gots = got[name] if isinstance(value, list) else [got[name]] if value is not None else []
+            assert [(v.dtype, v.shape) for v in values] == [(g.dtype, g.shape) for g in gots]
+            assert all(np.array_equal(v, g) for v, g in zip(values, gots, strict=True))
+
+
 def _ditox_imports(module: object) -> list[str]:
     tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8"))
     found = []
