@@ -136,8 +136,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
     report = classify(report, baseline, previous)
-    if report.skips().too_many:  # the Action's gate: as the sweep or merge that wrote it said
-        log.error(report.skips().said())
+    skips = report.skips()
+    if skips.too_many:  # the Action's gate: as the sweep or merge that wrote it said
+        log.error(skips.said())
     _require_a_github_context(context, settings.dry_run)
     # as root, beside what a process the optimizer left behind could reach: through no link
     for target, write in ((settings.sarif, write_sarif), (settings.junit, write_junit)):

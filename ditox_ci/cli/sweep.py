@@ -280,7 +280,7 @@ def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
     travels in its report to the merge, which judges the whole sweep."""
     skips = report.skips()
     if not skips.whole:
-        if skips.limit is not None and skips.share > skips.limit:
+        if skips.over_limit:
             log.info(f"this shard skipped {skips.share:.1%} of its models; the merge judges the whole sweep")
         return False
     if skips.models and skips.skipped == skips.models:

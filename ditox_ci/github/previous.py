@@ -132,8 +132,9 @@ def _not_whole_because(report: Report) -> str | None:
     """Why `report` would call bugs new that are not: models it never finished or skipped."""
     if SweepStats.from_json(report.stats).interrupted:
         return "its sweep was interrupted"
-    if report.skips().too_many:
-        return f"its sweep skipped too much ({report.skips().said()})"
+    skips = report.skips()
+    if skips.too_many:
+        return f"its sweep skipped too much ({skips.said()})"
     return None
 
 

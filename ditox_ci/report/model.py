@@ -194,9 +194,13 @@ class Skips:
         return self.skipped / self.models if self.models else 0.0
 
     @property
+    def over_limit(self) -> bool:
+        return self.limit is not None and self.share > self.limit
+
+    @property
     def too_many(self) -> bool:
-        """Over the limit, which closes the gate like a new finding."""
-        return self.whole and self.limit is not None and self.share > self.limit
+        """A whole sweep over the limit, which closes the gate like a new finding."""
+        return self.whole and self.over_limit
 
     def said(self) -> str:
         return f"{self.share:.1%} of the corpus was skipped, more than --max-skipped {self.limit:g}"
@@ -261,7 +265,8 @@ class Report:
         return [entry for entry in self.models if entry.status == INTERNAL_ERROR]
 
     def new_failures(self) -> list[Finding]:
-        """The findings that close the gate (exit code 1)."""
+        """The findings that close the gate (exit code 1), as a whole sweep that skipped more of
+        its corpus than its limit does too (`skips`)."""
         return [f for f in self.findings if f.gates]
 
     def skips(self) -> Skips:

@@ -204,3 +204,14 @@ def test_the_no_bundle_hint_gives_a_command_the_sweep_takes():
         finding = replace(_finding("n" * 20, "m0", config, kind="warning"), repro="")
         comment = Texts(_report([finding], 1), "f" * 40, "ditox-report", None).comment("k")
         assert f"`ditox-ci sweep --optimizer onnxoptimizer {flags} --models <that model>`" in comment
+
+
+def test_the_summary_says_a_shards_skipped_share_is_the_merges_to_judge():
+    report = _report([], 2)
+    skipped = (replace(report.models[0], status="skipped", reason="r"), report.models[1])
+    stats = {**report.stats, "max_skipped": 0.2}
+    whole = replace(report, models=skipped, stats=stats)
+    shard = replace(whole, shard={"index": 1, "count": 4})
+    assert "50.0% of the models skipped (**more than --max-skipped 0.2**)" in render_summary(whole)
+    said = "50.0% of the models skipped (more than --max-skipped 0.2 in this shard: the merge judges"
+    assert said in render_summary(shard) and "**more than" not in render_summary(shard)
