@@ -13,7 +13,7 @@ from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.publisher import PublishOptions, PublishResult, publish
 from ditox_ci.github.surface import surface_options
-from ditox_ci.github.text import UNVERIFIED, Texts
+from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
@@ -147,11 +147,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 write(report, Path(target))
             except OSError as exc:
                 raise written_or_input_error(Path(target), exc) from None
-    texts = Texts(report, context.sha, settings.artifact, context.report_run_url)
+    texts = Texts(
+        report, context.sha, settings.artifact, context.report_run_url, untrusted=settings.untrusted
+    )
     # The summary goes first: it is the one output a read-only token cannot take away.
     log.summary(texts.comment(settings.comment_key))
-    if settings.untrusted:
-        log.summary(f"\n{UNVERIFIED}\n")
 
     with log.group("publish to GitHub"):
         try:

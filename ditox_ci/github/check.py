@@ -13,7 +13,7 @@ from github.GithubObject import NotSet
 from ditox_ci.github.client import GitHubClient, WriteDenied
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
-from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, UNVERIFIED, Texts
+from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
 from ditox_ci.report.kinds import kind_gates
@@ -82,7 +82,6 @@ class Check(Surface):
             )
         if self.untrusted:
             conclusion, title = "neutral", f"unverified: {title}"
-            summary = f"{UNVERIFIED}\n\n{summary}"
         try:
             self._check_run(conclusion, title, summary, annotations)
         except WriteDenied as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from github import GithubException
 from github.IssueComment import IssueComment
@@ -10,7 +10,7 @@ from github.IssueComment import IssueComment
 from ditox_ci.github.client import GitHubClient, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
-from ditox_ci.github.text import UNVERIFIED, Texts
+from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.report.model import Report
 
@@ -65,7 +65,6 @@ class StickyComment(Surface):
     ) -> None:
         super().__init__(client, context, options, failed)
         self.comment_key = options.comment_key
-        self.untrusted = options.untrusted
 
     def wanted(self, options: CommentOptions, log: Log) -> bool:
         return options.comment and bool(self.context.pr_number)
@@ -86,13 +85,8 @@ class StickyComment(Surface):
 
     def publish(self, report: Report, texts: Texts) -> None:
         client = self.client
-        if self.untrusted:  # room for the note within GitHub's size; the marker stays the first line
-            body = replace(texts, limit=texts.limit - len(UNVERIFIED) - 2).comment(self.comment_key)
-            marker = body.splitlines()[0]
-            body = body.replace(marker, f"{marker}\n{UNVERIFIED}\n", 1)
-        else:
-            body = texts.comment(self.comment_key)
-            marker = body.splitlines()[0]
+        body = texts.comment(self.comment_key)
+        marker = body.splitlines()[0]
         number = self.context.pr_number
         assert number is not None
         if not self._pr_matches(number):

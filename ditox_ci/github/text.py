@@ -144,15 +144,18 @@ UNVERIFIED = (
     "(a fork's artifact): it informs, it does not gate, and no issue is filed from it."
 )
 
+
 @dataclass(frozen=True)
 class Texts:
-    """Renders the bot's texts for one report; `artifact` and `run_url` say where the rest is."""
+    """Renders the bot's texts for one report; `artifact` and `run_url` say where the rest is,
+    and an `untrusted` report's comment and check open with UNVERIFIED."""
 
     report: Report
     sha: str
     artifact: str
     run_url: str | None
     limit: int = BODY_LIMIT
+    untrusted: bool = False
 
     @property
     def pointer(self) -> str:
@@ -166,6 +169,7 @@ class Texts:
             "artifact": self.artifact,
             "run_url": self.run_url,
             "repro_dir": repro_dir,
+            "unverified": UNVERIFIED if self.untrusted else "",
         }
 
     def _bugs(self) -> dict[str, Any]:

@@ -218,7 +218,7 @@ def test_one_annotation_per_bug_on_a_file_of_the_repository(server, tmp_path: Pa
     summary = run["output"]["summary"]
     # the repro command of the first new bug (the one seen most) and the run it came from
     assert f"cd repro/{BUG_B.fingerprint}\npython -m pip install -r requirements.txt" in summary
-    assert "[this run](https://github.com/octo/optimizer/actions/runs/42)" in summary
+    assert "[the run that made it](https://github.com/octo/optimizer/actions/runs/42)" in summary
 
 
 def test_a_sweep_that_skipped_more_than_its_limit_fails_the_check_too(server, tmp_path: Path):
