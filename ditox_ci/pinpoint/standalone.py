@@ -24,10 +24,9 @@ import onnx
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
-from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, script, standalone_record
+from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, STANDALONE_OPTIMIZER, script, standalone_record
 
 SCRIPT_NAME = "standalone.py"
-STANDALONE_OPTIMIZERS = ("onnxoptimizer",)
 _OPTIMIZED_MARK = "--- ditox-ci: optimized model ---"
 _OUTCOME_MARK = "--- ditox-ci: outcome ---"
 # runs the script's own functions, as `python standalone.py` would, then prints the optimized graph
@@ -72,8 +71,8 @@ def _with_build(env: Mapping[str, str], build_path: str | None) -> dict[str, str
 
 def _versions(build_path: str | None) -> dict[str, str]:
     versions = {}
-    for name in ("onnx", "onnxruntime", "onnxoptimizer"):
-        version = installed_version(name, build_path if name in STANDALONE_OPTIMIZERS else None)
+    for name in ("onnx", "onnxruntime", STANDALONE_OPTIMIZER):
+        version = installed_version(name, build_path if name == STANDALONE_OPTIMIZER else None)
         if version:
             versions[name] = version
     return versions
@@ -96,7 +95,7 @@ def checked_standalone(
     `reproduces` and `optimized` filled by running the script with the build the sweep's workers
     loaded (`build.path` first on its path, as theirs; `build`, in the record, when that build
     is not a release the script's pip line could name); also written to the bundle."""
-    if optimizer_spec not in STANDALONE_OPTIMIZERS or not feeds:
+    if optimizer_spec != STANDALONE_OPTIMIZER or not feeds:
         return None
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
     sample = finding.measured.get("sample", 0)

@@ -13,7 +13,7 @@ import jinja2
 
 from ditox_ci.report import templates
 from ditox_ci.report.exercised import exercised_passes, never_fired_warnings
-from ditox_ci.report.standalone import mermaid, script, small_values, standalone_of
+from ditox_ci.report.standalone import mermaid, pip_line, script, small_values, standalone_of
 from ditox_ci.report.upstream import regression_test, regression_test_file, source_url
 from ditox_ci.report.words import KIND_TEXT, evidence_rows, what_happened
 
@@ -24,6 +24,7 @@ def _page_helpers(env: jinja2.Environment) -> None:
     env.globals.update(
         standalone=standalone_of,
         standalone_script=script,
+        pip_line=pip_line,
         mermaid=mermaid,
         small_values=small_values,
         source_url=source_url,

@@ -27,6 +27,8 @@ import onnx.printer
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.templates import render
 
+# the optimizer the script imports and calls (its `import onnxoptimizer`)
+STANDALONE_OPTIMIZER = "onnxoptimizer"
 MODEL_TEXT_LIMIT = 20_000
 # an issue shows the model twice (the script's text, the regression test's onnx.helper code) and
 # the inputs' code twice (both feed them); beyond this the body outgrows GitHub's 65,536
@@ -110,6 +112,17 @@ def standalone_record(
     }
 
 
+def pip_line(record: Mapping[str, Any]) -> str:
+    """The script's dependencies, pinned as they were seen; a build that is not a release (the
+    record's `build`) is left out: pip would install the release of its version instead."""
+    pins = [
+        f"{name}=={version}"
+        for name, version in sorted(record["versions"].items())
+        if not (record.get("build") and name == STANDALONE_OPTIMIZER)
+    ]
+    return " ".join(["pip install", *pins, "numpy"])
+
+
 def standalone_of(report: Report, fingerprint: str) -> Mapping[str, Any] | None:
     """The standalone record of a bug: the finding that was reduced carries it."""
     for finding in report.findings:
@@ -152,7 +165,14 @@ def script(record: Mapping[str, Any], finding: Finding) -> str:
     seeded = any("values" not in spec for spec in record["inputs"].values())
     feeds = [(name, feed_expression(spec)) for name, spec in record["inputs"].items()]
     return render(
-        "standalone.py.j2", record=record, finding=finding, feeds=feeds, seeded=seeded, seed=INPUT_SEED
+        "standalone.py.j2",
+        record=record,
+        finding=finding,
+        feeds=feeds,
+        seeded=seeded,
+        seed=INPUT_SEED,
+        pip=pip_line(record),
+        optimizer=STANDALONE_OPTIMIZER,
     )
 
 
