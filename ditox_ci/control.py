@@ -1,4 +1,4 @@
-"""The nop control, named once.
+"""The nop control, and the forms of a config's label, named once.
 
 The control is the optimizer's own round trip of a model with no pass that rewrites: what it
 already shows is the optimizer's plumbing, not any pass's bug. `NOP` is both the pass that does
@@ -8,3 +8,14 @@ localization, the shard planner, the base-build check and the SARIF locations al
 """
 
 NOP = "nop"
+# a config that runs one pass alone, `pass:<name>`, and the label of an explicit --passes list
+SINGLE_PREFIX = "pass:"
+PASSES_PREFIX = "passes:"
+
+
+def sweep_flags(label: str) -> str:
+    """The `ditox-ci sweep` flags that run the config labelled `label` again: a `--passes` list is
+    not a config (its commas would split it), the rest are."""
+    if label.startswith(PASSES_PREFIX):
+        return f"--configs {NOP} --passes {label.removeprefix(PASSES_PREFIX)}"
+    return f"--configs {label}"

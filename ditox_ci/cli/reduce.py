@@ -14,6 +14,7 @@ from pathlib import Path
 
 import onnx
 
+from ditox_ci.control import PASSES_PREFIX
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
@@ -85,7 +86,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         feeds = make_feeds(model, ref, options.samples, options.seed, options.dynamic_dim)
     except InputSpecError as exc:
         raise InputError(f"cannot make inputs for {path}: {exc}") from None
-    step = Step("passes:" + ",".join(passes), passes, options.fixed_point)
+    step = Step(PASSES_PREFIX + ",".join(passes), passes, options.fixed_point)
     config = worker_config(options, build)
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:
         judge = PoolJudge(pool, Path(scratch))

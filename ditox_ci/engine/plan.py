@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ditox_ci.control import NOP
+from ditox_ci.control import NOP, PASSES_PREFIX, SINGLE_PREFIX
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
@@ -28,7 +28,7 @@ class Step:
 
     @property
     def single_pass(self) -> str | None:
-        return self.passes[0] if self.label.startswith("pass:") else None
+        return self.passes[0] if self.label.startswith(SINGLE_PREFIX) else None
 
 
 def split_evenly(items: tuple[T, ...], parts: int) -> list[tuple[T, ...]]:
@@ -63,14 +63,16 @@ def _fixed_point(info: OptimizerInfo) -> list[Step]:
 
 def single_pass_label(name: str) -> str:
     """The config that runs pass `name` alone: `pass:<name>`."""
-    return f"pass:{name}"
+    return f"{SINGLE_PREFIX}{name}"
 
 
 def _single(info: OptimizerInfo) -> list[Step]:
     return [Step(single_pass_label(name), (name,)) for name in info.passes if name != NOP]
 
 
-CONFIGS: Registry[Callable[[OptimizerInfo], list[Step]]] = Registry("config", otherwise="pass:<name>")
+CONFIGS: Registry[Callable[[OptimizerInfo], list[Step]]] = Registry(
+    "config", otherwise=single_pass_label("<name>")
+)
 CONFIGS.update({NOP: _nop, "default": _default, "fixed-point": _fixed_point, "single": _single})
 DEFAULT_CONFIGS = ("default", "fixed-point", NOP, "single")
 
@@ -104,18 +106,19 @@ def build_steps(
 ) -> tuple[Step, ...]:
     """Expand configs (and an explicit pass list) into steps; `nop` always runs first as control."""
     for name in configs:
-        if not name.startswith("pass:"):
+        if not name.startswith(SINGLE_PREFIX):
             CONFIGS.lookup(name)
     steps: list[Step] = _nop(info)
     for name in configs:
-        if name.startswith("pass:"):
-            check_passes([name[5:]], info)
-            steps.append(Step(name, (name[5:],)))
+        if name.startswith(SINGLE_PREFIX):
+            single = name.removeprefix(SINGLE_PREFIX)
+            check_passes([single], info)
+            steps.append(Step(name, (single,)))
         elif name != NOP:
             steps.extend(CONFIGS[name](info))
     if passes:
         check_passes(passes, info)
-        steps.append(Step("passes:" + ",".join(passes), tuple(passes)))
+        steps.append(Step(PASSES_PREFIX + ",".join(passes), tuple(passes)))
     asked = [name for name in configs if name != NOP]
     if asked and len(steps) == 1:
         # `--configs single` on an opaque optimizer would run the control alone and say nothing

@@ -11,6 +11,7 @@ from typing import Any
 
 import jinja2
 
+from ditox_ci.control import sweep_flags
 from ditox_ci.report import templates
 from ditox_ci.report.exercised import exercised_passes, never_fired_warnings
 from ditox_ci.report.standalone import mermaid, pip_line, script, small_values, standalone_of
@@ -24,6 +25,7 @@ def _page_helpers(env: jinja2.Environment) -> None:
     env.globals.update(
         standalone=standalone_of,
         standalone_script=script,
+        sweep_flags=sweep_flags,
         pip_line=pip_line,
         mermaid=mermaid,
         small_values=small_values,
