@@ -16,6 +16,7 @@ from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Report
+from ditox_ci.report.outputs import REPORT_ARTIFACT
 from ditox_ci.safeload import one_line
 
 
@@ -32,7 +33,7 @@ class ActionInputs:
     exercise_budget: float | None = None
     baseline: str = ""
     previous: str = ""
-    artifact: str = "ditox-report"
+    artifact: str = REPORT_ARTIFACT
     shard_index: int = 0
     shard_count: int = 1
     rtol: float | None = None

@@ -12,6 +12,7 @@ from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.previous import fetch_previous
 from ditox_ci.log import Log
 from ditox_ci.options import resolve
+from ditox_ci.report.outputs import REPORT_ARTIFACT
 
 NAME = "previous"
 HELP = "download the report.json of a workflow's last finished run (GITHUB_* env, actions: read)"
@@ -28,8 +29,8 @@ with --close-fixed their issues are closed). No such run yet (the first night) i
 nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the network, a rate
 limit past the wait) once the retries are spent: a warning says so, nothing is written, and the
 stages run as on the first night (nothing is marked fixed, no issue closed). GitHub refusing (a
-token without `actions: read`, an unknown workflow) stays an error. The token needs `actions:
-read`.
+token without `actions: read`, an unknown workflow) stays an error. The token needs
+`actions: read`.
 
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous
@@ -40,7 +41,7 @@ example:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workflow", required=True, help="the workflow's file name, e.g. nightly.yml")
     parser.add_argument("--branch", help="only runs of this branch (default: any)")
-    parser.add_argument("--artifact", default="ditox-report", help="artifact name (default ditox-report)")
+    parser.add_argument("--artifact", default=REPORT_ARTIFACT, help="artifact name (default: %(default)s)")
     parser.add_argument("--out", default="previous", help="folder for report.json (default previous)")
 
 

@@ -194,9 +194,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--changed-since",
         dest="changed_since",
         metavar="COMMIT",
-        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h) changed "
-        "since COMMIT in the working directory's checkout are exercised too (default: the "
-        "pull_request event's base.sha)",
+        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h, .cc or "
+        ".cpp) changed since COMMIT (a sha, ref or tag, with ~N or ^N) in the working directory's "
+        "checkout are exercised too (default: the pull_request event's base.sha)",
     )
     add_sweep_arguments(parser)
 

@@ -29,6 +29,7 @@ from ditox_ci.github.surface import SURFACES, Surface
 from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.report.model import Report
+from ditox_ci.report.outputs import REPORT_ARTIFACT
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class PublishOptions(CommentOptions, CheckOptions, IssuesOptions):
     dry_run: bool = False
     # whose comments and issues are the bot's; empty: the token's own identity
     bot_login: str = ""
-    artifact: str = "ditox-report"
+    artifact: str = REPORT_ARTIFACT
     max_writes: int = 100
     attempts: int = 4
     backoff_s: float = 2.0

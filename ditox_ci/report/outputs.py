@@ -16,6 +16,9 @@ from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, utf8_size
 
 SKIPPED_SHOWN = 50
+# the name a workflow uploads a report folder under unless told otherwise: the texts send readers
+# to it, and a nightly's previous report is downloaded by it
+REPORT_ARTIFACT = "ditox-report"
 SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for what publish appends
 
 
