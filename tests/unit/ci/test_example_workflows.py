@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ditox_ci.report.outputs import REPORT_ARTIFACT
 from tests.helpers import ROOT
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
@@ -32,11 +33,14 @@ def _publishes(job: dict[str, Any], modes: tuple[str, ...] = ("publish",)) -> li
     ]
 
 
-def _artifacts(job: dict[str, Any], action: str) -> list[str]:
+def _artifacts(steps: list[dict[str, Any]], action: str, condition: str | None = None) -> list[str]:
+    """The artifacts `steps` upload or download (`action`), those run on `condition` alone if given."""
     return [
         str(step["with"]["name"])
-        for step in job.get("steps", [])
-        if str(step.get("uses", "")).startswith(f"actions/{action}-artifact@") and "name" in step["with"]
+        for step in steps
+        if str(step.get("uses", "")).startswith(f"actions/{action}-artifact@")
+        and "name" in step["with"]
+        and condition in (None, step.get("if"))
     ]
 
 
@@ -46,11 +50,7 @@ def _uploads_after_publish(job: dict[str, Any]) -> list[str]:
     steps = job.get("steps", [])
     publish = next(i for i, step in enumerate(steps) if step.get("with", {}).get("mode") == "publish")
     went_through = f"${{{{ !cancelled() && steps.{steps[publish].get('id')}.outputs.report != '' }}}}"
-    return [
-        str(step["with"]["name"])
-        for step in steps[publish + 1 :]
-        if str(step.get("uses", "")).startswith("actions/upload-artifact@") and step.get("if") == went_through
-    ]
+    return _artifacts(steps[publish + 1 :], "upload", went_through)
 
 
 FILING = [
@@ -79,7 +79,7 @@ def test_a_job_that_files_issues_knows_last_nights_report_and_publishes_alone(
     (inputs,) = _publishes(job)
     # last night's report, from this workflow's own artifact, uploaded by this very job
     assert inputs.get("previous") == f"workflow:{workflow}@${{{{ github.ref_name }}}}", inputs
-    assert inputs.get("artifact", "ditox-report") in _uploads_after_publish(job)
+    assert inputs.get("artifact", REPORT_ARTIFACT) in _uploads_after_publish(job)
     assert job["permissions"].get("actions") == "read"
     assert str(inputs.get("close_fixed")) == "true"
     # one publisher at a time, across runs and within the run's matrix
@@ -106,7 +106,9 @@ def test_the_artifact_the_texts_name_is_the_one_the_job_has(workflow: str, job_n
     publishes one it downloaded (the fork pair)."""
     job = _workflow(ROOT / "examples" / workflow)["jobs"][job_name]
     (inputs,) = _publishes(job, ("publish", "all"))
-    assert inputs.get("artifact", "ditox-report") in _artifacts(job, "upload") + _artifacts(job, "download")
+    steps = job.get("steps", [])
+    has = _artifacts(steps, "upload") + _artifacts(steps, "download")
+    assert inputs.get("artifact", REPORT_ARTIFACT) in has
 
 
 ROW = re.compile(r"^\| `(?P<workflow>[\w.-]+\.yml)` (?P<jobs>[\w, -]+?) \| (?P<permissions>[^|]+) \|", re.M)

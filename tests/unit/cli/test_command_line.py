@@ -7,13 +7,17 @@ import argparse
 
 import pytest
 
-from ditox_ci.__main__ import _runs_workers, build_parser
+from ditox_ci.__main__ import _command_named, _runs_workers, build_parser
 from ditox_ci.cli import NAMES, WORKER_COMMANDS, commands
 
 
-def _commands_in(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    return tuple(sub.choices)
+    return sub.choices
+
+
+def _commands_in(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    return tuple(_subparsers(parser))
 
 
 def test_the_full_parser_has_every_command_and_a_named_one_only_itself() -> None:
@@ -51,10 +55,14 @@ def test_only_commands_that_run_workers_start_the_forkserver_early(argv: list[st
     assert _runs_workers(argv) is runs
 
 
+def test_help_before_a_command_is_ditox_cis_own_help_listing_every_command() -> None:
+    assert _command_named(["--help", "sweep"]) is None and _command_named(["-h"]) is None
+    assert _command_named(["--debug", "sweep", "--help"]) == "sweep"
+
+
 def test_fuzz_help_says_what_the_sweeps_options_mean_for_fuzz() -> None:
     """fuzz takes the sweep's options, but its --out default, --configs default and --passes differ."""
-    (sub,) = (a for a in build_parser("fuzz")._actions if isinstance(a, argparse._SubParsersAction))
-    text = " ".join(sub.choices["fuzz"].format_help().split())
+    text = " ".join(_subparsers(build_parser("fuzz"))["fuzz"].format_help().split())
     assert "(default ditox-fuzz)" in text and "ditox-report" not in text
     assert "default,fixed-point,nop,single" not in text
     assert "the passes to generate models for" in text and "exactly this pass list" not in text
