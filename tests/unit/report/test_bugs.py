@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ditox_ci.github.text import BODY_LIMIT, CHECK_SUMMARY_LIMIT, Texts, last_seen_block, with_last_seen
+from ditox_ci.github.text import (
+    BODY_LIMIT,
+    CHECK_SUMMARY_LIMIT,
+    UNVERIFIED,
+    Texts,
+    last_seen_block,
+    with_last_seen,
+)
 from ditox_ci.report.bugs import group_bugs, headline, known_groups
 from ditox_ci.report.evidence import KnownBy, KnownSource, Pinpointing, Reduction, ReductionEnd, Triage
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
@@ -131,6 +138,11 @@ def test_texts_stay_within_limits_whatever_the_corpus():
     comment, check = texts.comment("k"), texts.check_summary()
     assert len(summary.encode()) <= SUMMARY_LIMIT <= 1024 * 1024
     assert len(comment) <= BODY_LIMIT and len(check) <= CHECK_SUMMARY_LIMIT
+    # an untrusted report's note is part of what is fitted, not added on top
+    untrusted = replace(texts, untrusted=True)
+    comment, check = untrusted.comment("k"), untrusted.check_summary()
+    assert len(comment) <= BODY_LIMIT and len(check) <= CHECK_SUMMARY_LIMIT
+    assert comment.splitlines()[1] == UNVERIFIED and check.startswith(UNVERIFIED)
     assert "6000 new bugs (30000 findings on 30000 models)" in summary
     for text in (summary, comment, check):
         assert "more" in text and ("report.json" in text or "artifact" in text)
