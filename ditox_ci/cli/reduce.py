@@ -45,7 +45,8 @@ examples:
   ditox-ci reduce model.onnx --passes eliminate_nop_transpose,fuse_consecutive_transposes \\
       --optimizer mypkg.opt:optimize --budget 120 --out repro
 
-exit codes: 0 the model does not fail under these passes, 1 it fails (bundle written), >= 2 error
+exit codes: 0 the model does not fail under these passes, 1 it fails (bundle written; none when
+the failure did not show again: a warning says so), >= 2 error
 """
 
 
@@ -105,6 +106,13 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
 
         with log.group(f"reduce {path.name} ({len(model.graph.node)} nodes)"):
             result = reduce(model, feeds, same_finding(evaluate, failure), options.budget, runner_name)
+    if result.record.lost_the_failure:
+        log.warning(
+            f"{path} failed under {','.join(passes)} ({failure.kind}) but not when judged again "
+            f"({result.record.reason}): a failure that does not repeat, so no bundle was written "
+            "(its repro.py would find nothing); run the command again to catch it"
+        )
+        return 1
     kind = str(failure.kind)
     fingerprint = failure_fingerprint(failure, passes)
     finding = Finding(
@@ -129,7 +137,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         result.feeds,
         step,
         build.optimizer,
-        *options.tolerances.scalar(),
+        config.settings,
         options.timeout,
         runner_name=runner_name,
         names=result.names,

@@ -56,11 +56,28 @@ class Tolerances:
 
     def scalar(self) -> tuple[float, float]:
         """One (rtol, atol) for what compares without an output's dtype at hand (node-level
-        divergence, repro.py, the standalone script): float32's where none was given."""
+        divergence): float32's where none was given."""
         return (
             DEFAULT_RTOL if self.rtol is None else self.rtol,
             DEFAULT_ATOL if self.atol is None else self.atol,
         )
+
+    def of(self, value: Any) -> tuple[float, float]:
+        """The (rtol, atol) the tensor oracle judges `value`, an expected output, with."""
+        while isinstance(value, list) and value:
+            value = value[0]
+        return self.of_dtype(getattr(value, "dtype", None))
+
+    def of_dtype(self, dtype: np.dtype | None) -> tuple[float, float]:
+        """The (rtol, atol) for an output of element type `dtype`: the given ones, else the
+        dtype's; for a low-precision float, at least its own precision (_widened)."""
+        name = getattr(dtype, "name", "")
+        dtype_rtol, dtype_atol = DTYPE_TOLERANCES.get(name, (DEFAULT_RTOL, DEFAULT_ATOL))
+        rtol = dtype_rtol if self.rtol is None else self.rtol
+        atol = dtype_atol if self.atol is None else self.atol
+        if dtype is not None and dtype.type.__module__.split(".")[0] == "ml_dtypes" and "float" in name:
+            return _at_least_its_precision(dtype, rtol, atol)
+        return rtol, atol
 
 
 def dtype_tolerances(value: Any) -> tuple[float, float]:
@@ -113,10 +130,14 @@ def _widened(
     one by up to 2**-2, which float32 tolerances would call a mismatch. Narrow integers stay exact.
     """
     if "float" in a.dtype.name:
-        info = ml_dtypes.finfo(a.dtype)
-        rtol, atol = max(rtol, float(info.eps)), max(atol, float(info.smallest_subnormal))
+        rtol, atol = _at_least_its_precision(a.dtype, rtol, atol)
         return a.astype(np.float32), b.astype(np.float32), rtol, atol
     return a.astype(np.int16), b.astype(np.int16), rtol, atol
+
+
+def _at_least_its_precision(dtype: np.dtype, rtol: float, atol: float) -> tuple[float, float]:
+    info = ml_dtypes.finfo(dtype)
+    return max(rtol, float(info.eps)), max(atol, float(info.smallest_subnormal))
 
 
 def relative_errors(diff: np.ndarray, expected: np.ndarray, atol: float) -> np.ndarray:
@@ -221,9 +242,26 @@ def noise_check(expected: Any, actual: Any, noise: float | None, atol: float) ->
     both = np.isfinite(a) & np.isfinite(b)
     if not both.any():
         return None
-    scale = max(float(np.abs(a[both]).max()), atol)
-    floor = max(noise, NOISE_ULPS * _eps(expected.dtype) * scale, np.finfo(np.float64).tiny)
+    floor = noise_floor(a[both], expected.dtype, noise, atol)
     return {"noise_floor": floor, "noise_ratio": float(np.abs(a[both] - b[both]).max()) / floor}
+
+
+def noise_floor(finite: np.ndarray, dtype: np.dtype, noise: float, atol: float) -> float:
+    """The floor of a float output whose expected values at the compared positions are `finite`:
+    its measured `noise`, never below NOISE_ULPS units in the last place of its magnitude."""
+    scale = max(float(np.abs(finite).max()) if finite.size else 0.0, atol)
+    return max(noise, NOISE_ULPS * _eps(dtype) * scale, np.finfo(np.float64).tiny)
+
+
+def noise_limit(expected: Any, noise: float | None, atol: float) -> float | None:
+    """The largest difference from `expected` (one sample's float output) that the tensor oracle
+    lets through within the fixed tolerances: NOISE_MARGIN floors; None when nothing calibrates
+    it (not a float tensor, no noise measured, no finite value, or a random op's output)."""
+    a = float64_array(expected)
+    if a is None or noise is None or math.isinf(noise):
+        return None
+    finite = a[np.isfinite(a)]
+    return NOISE_MARGIN * noise_floor(finite, expected.dtype, noise, atol) if finite.size else None
 
 
 def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float, atol: float) -> dict[str, Any]:

@@ -239,6 +239,29 @@ def _wide_sample(
     return None
 
 
+def original_noise(
+    model: onnx.ModelProto, plain: PlainRun, settings: EvalSettings
+) -> tuple[list[list[float | None]], bool | None]:
+    """Per sample, per output: the noise the tensor oracle judges `model`'s float outputs against
+    ([] when not calibrated; inf for an output a random op draws anew), and whether it could be
+    measured against ONNX Runtime's own optimizations (None: not tried). `prepare` and a repro
+    bundle (for the reduced model) both take it from here."""
+    noise: list[list[float | None]] = []
+    measured = None
+    if settings.calibrate and plain.runner_name == "onnxruntime":
+        noise = measure_noise(plain, settings.noise_floor)
+        measured = bool(noise)
+    elif settings.calibrate:
+        noise = random_outputs(plain)
+    drawn = random_output_positions(model)
+    if drawn:  # whatever a run shows, these outputs are drawn anew every time
+        noise = noise or [[None] * len(row) for row in plain.outputs]
+        for row in noise:
+            for position in drawn & set(range(len(row))):
+                row[position] = math.inf
+    return noise, measured
+
+
 def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
     """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf), on the
     first runner that can: with `--runner auto`, ONNX Runtime, else ONNX's reference implementation."""
@@ -276,21 +299,12 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
             f"{failures[0][:300]}; the optimizer under test is ONNX Runtime's own, which cannot "
             "optimize what ONNX Runtime cannot load: nothing to judge (the original's limitation)"
         )
-    noise: list[list[float | None]] = []
     plain = PlainRun(data, feeds, outputs, settings.threads, info["runner"])
-    if settings.calibrate and plain.runner_name == "onnxruntime":
-        noise = measure_noise(plain, settings.noise_floor)
+    noise, measured = original_noise(model, plain, settings)
+    if measured is not None:
         reference = settings.noise_floor != NOISE_FLOORS[0]
         against = f" against the {settings.noise_floor} runner" if reference else ""
-        info["noise_floor"] = f"measured{against}" if noise else "not measurable"
-    elif settings.calibrate:
-        noise = random_outputs(plain)
-    drawn = random_output_positions(model)
-    if drawn:  # whatever a run shows, these outputs are drawn anew every time
-        noise = noise or [[None] * len(row) for row in outputs]
-        for row in noise:
-            for position in drawn & set(range(len(row))):
-                row[position] = math.inf
+        info["noise_floor"] = f"measured{against}" if measured else "not measurable"
     return ModelContext(
         ref=ref,
         model=model,

@@ -39,7 +39,8 @@ from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.findings import culprit_fingerprint
-from ditox_ci.engine.original import EXACT_SAMPLES, Draw
+from ditox_ci.engine.noise import PlainRun
+from ditox_ci.engine.original import EXACT_SAMPLES, Draw, EvalSettings
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
@@ -48,7 +49,7 @@ from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
-from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, write_bundle
+from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, judged_as_the_sweep, write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.evidence import Reduction
 from ditox_ci.report.kinds import kind_gates
@@ -203,25 +204,25 @@ def write_repro(
     feeds: Feeds,
     step: Step,
     optimizer_spec: str,
-    rtol: float,
-    atol: float,
+    settings: EvalSettings,
     timeout_s: float,
     divergence: Divergence | None = None,
     runner_name: str = "onnxruntime",
     names: Mapping[str, str] | None = None,
     build: BuildUnderTest = AS_INSTALLED,
 ) -> Path:
-    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs
-    (`names`: the original's names of its values, when reduction renamed them; `build`: where the
-    workers loaded the optimizer from).
+    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs and each
+    output judged as the sweep's oracle (`settings`) judges it (`names`: the original's names of
+    its values, when reduction renamed them; `build`: where the workers loaded the optimizer from).
 
-    Runs `runner_name` (the runner that judged the model) in the calling process: only call it on
-    a model a worker already ran (the original of a sweep, or a candidate a worker judged as still
-    failing).
+    Runs `runner_name` (the runner that judged the model), and ONNX Runtime with its own
+    optimizations for the noise limits, in the calling process: only call it on a model a worker
+    already ran (the original of a sweep, or a candidate a worker judged as still failing).
     """
-    session = runner.load_session(reduced.SerializeToString(), runner=runner_name)
-    outputs = runner.run_all(session, feeds)
+    data = reduced.SerializeToString()
+    outputs = runner.run_all(runner.load_session(data, settings.threads, runner_name), feeds)
     output_names = [v.name for v in reduced.graph.output]
+    rtol, atol = settings.tolerances.scalar()
     return write_bundle(
         out_dir,
         finding=finding,
@@ -239,6 +240,9 @@ def write_repro(
         runner=runner_name,
         names=names or {},
         build=build,
+        judged=judged_as_the_sweep(
+            reduced, PlainRun(data, feeds, outputs, settings.threads, runner_name), settings
+        ),
     )
 
 
@@ -269,8 +273,8 @@ class _Pinpointer:
 
     @property
     def _tolerances(self) -> tuple[float, float]:
-        """The one (rtol, atol) node-level divergence, repro.py and the standalone script take:
-        the sweep's, float32's where none was given (`Tolerances.scalar`)."""
+        """The one (rtol, atol) node-level divergence takes: the sweep's, float32's where none
+        was given (`Tolerances.scalar`)."""
         return self.pool.config.settings.tolerances.scalar()
 
     def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
@@ -403,7 +407,7 @@ class _Pinpointer:
             step.passes,
             step.fixed_point,
             self.pool.config.optimizer,
-            *self._tolerances,
+            self.pool.config.settings.tolerances,
             self.options.out_dir / REPRO_DIR / finding.fingerprint,
             timeout_s,
             self.options.build,
@@ -429,7 +433,7 @@ class _Pinpointer:
                 feeds,
                 step,
                 self.pool.config.optimizer,
-                *self._tolerances,
+                self.pool.config.settings,
                 self.pool.config.timeout_s,
                 divergence,
                 runner_name,

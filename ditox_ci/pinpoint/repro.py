@@ -13,15 +13,18 @@ from __future__ import annotations
 import importlib.metadata
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import onnx
 
+from ditox_ci.compare.tensor import noise_limit
 from ditox_ci.engine import repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.noise import PlainRun
+from ditox_ci.engine.original import EvalSettings, original_noise
 from ditox_ci.engine.repro_runtime import write_samples
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
@@ -136,6 +139,37 @@ def bundled_spec(bundle: Path, optimizer_spec: str, loaded: LoadedOptimizer | No
     return f"{ADAPTER_FILE}:{function}"
 
 
+@dataclass(frozen=True)
+class JudgedAs:
+    """How the sweep's oracle judges each output of a bundle's model, for repro.py to judge it the
+    same way (`repro_runtime.Repro`): its tolerances, and its noise limit per sample when the
+    oracle is calibrated."""
+
+    tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    noise_limits: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+
+
+def judged_as_the_sweep(model: onnx.ModelProto, plain: PlainRun, settings: EvalSettings) -> JudgedAs:
+    """Each output's tolerances (by the expected value's dtype where none was given) and, when
+    `settings` calibrate, its noise limits, measured on `model` run plainly (`plain`) as a
+    worker's `prepare` measures them."""
+    names = [value.name for value in model.graph.output]
+    first = plain.outputs[0] if plain.outputs else []
+    tolerances = {name: settings.tolerances.of(value) for name, value in zip(names, first)}
+    noise, _ = original_noise(model, plain, settings)
+    limits: dict[str, tuple[float | None, ...]] = {}
+    for position, name in enumerate(names[: len(first)]):
+        per_sample = tuple(
+            noise_limit(outputs[position], row[position], tolerances[name][1])
+            if position < len(row)
+            else None
+            for outputs, row in zip(plain.outputs, noise)
+        )
+        if any(limit is not None for limit in per_sample):
+            limits[name] = per_sample
+    return JudgedAs(tolerances, limits)
+
+
 def _graph_text(model: onnx.ModelProto) -> str:
     try:
         text = onnx.printer.to_text(model.graph)
@@ -164,13 +198,16 @@ def write_bundle(
     runner: str = "onnxruntime",
     names: Mapping[str, str] | None = None,
     build: BuildUnderTest = AS_INSTALLED,
+    judged: JudgedAs | None = None,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
     `model` is the reduced model, `feeds` its inputs per sample, `expected` the unoptimized
-    model's outputs per sample by output name; `timeout_s` is how long repro.py lets the optimizer
-    (and ONNX Runtime on its result) run before it calls a hang the bug; `names` maps the names
-    the finding's message uses to the short ones reduction gave `model` (README lists them)."""
+    model's outputs per sample by output name; `rtol`/`atol` compare an output `judged` does not
+    name (`judged_as_the_sweep`: each output's tolerances and noise limits); `timeout_s` is how
+    long repro.py lets the optimizer (and ONNX Runtime on its result) run before it calls a hang
+    the bug; `names` maps the names the finding's message uses to the short ones reduction gave
+    `model` (README lists them)."""
     bundle = directory / finding.fingerprint
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -195,6 +232,7 @@ def write_bundle(
         "unreleased": build.unreleased,
         "rtol": rtol,
         "atol": atol,
+        "judged": judged or JudgedAs(),
         "timeout_s": timeout_s,
         "runner": runner,
     }

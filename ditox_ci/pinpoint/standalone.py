@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
@@ -78,6 +79,21 @@ def _versions(build_path: str | None) -> dict[str, str]:
     return versions
 
 
+def one_tolerance(model: onnx.ModelProto, tolerances: Tolerances) -> tuple[float, float]:
+    """The (rtol, atol) the script compares every output with: each output's as the sweep's oracle
+    judges it (by its element type where none was given), the loosest where they differ."""
+    pairs = []
+    for value in model.graph.output:
+        try:
+            dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+        except KeyError:  # not a tensor, or no element type declared
+            continue
+        pairs.append(tolerances.of_dtype(np.dtype(dtype)))
+    if not pairs:
+        return tolerances.scalar()
+    return max(rtol for rtol, _ in pairs), max(atol for _, atol in pairs)
+
+
 def checked_standalone(
     finding: Finding,
     model: onnx.ModelProto,
@@ -85,8 +101,7 @@ def checked_standalone(
     passes: Sequence[str],
     fixed_point: bool,
     optimizer_spec: str,
-    rtol: float,
-    atol: float,
+    tolerances: Tolerances,
     bundle: Path,
     timeout_s: float,
     build: BuildUnderTest = AS_INSTALLED,
@@ -101,6 +116,7 @@ def checked_standalone(
     sample = finding.measured.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
     model, feed, _ = canonical(model, feed)
+    rtol, atol = one_tolerance(model, tolerances)
     record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions(build.path))
     if record is None:
         return None

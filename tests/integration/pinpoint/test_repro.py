@@ -17,6 +17,7 @@ import onnxruntime
 import pytest
 from wheels import MISCOMPILED_PASS, miscompiling_onnxoptimizer
 
+from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
@@ -28,6 +29,7 @@ from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding, read_report
 from tests.helpers import FAKES, run_cli, sweep
+from tests.integration.engine.test_evaluate_trusted_verdicts import gemm_model
 from tests.integration.engine.test_runner_reference import _model as _double_erf_model
 
 RTOL, ATOL = 1e-4, 1e-5
@@ -200,6 +202,28 @@ def test_reduce_command_writes_a_bundle_whose_repro_fails(tmp_path: Path) -> Non
     ]
     assert run_repro(bundle).returncode == 1
     assert run_repro(bundle, "--optimizer", "onnxoptimizer").returncode == 0
+
+
+def test_reduce_command_writes_no_bundle_for_a_failure_that_does_not_repeat(tmp_path: Path) -> None:
+    """A crash on the first call only (a heap-dependent read): the bundle written for it had a
+    repro.py that said the bug was fixed, and the command printed its path as a bug's."""
+    model_path = tmp_path / "flaky_relu.onnx"
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Relu", ["x"], ["y"])],
+        "flaky_relu",  # planted_builds crashes FLAKY_PASS on a `flaky*` model, on the calls listed
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])],
+    )
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), model_path)
+    env = {**os.environ, "PYTHONPATH": str(FAKES), "PLANTED_FLAKY_CRASHES": "1"}
+    env["PLANTED_FLAKY_COUNT"] = str(tmp_path / "calls")
+    args = ("reduce", str(model_path), "--passes", "eliminate_deadend")
+    args += ("--optimizer", "planted_base:optimize")
+    done = run_cli(*args, "--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 1, done.stderr
+    assert (tmp_path / "calls").read_text() == "2"  # it crashed, then did not
+    assert "optimizer-crash) but not when judged again (not-reproducible)" in done.stderr
+    assert done.stdout == "" and not (tmp_path / "out").exists()
 
 
 def _long_names(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -507,3 +531,53 @@ def test_an_ort_extended_bundle_runs_where_ditox_ci_is_not_installed(tmp_path: P
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "elsewhere")}
     ran = subprocess.run([sys.executable, "repro.py"], cwd=bundle, env=env, capture_output=True, text=True)
     assert ran.returncode == 0 and "the bug is fixed" in ran.stdout, ran.stdout + ran.stderr
+
+
+def _float64_add_model(name: str) -> onnx.ModelProto:
+    """y = x + c in float64: a drift of 1e-4 in c is within float32's tolerances, not float64's."""
+    constant = onnx.numpy_helper.from_array(np.linspace(1.0, 2.0, 6).reshape(2, 3), "c")
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Add", ["x", "c"], ["y"])],
+        name,
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.DOUBLE, [2, 3])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.DOUBLE, [2, 3])],
+        [constant],
+    )
+    return onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "says"),
+    [
+        # within the fixed tolerances, 300 times the model's own noise: the calibrated oracle's bug
+        ("optimize_scaled_weight", "times the unoptimized model's own numerical noise"),
+        # beyond float64's tolerances, within float32's, which repro.py took for every output
+        ("optimize_nudged_add", "beyond rtol=1e-06 atol=1e-08"),
+    ],
+)
+def test_a_bundle_judges_each_output_as_the_sweep_did(tmp_path: Path, optimizer: str, says: str) -> None:
+    """repro.py compared every output with float32's tolerances and no noise floor: for a
+    calibrated finding, or one on a float64 output, it said the bug was fixed while it was there."""
+    model = tmp_path / "models" / "m"
+    if optimizer == "optimize_scaled_weight":
+        x = np.random.default_rng(1).integers(-3, 4, (4, 16)).astype(np.int32)
+        write_recorded_inputs(model, gemm_model("gemm"), [{"x": x}])
+    else:
+        model.parent.mkdir()
+        onnx.save(_float64_add_model("add64"), tmp_path / "models" / "m.onnx")
+    flags = (
+        "--models",
+        str(tmp_path / "models"),
+        "--optimizer",
+        f"{FAKES / 'faulty_optimizers.py'}:{optimizer}",
+    )
+    code, report, err = sweep(
+        *flags, "--configs", "pass:eliminate_deadend", "--jobs", "1", out=tmp_path / "out"
+    )
+    assert code == 1, err
+    (finding,) = report["findings"]
+    bundle = tmp_path / "out" / "repro" / finding["fingerprint"]
+    broken = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True)
+    assert broken.returncode == 1 and "BUG PRESENT" in broken.stdout and says in broken.stdout, broken.stdout
+    fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
+    assert fixed.returncode == 0 and "the bug is fixed" in fixed.stdout, fixed.stdout + fixed.stderr

@@ -21,8 +21,9 @@ import onnx.parser
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.github.text import Texts
-from ditox_ci.pinpoint.standalone import checked_standalone
+from ditox_ci.pinpoint.standalone import checked_standalone, one_tolerance
 from ditox_ci.report.bugs import group_bugs
 from ditox_ci.report.model import Culprit, Finding, Report, read_report
 from tests.helpers import ROOT
@@ -230,7 +231,7 @@ def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, mon
     finding = Finding("0" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
     monkeypatch.setenv("PYTHONIOENCODING", "latin-1")  # the child is a direct subprocess: it inherits
     record = checked_standalone(
-        finding, model, feeds, passes, False, "onnxoptimizer", 1e-3, 1e-4, tmp_path, 60.0
+        finding, model, feeds, passes, False, "onnxoptimizer", Tolerances(), tmp_path, 60.0
     )
     assert record is not None and record["reproduces"] is True
 
@@ -240,3 +241,16 @@ def _run_upstream_test(folder: Path, method: str) -> subprocess.CompletedProcess
     (folder / "optimizer_test.py").write_text(UPSTREAM_FILE.format(method=method))
     command = [sys.executable, "optimizer_test.py"]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=120)
+
+
+def test_the_script_compares_with_the_tolerance_of_its_outputs_element_type() -> None:
+    """float32's for every model made a float16 result's rounding the bug, and a float64 drift none."""
+
+    def outputs(*types: int) -> onnx.ModelProto:
+        values = [onnx.helper.make_tensor_value_info(f"y{k}", t, [1]) for k, t in enumerate(types)]
+        return onnx.helper.make_model(onnx.helper.make_graph([], "g", [], values))
+
+    assert one_tolerance(outputs(TensorProto.FLOAT16), Tolerances()) == (1e-2, 1e-3)
+    assert one_tolerance(outputs(TensorProto.DOUBLE), Tolerances()) == (1e-6, 1e-8)
+    assert one_tolerance(outputs(TensorProto.DOUBLE, TensorProto.FLOAT), Tolerances()) == (1e-3, 1e-4)
+    assert one_tolerance(outputs(TensorProto.DOUBLE), Tolerances(rtol=0.5)) == (0.5, 1e-8)

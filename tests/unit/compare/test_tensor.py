@@ -1,8 +1,11 @@
+import math
+
+import ml_dtypes
 import numpy as np
 import pytest
 
 from ditox_ci.compare import COMPARATORS
-from ditox_ci.compare.tensor import compare_arrays
+from ditox_ci.compare.tensor import NOISE_MARGIN, Tolerances, compare_arrays, noise_limit
 
 
 def _tensor(**options):
@@ -147,3 +150,31 @@ def test_relative_errors_are_against_the_outputs_scale_not_a_value_near_zero():
     assert "max_abs=0.5, max_rel=0.8333," in result.message
     # a non-finite actual value is still an infinite error
     assert compare_arrays(expected, np.array([1.0, 1.0, 1.0, np.inf, 0.0]), 1e-3, 1e-4)["max_rel"] == np.inf
+
+
+@pytest.mark.parametrize(
+    ("given", "value", "expected"),
+    [
+        ((None, None), np.zeros(2, np.float64), (1e-6, 1e-8)),
+        ((None, None), np.zeros(2, np.float16), (1e-2, 1e-3)),
+        ((None, None), [np.zeros(2, np.float16)], (1e-2, 1e-3)),  # a sequence: its elements'
+        ((None, None), np.zeros(2, np.int64), (1e-3, 1e-4)),
+        ((5e-2, None), np.zeros(2, np.float64), (5e-2, 1e-8)),
+        # float8 is never held to less than its own precision, as compare_arrays widens it
+        ((None, None), np.zeros(2, ml_dtypes.float8_e4m3fn), (0.125, 2.0**-9)),
+    ],
+)
+def test_tolerances_of_an_output_are_the_ones_the_oracle_judges_it_with(given, value, expected):
+    assert Tolerances(*given).of(value) == pytest.approx(expected)
+
+
+def test_the_noise_limit_is_the_margin_of_floors_past_which_the_oracle_calls_a_mismatch():
+    want = np.array([1.0, -4.0, np.nan], np.float32)
+    noise = 1e-5  # over 8 ulps of 4.0, and ten floors within the fixed tolerances
+    limit = noise_limit(want, noise, 1e-4)
+    assert limit == pytest.approx(NOISE_MARGIN * noise)
+    compare = COMPARATORS["tensor"]({"noise": [[noise]]})
+    for factor, passed in ((0.9, True), (1.1, False)):
+        got = want + np.array([factor * limit, 0.0, 0.0], np.float32)
+        assert compare([[want]], [[got]], ["y"]).passed is passed
+    assert noise_limit(want, math.inf, 1e-4) is None and noise_limit(np.arange(3), noise, 1e-4) is None

@@ -4,7 +4,9 @@ tell), and that it can travel: nothing of ditox-ci but the runner beside it."""
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -12,6 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.compare.tensor import NOISE_MARGIN
 from ditox_ci.engine import repro_runtime, runner
 from ditox_ci.engine.repro_runtime import (
     BUG_PRESENT,
@@ -117,3 +120,37 @@ def test_the_runtime_travels_with_the_runner_alone() -> None:
     it, relatively, and nothing else of ditox-ci; the runner nothing at all."""
     assert _ditox_imports(repro_runtime) == ["."]
     assert _ditox_imports(runner) == []
+
+
+@pytest.mark.parametrize(
+    ("judging", "code", "says"),
+    [
+        # a per-output tolerance replaces the scalar one: float64's would call 1e-5 of 3.0 the bug
+        ({"tolerances": {"z": (1e-6, 1e-8)}}, BUG_PRESENT, "beyond rtol=1e-06 atol=1e-08"),
+        ({"tolerances": {"z": (1e-3, 1e-4)}}, FIXED, "OK"),
+        # within the tolerances, over the noise limit: what a calibrated sweep calls the bug
+        ({"noise_limits": {"z": (1e-6,)}}, BUG_PRESENT, "within rtol=0.001 atol=0.0001 but 300 times"),
+        ({"noise_limits": {"z": (1e-4,)}}, FIXED, "OK"),
+    ],
+)
+def test_each_output_is_judged_with_the_sweeps_tolerance_and_noise_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], judging: dict[str, Any], code: int, says: str
+) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "adapter.py").write_text(
+        "import onnx, onnxoptimizer\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
+        "    scale = onnx.helper.make_tensor('s', onnx.TensorProto.FLOAT, [], [1.00001])\n"
+        "    out.graph.initializer.append(scale)\n"
+        "    out.graph.node[-1].output[0] = 'unscaled'\n"
+        "    out.graph.node.append(onnx.helper.make_node('Mul', ['unscaled', 's'], ['z']))\n"
+        "    return out\n"
+    )
+    repro = replace(REPRO, rtol=1e-3, atol=1e-4, **judging)
+    assert check(repro, bundle, "adapter.py:optimize") == code
+    assert says in capsys.readouterr().out
+
+
+def test_a_noise_limit_is_as_many_floors_as_the_tensor_oracle_lets_through() -> None:
+    assert repro_runtime.NOISE_MARGIN == NOISE_MARGIN
