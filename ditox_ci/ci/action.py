@@ -23,7 +23,6 @@ from typing import Any
 from ditox_ci.ci.inputs import (
     FETCHED_PREVIOUS,
     FETCHED_REPORT,
-    GATES,
     MODES,
     PUBLISH_FLAGS,
     SWEEP_FLAGS,
@@ -214,8 +213,8 @@ def hand_over(out: Path, workspace: Path) -> None:
 
 
 def gate(report: Report, fail_on: str) -> int:
-    """The job's exit code for a finished report: 1 when `fail_on` rejects it (GATES)."""
-    return 1 if GATES[fail_on](report) else 0
+    """The job's exit code for a finished report: 1 when its gate closes under `fail_on`."""
+    return 1 if report.closes_gate(fail_on) else 0
 
 
 def outputs(report: Report, path: Path) -> dict[str, str]:

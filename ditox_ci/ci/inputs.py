@@ -14,8 +14,7 @@ from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError
 from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
-from ditox_ci.report.kinds import kind_gates
-from ditox_ci.report.model import Report
+from ditox_ci.report.model import FAIL_ON
 from ditox_ci.report.outputs import REPORT_ARTIFACT
 from ditox_ci.safeload import one_line
 
@@ -67,28 +66,12 @@ MODES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _failing(report: Report, statuses: tuple[str, ...]) -> int:
-    """Findings with one of `statuses` of a kind that gates: warnings never fail a job (as in
-    `ditox-ci sweep`)."""
-    return sum(1 for f in report.findings if f.status in statuses and kind_gates(f.kind))
-
-
-# fail_on → how many reasons make the job fail (exit code 1): findings, and a whole sweep that
-# skipped more of its corpus than its --max-skipped (which the sweep or merge stage, or publish,
-# said in the log)
-GATES: dict[str, Callable[[Report], int]] = {
-    "new": lambda report: _failing(report, ("new",)) + report.skips().too_many,
-    "any": lambda report: _failing(report, ("new", "known")) + report.skips().too_many,
-    "never": lambda report: 0,
-}
-
-
 def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     """Resolve and validate the INPUT_* variables; a bad value is a ConfigError naming the input."""
     inputs = resolve(ActionInputs, env={k: v for k, v in env.items() if k.startswith("INPUT_")})
     choices: dict[str, tuple[str, ...]] = {
         "mode": tuple(MODES),
-        "fail_on": tuple(GATES),
+        "fail_on": tuple(FAIL_ON),
         "runner": RUNNER_CHOICES,
     }
     for name, allowed in choices.items():
@@ -250,11 +233,12 @@ PUBLISH_FLAGS = (
     InputFlag("pr_number", flag="--pr"),
     InputFlag("untrusted", _when_on),
     InputFlag("dry_run", _when_on),
+    # the check's conclusion follows the job's gate (the job's exit code reads it too)
+    InputFlag("fail_on", _given),
 )
 # The inputs no stage's flag carries, and where they go instead.
 ACTION_ONLY = {
     "mode": "which stages run (MODES)",
     "reports": "the merge stage's arguments",
     "github_token": "the publishing stage's environment, never a command line",
-    "fail_on": "the job's exit code (GATES)",
 }

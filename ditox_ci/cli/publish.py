@@ -17,6 +17,7 @@ from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
+from ditox_ci.report.model import FAIL_ON
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
 from ditox_ci.safewrite import written_or_input_error
@@ -52,6 +53,8 @@ class PublishSettings(PublishOptions):
     junit: str | None = None
 
     def __post_init__(self) -> None:
+        if self.fail_on not in FAIL_ON:
+            raise UsageError(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {self.fail_on!r}")
         for name in ("max_new_issues", "max_annotations", "max_writes"):
             if getattr(self, name) < 0:
                 raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
@@ -83,6 +86,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action=flag,
         help="the report comes from a run whose code is not trusted (a fork's artifact): a neutral "
         "'unverified' check, and no issue is opened, reopened or closed",
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=tuple(FAIL_ON),
+        help="which findings fail the check, as the Action's `fail_on` fails the job: new (default), "
+        "any (new or known), never (the check is then neutral where it would fail)",
     )
     parser.add_argument(
         "--bot-login",
@@ -148,7 +157,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             except OSError as exc:
                 raise written_or_input_error(Path(target), exc) from None
     texts = Texts(
-        report, context.sha, settings.artifact, context.report_run_url, untrusted=settings.untrusted
+        report,
+        context.sha,
+        settings.artifact,
+        context.report_run_url,
+        untrusted=settings.untrusted,
+        fail_on=settings.fail_on,
     )
     # The summary goes first: it is the one output a read-only token cannot take away.
     log.summary(texts.comment(settings.comment_key))

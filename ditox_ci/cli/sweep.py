@@ -226,7 +226,6 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     if report.shard.get("count", 1) == 1:  # a shard's coverage is its share's: the merge's summary says
         for warning in never_fired_warnings(report):
             log.warning(warning)
-    new = report.new_failures()
     tally = log_bugs(report, log)
     skips = report.skips()
     log.notice(
@@ -239,8 +238,8 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
-    too_many_skipped = skipped_gate(report, log, written.summary_path)
-    return EXIT_NEW_FINDINGS if new or too_many_skipped else EXIT_OK
+    skipped_gate(report, log, written.summary_path)
+    return EXIT_NEW_FINDINGS if report.closes_gate() else EXIT_OK
 
 
 def log_bugs(report: Report, log: Log) -> str:

@@ -16,8 +16,8 @@ from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
-from ditox_ci.report.kinds import kind_gates
-from ditox_ci.report.model import Report
+from ditox_ci.report.kinds import NEW, kind_gates
+from ditox_ci.report.model import KNOWN, Report
 from ditox_ci.report.sarif import pass_source
 
 T = TypeVar("T")
@@ -57,17 +57,25 @@ class Check(Surface):
         self.check_name = unverified_name(options.check_name) if options.untrusted else options.check_name
         self.max_annotations = options.max_annotations
         self.untrusted = options.untrusted
+        self.fail_on = options.fail_on
 
     def wanted(self, options: CheckOptions, log: Log) -> bool:
         return options.check and bool(self.context.sha)
 
     def publish(self, report: Report, texts: Texts) -> None:
         new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]
-        failing, skips = report.new_failures(), report.skips()
-        title = headline(group_bugs(failing), "new") if failing else "no new bugs"
-        if skips.too_many:  # it gates like a new bug (the Action's GATES): the check says so
+        # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on,
+        # neutral: it informs and never fails, as the job does not
+        fail_on = "new" if self.fail_on == "never" else self.fail_on
+        failing, skips = group_bugs(report.failures(fail_on)), report.skips()
+        by_status = {status: [b for b in failing if b.status == status] for status in (NEW, KNOWN)}
+        title = "; ".join(headline(bugs, status) for status, bugs in by_status.items() if bugs)
+        title = title or "no new bugs"
+        if skips.too_many:  # it closes the gate like a new bug: the check says so
             title = f"{title}; {skips.said()}"
-        conclusion = "failure" if failing or skips.too_many else "success"
+        conclusion = "failure" if report.closes_gate(fail_on) else "success"
+        if self.fail_on == "never" and conclusion == "failure":
+            conclusion = "neutral"
         # one annotation per bug, on a file of this repository: the culprit pass's source when the
         # workspace is the optimizer's checkout, else the workflow that ran the check
         places = [self._place(report, bug) for bug in new]

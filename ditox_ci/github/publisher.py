@@ -96,7 +96,14 @@ def publish(
     )
     if context.pr_number is None and context.head_branch and not client.offline:
         context = replace(context, pr_number=pull_of_run(client, context))
-    texts = Texts(report, context.sha, options.artifact, context.report_run_url, untrusted=options.untrusted)
+    texts = Texts(
+        report,
+        context.sha,
+        options.artifact,
+        context.report_run_url,
+        untrusted=options.untrusted,
+        fail_on=options.fail_on,
+    )
     failed: list[str] = []
     denied: list[str] = []
     surfaces = {name: surface(client, context, options, failed) for name, surface in in_order()}

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.bugs import Bug, bug_context
-from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.model import FAIL_ON, KNOWN, Finding, Report
 from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, hard_truncate, no_autolinks
 
@@ -148,7 +148,8 @@ UNVERIFIED = (
 @dataclass(frozen=True)
 class Texts:
     """Renders the bot's texts for one report; `artifact` and `run_url` say where the rest is,
-    and an `untrusted` report's comment and check open with UNVERIFIED."""
+    an `untrusted` report's comment and check open with UNVERIFIED, and under `fail_on: any`
+    known findings are said to block."""
 
     report: Report
     sha: str
@@ -156,6 +157,7 @@ class Texts:
     run_url: str | None
     limit: int = BODY_LIMIT
     untrusted: bool = False
+    fail_on: str = "new"
 
     @property
     def pointer(self) -> str:
@@ -170,6 +172,7 @@ class Texts:
             "run_url": self.run_url,
             "repro_dir": repro_dir,
             "unverified": UNVERIFIED if self.untrusted else "",
+            "known_block": KNOWN in FAIL_ON[self.fail_on],
         }
 
     def _bugs(self) -> dict[str, Any]:

@@ -7,6 +7,8 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
@@ -232,3 +234,30 @@ def test_a_sweep_that_skipped_more_than_its_limit_fails_the_check_too(server, tm
     assert run["conclusion"] == "failure"
     said = f"{len(skipped) / len(data.models):.1%} of the corpus was skipped, more than --max-skipped 0.1"
     assert run["output"]["title"] == f"no new bugs; {said}"
+
+
+def test_the_check_fails_as_the_jobs_fail_on_does(server, tmp_path: Path):
+    """The check counted new findings whatever the Action's `fail_on`: under `any` a job failed on a
+    known bug beside a green check, and the comment called known findings "not blocking"."""
+    env = github_env(tmp_path, server.url)
+    verdicts = {}
+    for name, findings in (("known", (BY_DESIGN,)), ("new", (BUG_A, BY_DESIGN))):
+        path = write(tmp_path, f"{name}.json", report(*findings))
+        for fail_on in ("new", "any", "never"):
+            server.repo.check_runs.clear()
+            assert run_publish(["--report", str(path), "--fail-on", fail_on], env)[0] == 0
+            (run,) = server.repo.check_runs.values()
+            verdicts[name, fail_on] = (run["conclusion"], run["output"]["title"].split(" (")[0])
+            comment = sticky_comments(server)[0]["body"]
+            assert ("Known findings (1) — blocking (`fail_on: any`)" in comment) == (fail_on == "any")
+    assert verdicts == {
+        ("known", "new"): ("success", "no new bugs"),
+        ("known", "any"): ("failure", "1 known bug"),
+        ("known", "never"): ("success", "no new bugs"),
+        ("new", "new"): ("failure", "1 new bug"),
+        ("new", "any"): ("failure", "1 new bug"),
+        ("new", "never"): ("neutral", "1 new bug"),
+    }
+    with pytest.raises(SystemExit) as refused:  # argparse's choices
+        run_publish(["--report", str(path), "--fail-on", "all"], env)
+    assert refused.value.code == 2

@@ -66,6 +66,8 @@ def test_defaults_run_sweep_then_publish() -> None:
             "--junit",
             "ditox-report/junit.xml",
             "--no-close-fixed",
+            "--fail-on",
+            "new",
         ],
     ]
 
@@ -174,6 +176,7 @@ def test_merge_and_publish_modes() -> None:
         "INPUT_COMMENT": "false",
         "INPUT_FILE_ISSUES": "true",
         "INPUT_DRY_RUN": "true",
+        "INPUT_FAIL_ON": "any",  # the check's conclusion follows the job's gate
     }
     assert build_argv(env) == [
         [
@@ -197,6 +200,8 @@ def test_merge_and_publish_modes() -> None:
             "merged/junit.xml",
             "--no-close-fixed",
             "--dry-run",
+            "--fail-on",
+            "any",
         ]
     ]
 

@@ -105,9 +105,9 @@ def _merge_exit(report: Report, tmp: Path) -> bool:
 
 # every place that decides whether a finding fails something, as "did it fail"
 CONSUMERS: dict[str, Callable[[Report, Path], bool]] = {
-    "report.new_failures (sweep and merge exit)": lambda report, _: bool(report.new_failures()),
+    "report.failures (sweep and merge exit)": lambda report, _: bool(report.failures()),
     "merge exit code": _merge_exit,
-    "merged report": lambda report, _: bool(merge_reports([report]).new_failures()),
+    "merged report": lambda report, _: bool(merge_reports([report]).failures()),
     "Action fail_on new": lambda report, _: gate(report, "new") == 1,
     "JUnit failures": _junit_failures,
     "SARIF level": lambda report, _: sarif_log(report)["runs"][0]["results"][0]["level"] == "error"
