@@ -108,9 +108,9 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             result = reduce(model, feeds, same_finding(evaluate, failure), options.budget, runner_name)
     if result.record.lost_the_failure:
         log.warning(
-            f"{path} failed under {','.join(passes)} ({failure.kind}) but not when judged again "
-            f"({result.record.reason}): a failure that does not repeat, so no bundle was written "
-            "(its repro.py would find nothing); run the command again to catch it"
+            f"{path} failed under {','.join(passes)} ({failure.kind}) once, but not when judged "
+            f"again ({result.record.reason}: it passed, or gave no verdict), so no bundle was "
+            "written (its repro.py would find nothing); run the command again to catch it"
         )
         return 1
     kind = str(failure.kind)

@@ -62,20 +62,24 @@ class Tolerances:
             DEFAULT_ATOL if self.atol is None else self.atol,
         )
 
-    def of(self, value: Any) -> tuple[float, float]:
-        """The (rtol, atol) the tensor oracle judges `value`, an expected output, with."""
+    def of(self, value: Any, widened: bool = True) -> tuple[float, float]:
+        """The (rtol, atol) the tensor oracle judges `value`, an expected output, with (`widened`
+        False: before a low-precision float's own precision widens them, as its noise floor
+        takes them)."""
         while isinstance(value, list) and value:
             value = value[0]
-        return self.of_dtype(getattr(value, "dtype", None))
+        return self.of_dtype(getattr(value, "dtype", None), widened)
 
-    def of_dtype(self, dtype: np.dtype | None) -> tuple[float, float]:
+    def of_dtype(self, dtype: np.dtype | None, widened: bool = True) -> tuple[float, float]:
         """The (rtol, atol) for an output of element type `dtype`: the given ones, else the
         dtype's; for a low-precision float, at least its own precision (_widened)."""
         name = getattr(dtype, "name", "")
         dtype_rtol, dtype_atol = DTYPE_TOLERANCES.get(name, (DEFAULT_RTOL, DEFAULT_ATOL))
-        rtol = dtype_rtol if self.rtol is None else self.rtol
-        atol = dtype_atol if self.atol is None else self.atol
-        if dtype is not None and dtype.type.__module__.split(".")[0] == "ml_dtypes" and "float" in name:
+        rtol = float(dtype_rtol if self.rtol is None else self.rtol)
+        atol = float(dtype_atol if self.atol is None else self.atol)
+        if dtype is None or not widened or "float" not in name:
+            return rtol, atol
+        if dtype.type.__module__.split(".")[0] == "ml_dtypes":
             return _at_least_its_precision(dtype, rtol, atol)
         return rtol, atol
 
@@ -261,7 +265,8 @@ def noise_limit(expected: Any, noise: float | None, atol: float) -> float | None
     if a is None or noise is None or math.isinf(noise):
         return None
     finite = a[np.isfinite(a)]
-    return NOISE_MARGIN * noise_floor(finite, expected.dtype, noise, atol) if finite.size else None
+    limit = NOISE_MARGIN * float(noise_floor(finite, expected.dtype, noise, atol)) if finite.size else None
+    return limit if limit is not None and math.isfinite(limit) else None
 
 
 def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float, atol: float) -> dict[str, Any]:

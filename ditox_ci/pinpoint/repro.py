@@ -11,6 +11,7 @@ while the bug is present, a hang included, and dies by the signal of a crash; 0 
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -142,32 +143,36 @@ def bundled_spec(bundle: Path, optimizer_spec: str, loaded: LoadedOptimizer | No
 @dataclass(frozen=True)
 class JudgedAs:
     """How the sweep's oracle judges each output of a bundle's model, for repro.py to judge it the
-    same way (`repro_runtime.Repro`): its tolerances, and its noise limit per sample when the
-    oracle is calibrated."""
+    same way (`repro_runtime.Repro`): its tolerances, its noise limit per sample when the oracle
+    is calibrated, and the outputs a random op draws (only their shape and dtype count)."""
 
     tolerances: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     noise_limits: Mapping[str, tuple[float | None, ...]] = field(default_factory=dict)
+    drawn: tuple[str, ...] = ()
 
 
 def judged_as_the_sweep(model: onnx.ModelProto, plain: PlainRun, settings: EvalSettings) -> JudgedAs:
     """Each output's tolerances (by the expected value's dtype where none was given) and, when
     `settings` calibrate, its noise limits, measured on `model` run plainly (`plain`) as a
     worker's `prepare` measures them."""
-    names = [value.name for value in model.graph.output]
-    first = plain.outputs[0] if plain.outputs else []
-    tolerances = {name: settings.tolerances.of(value) for name, value in zip(names, first)}
     noise, _ = original_noise(model, plain, settings)
+    tolerances: dict[str, tuple[float, float]] = {}
     limits: dict[str, tuple[float | None, ...]] = {}
-    for position, name in enumerate(names[: len(first)]):
-        per_sample = tuple(
-            noise_limit(outputs[position], row[position], tolerances[name][1])
-            if position < len(row)
-            else None
-            for outputs, row in zip(plain.outputs, noise)
-        )
+    drawn = []
+    for position, value in enumerate(model.graph.output):
+        values = [sample[position] for sample in plain.outputs if position < len(sample)]
+        # its dtype: the first sample's value that has one (a sample's may be None or [])
+        typed = next((v for v in values if getattr(v, "dtype", None) is not None or v), None)
+        tolerances[value.name] = settings.tolerances.of(typed)
+        noises = [row[position] if position < len(row) else None for row in noise]
+        if any(level == math.inf for level in noises):
+            drawn.append(value.name)
+            continue
+        atol = settings.tolerances.of(typed, widened=False)[1]  # as noise_check takes it
+        per_sample = tuple(noise_limit(v, level, atol) for v, level in zip(values, noises))
         if any(limit is not None for limit in per_sample):
-            limits[name] = per_sample
-    return JudgedAs(tolerances, limits)
+            limits[value.name] = per_sample
+    return JudgedAs(tolerances, limits, tuple(drawn))
 
 
 def _graph_text(model: onnx.ModelProto) -> str:
@@ -236,7 +241,7 @@ def write_bundle(
         "timeout_s": timeout_s,
         "runner": runner,
     }
-    (bundle / "repro.py").write_text(render("repro.py.j2", **context))
+    (bundle / "repro.py").write_text(render("repro.py.j2", **context), encoding="utf-8")
     culprit = finding.culprit
     (bundle / "README.md").write_text(
         render(
@@ -251,6 +256,7 @@ def write_bundle(
             nodes_after=len(model.graph.node),
             graph_text=_graph_text(model),
             renamed=[(new, old) for old, new in (names or {}).items()],
-        )
+        ),
+        encoding="utf-8",
     )
     return bundle

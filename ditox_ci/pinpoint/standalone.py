@@ -124,7 +124,7 @@ def checked_standalone(
         record["build"] = build.unreleased
     path = bundle / SCRIPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(script(record, finding))
+    path.write_text(script(record, finding), encoding="utf-8")
     try:
         done = subprocess.run(
             # by its name in its own folder, as a reader of the issue runs it

@@ -178,3 +178,13 @@ def test_the_noise_limit_is_the_margin_of_floors_past_which_the_oracle_calls_a_m
         got = want + np.array([factor * limit, 0.0, 0.0], np.float32)
         assert compare([[want]], [[got]], ["y"]).passed is passed
     assert noise_limit(want, math.inf, 1e-4) is None and noise_limit(np.arange(3), noise, 1e-4) is None
+
+
+def test_a_noise_limit_is_a_float_repro_py_can_spell_and_never_infinite():
+    # an all-zero output with --atol 0 and no noise: the floor is float64's tiniest, a numpy scalar
+    assert type(noise_limit(np.zeros(3, np.float32), 0.0, 0.0)) is float
+    assert noise_limit(np.full(2, 1e308), 1e308, 1e-4) is None  # ten floors overflow
+    # the atol a low-precision float's noise floor takes is the one before its precision widens it
+    float8 = np.zeros(2, ml_dtypes.float8_e4m3fn)
+    assert Tolerances().of(float8, widened=False) == (1e-3, 1e-4)
+    assert Tolerances().of(float8)[1] == 2.0**-9

@@ -8,9 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
+from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.noise import PlainRun
+from ditox_ci.engine.original import EvalSettings
 from ditox_ci.pinpoint import repro
 from ditox_ci.pinpoint.repro import write_bundle
 from ditox_ci.report.model import Culprit, Finding
@@ -105,3 +109,32 @@ def test_an_adapter_declaring_a_distribution_that_is_not_installed_still_gets_it
         bundle / "requirements.txt"
     ).read_text()
     assert (bundle / "repro.py").exists()
+
+
+def test_each_output_is_judged_as_the_sweeps_oracle_would_judge_it() -> None:
+    """Tolerances by each output's dtype, noise limits where calibrated, and a random op's output
+    by its shape alone: what repro.py is handed (`JudgedAs`)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Cast", ["x"], ["wide"], to=TensorProto.DOUBLE),
+            helper.make_node("Neg", ["wide"], ["y64"]),
+            helper.make_node("RandomUniformLike", ["x"], ["drawn"]),
+        ],
+        "mixed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [
+            helper.make_tensor_value_info("y64", TensorProto.DOUBLE, [2]),
+            helper.make_tensor_value_info("drawn", TensorProto.FLOAT, [2]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    data = model.SerializeToString()
+    feeds = [{"x": np.array([1.0, -2.0], np.float32)}]
+    outputs = runner.run_all(runner.load_session(data), feeds)
+    plain = PlainRun(data, feeds, outputs, 1, "onnxruntime")
+    judged = repro.judged_as_the_sweep(model, plain, EvalSettings())
+    assert judged.tolerances == {"y64": (1e-6, 1e-8), "drawn": (1e-3, 1e-4)}
+    assert judged.drawn == ("drawn",)
+    (limit,) = judged.noise_limits["y64"]  # no noise: ten floors of 8 ulps of its largest value, 2
+    assert limit == pytest.approx(10 * 8 * np.finfo(np.float64).eps * 2)
+    assert repro.judged_as_the_sweep(model, plain, EvalSettings(calibrate=False)).noise_limits == {}
