@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from ditox_ci.ci.action import write_outputs
@@ -150,7 +151,9 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.error(skips.said())
     _require_a_github_context(context, settings.dry_run)
     # as root, beside what a process the optimizer left behind could reach: through no link
-    for target, write in ((settings.sarif, write_sarif), (settings.junit, write_junit)):
+    # code scanning places an alert on a file of the repository, as the check its annotations
+    sarif = partial(write_sarif, place=context.repository_file)
+    for target, write in ((settings.sarif, sarif), (settings.junit, write_junit)):
         if target:
             try:
                 write(report, Path(target))
@@ -165,7 +168,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         fail_on=settings.fail_on,
     )
     # The summary goes first: it is the one output a read-only token cannot take away.
-    log.summary(texts.comment(settings.comment_key))
+    log.summary(texts.comment(settings.comment_key, in_place=False))
 
     with log.group("publish to GitHub"):
         try:

@@ -18,7 +18,6 @@ from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
 from ditox_ci.report.kinds import NEW, kind_gates
 from ditox_ci.report.model import KNOWN, Report
-from ditox_ci.report.sarif import pass_source
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
@@ -78,7 +77,7 @@ class Check(Surface):
             conclusion = "neutral"
         # one annotation per bug, on a file of this repository: the culprit pass's source when the
         # workspace is the optimizer's checkout, else the workflow that ran the check
-        places = [self._place(report, bug) for bug in new]
+        places = [self.context.repository_file(report, bug.first) for bug in new]
         annotations = [_annotation(bug, place) for bug, place in zip(new, places) if place]
         annotations = annotations[: max(0, self.max_annotations)]
         # the summary leaves room for the notes below it
@@ -97,13 +96,6 @@ class Check(Surface):
             # set a commit status, which branch protection treats the same way.
             self.client.log.warning(f"cannot create a check run ({exc}); setting a commit status instead")
             self._status(conclusion, title)
-
-    def _place(self, report: Report, bug: Bug) -> str | None:
-        """The repository file a bug's annotation goes on; None when no file of it is known."""
-        source = pass_source(report, bug.first)
-        if source and (self.context.workspace / source).is_file():
-            return source
-        return self.context.workflow_path or None
 
     def _status(self, conclusion: str, title: str) -> None:
         client, context = self.client, self.context

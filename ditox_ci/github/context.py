@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import ConfigError, InputError
+from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.upstream import pass_source
 from ditox_ci.safeload import parse_json, read_text
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
@@ -45,6 +47,15 @@ class GitHubContext:
         )
 
     __str__ = __repr__
+
+    def repository_file(self, report: Report, finding: Finding) -> str | None:
+        """The file of this repository a finding's annotation or code-scanning alert goes on: the
+        culprit pass's source when the workspace is the optimizer's checkout, else the running
+        workflow's file; None when neither is known."""
+        source = pass_source(report, finding)
+        if source and (self.workspace / source).is_file():
+            return source
+        return self.workflow_path or None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> GitHubContext:

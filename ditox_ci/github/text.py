@@ -189,8 +189,9 @@ class Texts:
         most = max(len(bugs["new_bugs"]), len(bugs["fixed_bugs"]))
         return fit(render_with, most, limit, self.pointer)
 
-    def comment(self, key: str) -> str:
-        return self.bugs_page("comment.md.j2", self.limit, marker=sticky_marker(key))
+    def comment(self, key: str, in_place: bool = True) -> str:
+        """The sticky comment; `in_place` False: its text elsewhere (the step summary)."""
+        return self.bugs_page("comment.md.j2", self.limit, marker=sticky_marker(key), in_place=in_place)
 
     def check_summary(self) -> str:
         return self.bugs_page("check.md.j2", min(self.limit, CHECK_SUMMARY_LIMIT))

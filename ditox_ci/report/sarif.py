@@ -8,9 +8,11 @@ repository when the optimizer's layout is known, so the alert lands on the code 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ditox_ci import PROJECT_URL
 from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.report.upstream import pass_source
@@ -19,9 +21,11 @@ from ditox_ci.report.upstream import pass_source
 __all__ = ["pass_source", "sarif_log", "write_sarif"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://github.com/ditox/action"
-# the place of a result whose culprit has no known source file: the report itself
+INFORMATION_URI = PROJECT_URL
+# the place of last resort of a result no file is known for: the report itself
 REPORT_URI = "report.json"
+# where a finding's result goes: a file of the repository, None when none is known
+Place = Callable[[Report, Finding], "str | None"]
 
 
 
@@ -48,11 +52,7 @@ def _rules() -> list[dict[str, Any]]:
     ]
 
 
-def _location(report: Report, finding: Finding) -> str:
-    return pass_source(report, finding) or REPORT_URI
-
-
-def _result(report: Report, finding: Finding) -> dict[str, Any]:
+def _result(report: Report, finding: Finding, place: Place | None) -> dict[str, Any]:
     passes = " + ".join(finding.culprit.passes) or finding.culprit.scope
     message = finding.message.strip()[:2000]
     return {
@@ -66,7 +66,7 @@ def _result(report: Report, finding: Finding) -> dict[str, Any]:
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": _location(report, finding)},
+                    "artifactLocation": {"uri": (place or _culprit_source)(report, finding) or REPORT_URI},
                     "region": {"startLine": 1},
                 }
             }
@@ -81,7 +81,13 @@ def _result(report: Report, finding: Finding) -> dict[str, Any]:
     }
 
 
-def sarif_log(report: Report) -> dict[str, Any]:
+def _culprit_source(report: Report, finding: Finding) -> str | None:
+    return pass_source(report, finding)
+
+
+def sarif_log(report: Report, place: Place | None = None) -> dict[str, Any]:
+    """The log of the report's new findings, each placed on the file `place` names (publish: a
+    file of the repository, as the check's annotations), else the culprit pass's source."""
     new = [f for f in report.findings if f.status == "new"]
     return {
         "$schema": SARIF_SCHEMA,
@@ -98,11 +104,11 @@ def sarif_log(report: Report) -> dict[str, Any]:
                 },
                 # one category per optimizer: code scanning keeps their alerts apart
                 "automationDetails": {"id": f"ditox-ci/{report.optimizer.get('name', 'optimizer')}/"},
-                "results": [_result(report, f) for f in new],
+                "results": [_result(report, f, place) for f in new],
             }
         ],
     }
 
 
-def write_sarif(report: Report, path: Path) -> None:
-    write_text_atomic(path, json.dumps(sarif_log(report), indent=2) + "\n")
+def write_sarif(report: Report, path: Path, place: Place | None = None) -> None:
+    write_text_atomic(path, json.dumps(sarif_log(report, place), indent=2) + "\n")

@@ -261,3 +261,12 @@ def test_the_check_fails_as_the_jobs_fail_on_does(server, tmp_path: Path):
     with pytest.raises(SystemExit) as refused:  # argparse's choices
         run_publish(["--report", str(path), "--fail-on", "all"], env)
     assert refused.value.code == 2
+
+
+def test_the_step_summary_is_not_called_a_comment_updated_in_place(server, tmp_path: Path):
+    """publish writes the comment's text to the step summary too, where a nightly has no comment."""
+    path = write(tmp_path, "r.json", report(BUG_A))
+    assert run_publish(["--report", str(path)], github_env(tmp_path, server.url))[0] == 0
+    summary = (tmp_path / "summary.md").read_text()
+    assert "this comment is updated in place" in sticky_comments(server)[0]["body"]
+    assert BUG_A.fingerprint in summary and "this comment is updated in place" not in summary

@@ -27,6 +27,7 @@ from tests.integration.github_fixtures import (
     BUG_B,
     BUG_B_OTHER_MODEL,
     PR,
+    WORKFLOW,
     distinct_bugs,
     finding,
     github_env,
@@ -232,6 +233,10 @@ def test_sarif_junit_and_outputs(server, tmp_path: Path):
     sarif, junit = tmp_path / "out" / "ditox.sarif", tmp_path / "out" / "junit.xml"
     rep = write(tmp_path, "r.json", report(BUG_A, BUG_B, BUG_B_OTHER_MODEL, INFRA))
     argv = ["--report", str(rep), "--file-issues", "--sarif", str(sarif), "--junit", str(junit)]
+    # the workspace is the optimizer's checkout: it has BUG_A's pass source, not BUG_B's
+    source = tmp_path / "onnxoptimizer" / "passes" / "fuse_bn_into_conv.h"
+    source.parent.mkdir(parents=True)
+    source.write_text("// the pass\n")
     assert run_publish(argv, env)[0] == 0
 
     log = json.loads(sarif.read_text())
@@ -247,7 +252,10 @@ def test_sarif_junit_and_outputs(server, tmp_path: Path):
     assert where[BUG_A.fingerprint]["physicalLocation"]["artifactLocation"]["uri"] == (
         "onnxoptimizer/passes/fuse_bn_into_conv.h"
     )
-    assert where[INFRA.fingerprint]["physicalLocation"]["artifactLocation"]["uri"] == "report.json"
+    # code scanning places an alert on a file of the repository: report.json is none, nor a pass
+    # source the checkout lacks; the workflow that ran is, as for the check's annotations
+    for bug in (BUG_B, INFRA):
+        assert where[bug.fingerprint]["physicalLocation"]["artifactLocation"]["uri"] == WORKFLOW
     rules = [rule["id"] for rule in log["runs"][0]["tool"]["driver"]["rules"]]
     assert all(rules[r["ruleIndex"]] == r["ruleId"] for r in results)
 

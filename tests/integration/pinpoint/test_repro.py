@@ -17,6 +17,7 @@ import onnxruntime
 import pytest
 from wheels import MISCOMPILED_PASS, miscompiling_onnxoptimizer
 
+from ditox_ci import PROJECT_URL
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import first_divergence
@@ -174,6 +175,7 @@ def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) ->
     readme = (bundle / "README.md").read_text()
     assert "`eliminate_identity`" in readme
     assert "of 60 nodes" in readme
+    assert f"Found by [ditox-ci]({PROJECT_URL})" in readme  # the project's one address, not a made-up one
     assert "python repro.py" in readme
     # the first diverging tensor is named as model.onnx names it, and its original name is listed
     assert "First diverging intermediate tensor: Y0" in readme

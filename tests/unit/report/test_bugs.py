@@ -227,3 +227,24 @@ def test_the_summary_says_a_shards_skipped_share_is_the_merges_to_judge():
     assert "50.0% of the models skipped (**more than --max-skipped 0.2**)" in render_summary(whole)
     said = "50.0% of the models skipped (more than --max-skipped 0.2 in this shard: the merge judges"
     assert said in render_summary(shard) and "**more than" not in render_summary(shard)
+
+
+def test_the_summary_names_a_shard_only_where_there_are_shards():
+    """Every unsharded sweep and every merge read "shard 0 of 1"."""
+
+    def rows(report: Report) -> list[str]:
+        return [line for line in render_summary(report).splitlines() if line.startswith("| shard")]
+
+    whole = _report([], 2)
+    assert rows(whole) == []
+    assert rows(replace(whole, shard={"index": 2, "count": 4})) == ["| shard | 2 of 4 |"]
+    merged = replace(whole, stats={**whole.stats, "shard_wall_s": [1.0, 2.0, 3.0]})
+    assert rows(merged) == ["| shards | 3, merged |"]
+
+
+def test_the_summary_names_coverage_svg_without_a_link_that_leads_nowhere():
+    """In the step summary a relative link resolves against the run's page: a 404."""
+    coverage = {"eliminate_identity": {"models_changed": 1, "models_checked": 2}}
+    report = replace(_report([], 2), coverage=coverage)
+    summary = render_summary(report)
+    assert "`coverage.svg` in the report folder" in summary and "](coverage.svg)" not in summary
