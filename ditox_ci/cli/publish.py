@@ -18,7 +18,7 @@ from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
-from ditox_ci.report.model import FAIL_ON
+from ditox_ci.report.model import FAIL_ON, Report, write_report
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
 from ditox_ci.safewrite import written_or_input_error
@@ -145,7 +145,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         Path(settings.baseline) if settings.baseline else None,
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
-    report = classify(report, baseline, previous)
+    report = _recorded(classify(report, baseline, previous), report, Path(settings.report), log)
     skips = report.skips()
     if skips.too_many:  # the Action's gate: as the sweep or merge that wrote it said
         log.error(skips.said())
@@ -186,6 +186,22 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         log.summary(text)
     write_outputs(_outputs(result, settings), env)
     return EXIT_OK
+
+
+def _recorded(classified: Report, read: Report, path: Path, log: Log) -> Report:
+    """`classified` (by publish's own baseline and previous report, which the sweep may not have
+    had), written back to `path` when its statuses differ from those read there: the Action's gate
+    and outputs, and the artifact uploaded after publish, then say what the check, comment and
+    issues say."""
+    if classified != read:
+        try:
+            write_report(classified, path)
+        except OSError as exc:
+            log.warning(
+                f"cannot record the statuses published in {path} ({exc.strerror or exc}): the "
+                "Action's gate and outputs read the report as the sweep wrote it"
+            )
+    return classified
 
 
 def _require_a_github_context(context: GitHubContext, dry_run: bool) -> None:

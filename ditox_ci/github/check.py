@@ -95,11 +95,13 @@ class Check(Surface):
             # Tokens without `checks: write` (and GitHub Apps without the permission) can still
             # set a commit status, which branch protection treats the same way.
             self.client.log.warning(f"cannot create a check run ({exc}); setting a commit status instead")
-            self._status(conclusion, title)
+            # `fail_on: never` informs and never fails: its neutral is a success there; an
+            # untrusted report's stays pending, which never passes
+            state = "success" if conclusion == "neutral" and not self.untrusted else STATUS_OF[conclusion]
+            self._status(state, title)
 
-    def _status(self, conclusion: str, title: str) -> None:
+    def _status(self, state: str, title: str) -> None:
         client, context = self.client, self.context
-        state = STATUS_OF[conclusion]
         client.write(
             f"set commit status {self.check_name}={state} on {context.sha[:12]}",
             lambda: client.repo.get_commit(context.sha).create_status(

@@ -204,3 +204,25 @@ def test_a_read_only_token_warns_and_keeps_the_gates_exit_code(workspace: Path) 
     assert refused and set(refused) == {403}
     assert "token was read-only" in summary and outputs["new"] == "1"
 
+
+
+def test_the_job_gates_on_what_publish_published(workspace: Path) -> None:
+    """A nightly whose sweep had no previous report (the CLI sweeps of the other optimizers'
+    nightlies) and whose publish has last night's: the check said the bug was known, while the job
+    read the sweep's report.json, called it new and failed every night."""
+    write_report(report(BUG_A), workspace / "tonight" / "report.json")
+    write_report(report(BUG_A), workspace / "last-night" / "report.json")
+    process, outputs, _ = run_action(
+        workspace,
+        "schedule",
+        mode="publish",
+        out="tonight",
+        previous="last-night/report.json",
+        fail_on="new",
+        **OFFLINE_PUBLISH,
+    )
+    assert process.returncode == 0, process.stderr
+    assert (outputs["new"], outputs["known"]) == ("0", "1")
+    assert "would create check run ditox-ci (success)" in process.stdout
+    # the artifact uploaded after publish says it too: tomorrow's previous, and a reader's report
+    assert _findings(workspace / "tonight" / "report.json")[0][-1] == "known"

@@ -114,6 +114,9 @@ def test_check_run_with_annotations_and_status_fallback(server, tmp_path: Path):
     assert code == 0 and "commit status instead" in err
     assert [s["state"] for s in server.repo.statuses[SHA]] == ["failure"]
     assert server.repo.statuses[SHA][0]["target_url"] == "https://github.com/octo/optimizer/actions/runs/42"
+    # `fail_on: never` informs: a success, not a pending status that never resolves
+    assert run_publish(["--report", str(path), "--fail-on", "never"], env)[0] == 0
+    assert [s["state"] for s in server.repo.statuses[SHA]] == ["failure", "success"]
 
 
 def test_read_only_token_is_a_warning_with_the_results_in_the_summary(server, tmp_path: Path):
