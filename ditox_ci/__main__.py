@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Mapping, Sequence
 
 from ditox_ci import __version__
-from ditox_ci.cli import WORKER_COMMANDS, commands
+from ditox_ci.cli import WORKER_COMMANDS, add_debug_flag, commands
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.errors import FatalError, InternalError, Interrupted, UsageError
 
@@ -26,8 +26,9 @@ typical use:
   ditox-ci corpus list --models onnx-node:test_conv*            # what a source selects
   ditox-ci publish --report ditox-report/report.json            # comment, check, issues
 
-exit codes: 0 no new findings, 1 new findings, 2 usage, 3 config, 4 input, 5 optimizer import,
-6 merge, 7 GitHub, 70 internal error (a bug in ditox-ci: please report it with --debug output)
+exit codes: 0 no new findings, 1 new findings or more skipped than --max-skipped (publish exits
+0: its check carries the gate), 2 usage, 3 config, 4 input, 5 optimizer import, 6 merge, 7 GitHub,
+70 internal error (a bug in ditox-ci: please report it with --debug output), 130/143 interrupted
 """
 
 
@@ -48,7 +49,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ditox-ci {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    add_debug_flag(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in commands(only):
         sub_parser = sub.add_parser(
@@ -57,7 +58,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             description=getattr(command, "DESCRIPTION", command.HELP),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        sub_parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+        add_debug_flag(sub_parser)
         command.add_arguments(sub_parser)
         sub_parser.set_defaults(run=command.run)
     return parser

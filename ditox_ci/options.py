@@ -54,7 +54,12 @@ def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
         if hint in (int, str):
             return hint(value)
         if isinstance(hint, type) and hasattr(hint, "parse"):  # a value with structure (Shard)
-            return value if isinstance(value, hint) else hint.parse(str(value))
+            try:
+                return value if isinstance(value, hint) else hint.parse(str(value))
+            except UsageError as exc:  # a flag's is the command line's; another source's, its own
+                if origin == "flag":
+                    raise
+                raise ConfigError(f"{origin}: {exc}") from None
         if typing.get_origin(hint) is tuple:
             if isinstance(value, str):
                 items = [part.strip() for part in value.replace("\n", ",").split(",")]

@@ -78,8 +78,10 @@ class RunOptions:
             value = getattr(self, name, None)
             if value:
                 object.__setattr__(self, name, os.path.abspath(os.path.expanduser(value)))
-        for name in ("jobs", "samples", "dynamic_dim", "memory_limit"):
-            if getattr(self, name) is not None and getattr(self, name) < (0 if name == "jobs" else 1):
+        if self.jobs is not None and self.jobs < 0:
+            raise UsageError(f"--jobs must be 0 (every core) or more, got {self.jobs}")
+        for name in ("samples", "dynamic_dim", "memory_limit"):
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
         Tolerances(self.rtol, self.atol)  # refuses a tolerance that is NaN, negative or infinite
         if not self.timeout > 0:
@@ -129,6 +131,16 @@ class SweepOptions(RunOptions):
             value = getattr(self, name)
             if value < 0:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 0 seconds, got {value}")
+
+
+@dataclass(frozen=True)
+class FuzzOptions(SweepOptions):
+    """`ditox-ci fuzz`'s: a sweep's over the models it generates, from the same sources (flags,
+    DITOX_<NAME>, the config file's `sweep:` section), with its own defaults."""
+
+    out: str = "ditox-fuzz"
+    # empty: default, nop and `pass:<p>` for each pass models are generated for
+    configs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

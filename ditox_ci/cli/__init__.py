@@ -6,6 +6,7 @@ A module is imported when it is asked for: a command line imports the command it
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from types import ModuleType
 
@@ -18,3 +19,10 @@ def commands(only: str | None = None) -> tuple[ModuleType, ...]:
     """The command modules in `NAMES`' order, or the one named `only` when that is one of them."""
     names = (only,) if only in NAMES else NAMES
     return tuple(importlib.import_module(f"ditox_ci.cli.{name}") for name in names)
+
+
+def add_debug_flag(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """`--debug` on ditox-ci itself (`top`), a command or a command's action (`baseline init`):
+    below the top it sets no default, which would undo the flag given before the command."""
+    default = False if top else argparse.SUPPRESS
+    parser.add_argument("--debug", action="store_true", default=default, help="show tracebacks for errors")

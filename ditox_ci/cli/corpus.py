@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ditox_ci.cli import add_debug_flag
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import inputs_kind
 from ditox_ci.errors import InputError
@@ -45,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_debug_flag(listing)
     listing.add_argument(
         "--models",
         nargs="+",

@@ -22,7 +22,7 @@ from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
-from ditox_ci.run_options import sweep_setup
+from ditox_ci.run_options import FuzzOptions, sweep_setup
 from ditox_ci.sweep import run_sweep
 from ditox_ci.sweep_plan import ModelStream
 
@@ -69,7 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "config": "YAML config file; fuzz reads its 'sweep:' section",
     }
     add_sweep_arguments(parser, helps)
-    parser.set_defaults(out="ditox-fuzz")
 
 
 def selected_passes(requested: tuple[str, ...] | None) -> tuple[str, ...]:
@@ -99,12 +98,12 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not 0 < args.budget < math.inf:  # NaN too: a budget it never reaches
         raise UsageError(f"--budget must be a positive number of seconds, got {args.budget}")
     log = Log(env, quiet=args.quiet)
-    passes = selected_passes(args.passes)
-    out = Path(args.out)
-    corpus_dir = out / "corpus"
+    given = sweep_options(args, env, FuzzOptions)  # --passes, --configs, --out: from any source
+    passes = selected_passes(given.passes)
+    corpus_dir = Path(given.out) / "corpus"
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = args.configs or ("default", NOP, *map(single_pass_label, passes))
-    options = sweep_options(args, env, models=(str(corpus_dir),), configs=configs, passes=())
+    configs = given.configs or ("default", NOP, *map(single_pass_label, passes))
+    options = dataclasses.replace(given, models=(str(corpus_dir),), configs=configs, passes=())
     # the resolved seed (--seed, DITOX_SEED or the config file): the corpus and the inputs alike
     seed = options.seed
     if args.no_sweep:

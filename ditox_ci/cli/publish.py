@@ -101,7 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "github-actions[bot] for the Actions token)",
     )
     parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
-    parser.add_argument("--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s)")
+    parser.add_argument(
+        "--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s; env DITOX_MAX_WAIT_S)"
+    )
     parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")
 

@@ -202,17 +202,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def sweep_options(
-    args: argparse.Namespace, env: Mapping[str, str], **overrides: Any
+    args: argparse.Namespace,
+    env: Mapping[str, str],
+    kind: type[SweepOptions] = SweepOptions,
+    overrides: Mapping[str, Any] | None = None,
 ) -> SweepOptions:
+    """The options of a sweep (or of `kind`, fuzz's) from flags, environment and config file;
+    `overrides` win over all of them."""
     flags = {
         key: value
         for key, value in vars(args).items()
         if key not in {"run", "debug", "config", "quiet"}
     }
-    if args.passes and args.configs is None:
-        flags["configs"] = (NOP,)
     config = load_config_file(Path(args.config), "sweep") if args.config else {}
-    return resolve(SweepOptions, flags={**flags, **overrides}, env=env, config=config)
+    return resolve(kind, flags={**flags, **(overrides or {})}, env=env, config=config)
 
 
 def finish(report: Report, setup: SweepSetup, log: Log) -> int:
@@ -294,7 +297,9 @@ def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env, quiet=args.quiet)
-    options = sweep_options(args, env)
+    # --passes alone: the nop control and that pass list, not the default configs besides
+    only_passes = {"configs": (NOP,)} if args.passes and args.configs is None else {}
+    options = sweep_options(args, env, overrides=only_passes)
     if options.changed_since is None:
         options = replace(options, changed_since=pull_request_base(env) or None)
     with stop_on_signals() as stop:

@@ -158,8 +158,9 @@ class Retrier:
             else f"GitHub asks to wait {wait:.0f}s"
         )
         return GitHubUnavailable(
-            f"GitHub rate limit exhausted while trying to {what}; {when}, more than --max-wait "
-            f"{self.policy.max_wait_s:.0f}s: re-run later, or raise --max-wait"
+            f"GitHub rate limit exhausted while trying to {what}; {when}, more than the "
+            f"{self.policy.max_wait_s:.0f}s ditox-ci waits: re-run later, or raise the wait "
+            "(publish's --max-wait, DITOX_MAX_WAIT_S for any command)"
         )
 
 

@@ -70,3 +70,18 @@ def test_fuzz_cli_sweeps_generated_corpus(tmp_path: Path) -> None:
     assert report["stats"]["fuzz"]["models"] == len(report["models"])
     assert report["stats"]["fuzz"]["models_per_s"] > 0
     assert "<svg" in (out / "coverage.svg").read_text()
+
+
+def test_fuzz_takes_its_folder_and_passes_from_the_environment_and_config_as_a_sweep_does(
+    tmp_path: Path,
+) -> None:
+    """fuzz said it read the `sweep:` section and DITOX_<NAME>, but its own default folder came as a
+    flag over DITOX_OUT, and --passes/--configs were read from the flags alone."""
+    env = {"DITOX_OUT": str(tmp_path / "from-env"), "DITOX_PASSES": "fuse_qkv"}
+    assert main_inner(["fuzz", "--no-sweep", "--budget", "600", "--limit", "2"], env) == 0
+    written = [path.parent.name for path in (tmp_path / "from-env" / "corpus").glob("*/model.onnx")]
+    assert len(written) == 2 and all(name.startswith("fuse_qkv") for name in written), written
+    config = tmp_path / "ditox.yml"
+    config.write_text(f"sweep:\n  out: {tmp_path / 'from-config'}\n")
+    assert main_inner(["fuzz", "--no-sweep", "--limit", "1", "--config", str(config)], {}) == 0
+    assert list((tmp_path / "from-config" / "corpus").glob("*/model.onnx"))

@@ -66,3 +66,19 @@ def test_fuzz_help_says_what_the_sweeps_options_mean_for_fuzz() -> None:
     assert "(default ditox-fuzz)" in text and "ditox-report" not in text
     assert "default,fixed-point,nop,single" not in text
     assert "the passes to generate models for" in text and "exactly this pass list" not in text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["baseline", "init", "--baseline", "b.yml", "--debug"],
+        ["baseline", "--debug", "update", "--report", "r.json", "--baseline", "b.yml"],
+        ["--debug", "corpus", "list"],
+        ["corpus", "list", "--models", "m.onnx", "--debug"],
+        ["sweep", "--debug"],
+    ],
+)
+def test_debug_is_taken_wherever_it_is_given(argv: list[str]) -> None:
+    """An internal error says "re-run with --debug": after `baseline init` or `corpus list` the
+    flag was an unknown argument (exit 2)."""
+    assert build_parser().parse_args(argv).debug is True

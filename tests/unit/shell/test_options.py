@@ -66,7 +66,7 @@ def test_an_unknown_comparator_is_a_usage_error_listing_the_registered_ones():
     ("source", "origin"),
     [
         ({"env": {"DITOX_TIMEOUT": "0"}}, "environment DITOX_TIMEOUT: --timeout must be > 0"),
-        ({"env": {"INPUT_JOBS": "-1"}}, "environment INPUT_JOBS: --jobs must be positive"),
+        ({"env": {"INPUT_JOBS": "-1"}}, "environment INPUT_JOBS: --jobs must be 0 \\(every core\\) or more"),
         ({"config": {"max-skipped": 1.5}}, "config file: --max-skipped must be a fraction"),
     ],
 )

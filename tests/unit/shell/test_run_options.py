@@ -35,16 +35,20 @@ def test_the_shard_is_parsed_once_wherever_it_comes_from(source: dict, expected:
 
 
 @pytest.mark.parametrize(
-    ("source", "needle"),
+    ("source", "error", "needle"),
     [
-        ({"flags": {"shard": "4/4"}}, "out of range; the index must be 0 … 3"),
-        ({"flags": {"shard": "1/0"}}, "out of range"),
-        ({"env": {"DITOX_SHARD": "a/b"}}, "is not I/N"),
-        ({"config": {"shard": "-1/3"}}, "is not I/N"),
+        ({"flags": {"shard": "4/4"}}, UsageError, "out of range; the index must be 0 … 3"),
+        ({"flags": {"shard": "1/0"}}, UsageError, "out of range"),
+        # from the environment or a config file, exit 3 naming where (it was exit 2, as a flag's)
+        ({"env": {"DITOX_SHARD": "a/b"}}, ConfigError, "environment DITOX_SHARD: shard 'a/b' is not I/N"),
+        ({"config": {"shard": "-1/3"}}, ConfigError, "config file: shard '-1/3' is not I/N"),
+        ({"config": {"shard": "5/4"}}, ConfigError, "config file: shard '5/4' is out of range"),
     ],
 )
-def test_a_bad_shard_is_a_usage_error_naming_the_form(source: dict, needle: str) -> None:
-    with pytest.raises(UsageError, match=needle):
+def test_a_bad_shard_is_an_error_of_where_it_was_given_naming_the_form(
+    source: dict, error: type[Exception], needle: str
+) -> None:
+    with pytest.raises(error, match=needle):
         resolve(SweepOptions, **source)
 
 
