@@ -20,6 +20,7 @@ from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.corpus.inputs import Feed, feedable_inputs
 from ditox_ci.engine import runner
+from ditox_ci.engine.interface import interface_change
 from ditox_ci.engine.original import (
     RUNNER_TITLES,
     EvalSettings,
@@ -35,7 +36,6 @@ from ditox_ci.engine.structure import (
     checker_error,
     contrib_ops,
     info_notes,
-    interface_change,
     op_changes,
     unused_initializers,
 )

@@ -1,10 +1,10 @@
 """What a repro bundle's `repro.py` runs: ditox-ci's own code, copied into the bundle.
 
-A bundle (`pinpoint/repro.py`) carries this module and `runner.py` as the package `ditox_repro/`,
-so `python repro.py` needs onnx, onnxruntime, numpy and the optimizer, never ditox-ci, and runs
-the runner the sweep ran (ONNX Runtime with its own graph optimizations off, or ONNX's reference
-implementation; element types numpy lacks fed and read as the sweep does). That is why the one
-import of ours is relative: in the bundle the package has another name, and a package called
+A bundle (`pinpoint/repro.py`) carries this module, `runner.py` and `interface.py` as the package
+`ditox_repro/`, so `python repro.py` needs onnx, onnxruntime, numpy and the optimizer, never
+ditox-ci, and runs the runner the sweep ran (ONNX Runtime with its own graph optimizations off, or
+ONNX's reference implementation; element types numpy lacks fed and read as the sweep does). That
+is why the imports of ours are relative: in the bundle the package has another name, and a package called
 `ditox_ci` there would hide an installed ditox-ci from an optimizer module that imports it.
 
 `repro.py` holds only the finding's values (a `Repro`) and calls `main`. Exit codes: 1 while the
@@ -32,6 +32,7 @@ import numpy as np
 import onnx
 
 from . import runner
+from .interface import feedable_inputs, interface_change
 
 BUG_PRESENT, FIXED, CANNOT_TELL = 1, 0, 2
 # a noise limit is this many times the noise floor (the tensor oracle's NOISE_MARGIN, which a
@@ -60,7 +61,8 @@ class Repro:
     timeout_s: float
     # what judged the model: "onnxruntime", or "reference" for a model ONNX Runtime cannot run
     runner: str = "onnxruntime"
-    # the sweep found an invalid model with the full check (strict shape inference too)
+    # the finding is an invalid model, which the checker's full check (strict shape inference too)
+    # shows: only then is the checker's verdict the bug
     full_check: bool = False
     # per output name: the (rtol, atol) the sweep's oracle judged it with (by its dtype where no
     # tolerance was given); `rtol`/`atol` for an output not named
@@ -158,12 +160,6 @@ def load_optimizer(spec: str, here: Path) -> Optimize:
         return optimize
     optimize = getattr(importlib.import_module(module), function)
     return optimize
-
-
-def feedable(model: onnx.ModelProto) -> list[str]:
-    """The graph inputs that need a value: one backed by an initializer has a default."""
-    initializers = {tensor.name for tensor in model.graph.initializer}
-    return [value.name for value in model.graph.input if value.name not in initializers]
 
 
 def wide(array: Any) -> np.ndarray:
@@ -267,17 +263,21 @@ def _judge(
     expected: list[Sample],
 ) -> int:
     """The optimized model against what the unoptimized one gave here (`expected`), as the sweep
-    judged it."""
-    with watchdog(repro.timeout_s):
-        try:
-            onnx.checker.check_model(optimized, full_check=repro.full_check)
-        except Exception as exc:
-            return _bug(f"the optimized model is invalid: {exc}")
+    judged it: the checker's verdict is the finding's only when that is the finding (`full_check`:
+    an invalid model; the sweep holds it back behind every other failure, and a result the nop
+    control makes invalid too is not this finding's), then the interface, then the outputs."""
+    if repro.full_check:
+        with watchdog(repro.timeout_s):
+            try:
+                onnx.checker.check_model(optimized, full_check=True)
+            except Exception as exc:
+                return _bug(f"the optimized model is invalid: {exc}")
     names = [output.name for output in model.graph.output]
     # inputs and outputs are matched by position: a pass may rename them by design
-    if len(optimized.graph.output) != len(names):
-        return _bug(f"the outputs changed: {names} -> {[o.name for o in optimized.graph.output]}")
-    renamed = dict(zip(feedable(model), feedable(optimized)))
+    change = interface_change(model, optimized)
+    if change is not None:
+        return _bug(f"the interface changed: {change}")
+    renamed = {a.name: b.name for a, b in zip(feedable_inputs(model), feedable_inputs(optimized))}
     fed = [{renamed.get(name, name): value for name, value in feed.items()} for feed in inputs]
     with watchdog(repro.timeout_s):
         try:

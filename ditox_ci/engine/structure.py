@@ -1,6 +1,6 @@
 """What an optimized model's graph shows before it runs, read against the original's graph: the
-checker's verdict, a changed interface, initializers the optimizer left unused, ONNX Runtime contrib
-ops, the op types it removed or added, and differences that are only information.
+checker's verdict, initializers the optimizer left unused, ONNX Runtime contrib ops, the op types it
+removed or added, and differences that are only information (a changed interface: `interface.py`).
 """
 
 from __future__ import annotations
@@ -8,8 +8,6 @@ from __future__ import annotations
 from collections import Counter
 
 import onnx
-
-from ditox_ci.corpus.inputs import feedable_inputs
 
 
 def checker_error(data: bytes) -> str | None:
@@ -20,45 +18,6 @@ def checker_error(data: bytes) -> str | None:
         onnx.checker.check_model(data, full_check=True)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}".strip()
-    return None
-
-
-def _signature(value: onnx.ValueInfoProto) -> tuple[int, tuple[int | None, ...] | None]:
-    tensor = value.type.tensor_type
-    if not value.type.HasField("tensor_type"):
-        return (-1, None)
-    shape = (
-        # a negative dim_value is as unknown as a symbolic one
-        tuple(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None for d in tensor.shape.dim)
-        if tensor.HasField("shape")
-        else None
-    )
-    return (tensor.elem_type, shape)
-
-
-def _shapes_conflict(a: tuple[int | None, ...] | None, b: tuple[int | None, ...] | None) -> bool:
-    if a is None or b is None:
-        return False
-    return len(a) != len(b) or any(x is not None and y is not None and x != y for x, y in zip(a, b))
-
-
-def interface_change(original: onnx.ModelProto, optimized: onnx.ModelProto) -> str | None:
-    """Compare inputs and outputs by position: count, element type, static dims (names may change)."""
-    for what, before, after in (
-        ("input", feedable_inputs(original), feedable_inputs(optimized)),
-        ("output", list(original.graph.output), list(optimized.graph.output)),
-    ):
-        if len(before) != len(after):
-            return f"graph {what} count changed from {len(before)} to {len(after)}"
-        for position, (a, b) in enumerate(zip(before, after)):
-            (type_a, shape_a), (type_b, shape_b) = _signature(a), _signature(b)
-            if type_a != type_b:
-                names = (
-                    onnx.TensorProto.DataType.Name(t) if t > 0 else "non-tensor" for t in (type_a, type_b)
-                )
-                return f"graph {what} #{position} ('{a.name}') element type changed: {' -> '.join(names)}"
-            if _shapes_conflict(shape_a, shape_b):
-                return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
     return None
 
 

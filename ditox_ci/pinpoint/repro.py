@@ -5,7 +5,8 @@
 while the bug is present, a hang included, and dies by the signal of a crash; 0 once fixed) and a
 `README.md` written like a good bug report.
 `repro.py` only spells out the finding's values: what it runs is ditox-ci's own runtime
-(`engine/repro_runtime.py` and the `engine/runner.py` it uses), copied beside it as `ditox_repro/`.
+(`engine/repro_runtime.py` and the `engine/runner.py` and `engine/interface.py` it uses), copied
+beside it as `ditox_repro/`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import onnx
 
 from ditox_ci.compare.tensor import noise_limit
-from ditox_ci.engine import repro_runtime, runner
+from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.noise import PlainRun
 from ditox_ci.engine.original import EvalSettings, original_noise
@@ -42,7 +43,7 @@ EVIDENCE_NUMBERS = ("output", "sample", "max_abs", "max_rel", "signal")
 ADAPTER_FILE = "optimizer_adapter.py"
 # the package repro.py imports: ditox-ci's runtime under a name of its own (repro_runtime.py says why)
 RUNTIME_PACKAGE = "ditox_repro"
-RUNTIME_MODULES = (runner, repro_runtime)
+RUNTIME_MODULES = (runner, interface, repro_runtime)
 
 
 def copy_runtime(bundle: Path) -> None:

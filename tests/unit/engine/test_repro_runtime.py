@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.compare.tensor import NOISE_MARGIN
-from ditox_ci.engine import repro_runtime, runner
+from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.repro_runtime import (
     BUG_PRESENT,
     CANNOT_TELL,
@@ -25,6 +25,7 @@ from ditox_ci.engine.repro_runtime import (
     read_samples,
     write_samples,
 )
+from ditox_ci.pinpoint.repro import RUNTIME_MODULES
 
 ADD_TO_SUB = (
     "import onnxoptimizer\n\n"
@@ -115,11 +116,12 @@ def _ditox_imports(module: object) -> list[str]:
     return [name for name in found if name.startswith((".", "ditox_ci"))]
 
 
-def test_the_runtime_travels_with_the_runner_alone() -> None:
-    """A bundle holds these two modules as ditox_repro/: the runtime may import the runner beside
-    it, relatively, and nothing else of ditox-ci; the runner nothing at all."""
-    assert _ditox_imports(repro_runtime) == ["."]
-    assert _ditox_imports(runner) == []
+def test_the_runtime_travels_with_the_runner_and_the_interface_alone() -> None:
+    """A bundle holds these modules as ditox_repro/: the runtime may import the runner and the
+    interface beside it, relatively, and nothing else of ditox-ci; they import nothing of it."""
+    assert _ditox_imports(repro_runtime) == [".", ".interface"]
+    assert _ditox_imports(runner) == [] and _ditox_imports(interface) == []
+    assert (runner, interface, repro_runtime) == RUNTIME_MODULES
 
 
 @pytest.mark.parametrize(
@@ -212,3 +214,40 @@ def test_the_optimized_model_is_judged_against_the_unoptimized_one_run_here(tmp_
     repro = replace(REPRO, rtol=1e-3, atol=1e-4, noise_limits={"z": (1e-7,)})
     assert check(repro, bundle, "onnxoptimizer") == FIXED
     assert check(repro, bundle, "adapter.py:optimize") == BUG_PRESENT
+
+
+WRONG_SHAPE = (
+    "out.graph.node.append(onnx.helper.make_node('Identity', ['x'], ['d'])); "
+    "out.graph.value_info.append(onnx.helper.make_tensor_value_info('d', 1, [3]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("change", "full_check", "code", "says"),
+    [
+        # a value's shape the full check refuses and ONNX Runtime runs (as onnxoptimizer 0.4.2's
+        # round trip, the nop control's bug, gives): not the finding's unless it is an invalid model
+        (WRONG_SHAPE, False, FIXED, "the bug is fixed"),
+        (WRONG_SHAPE, True, BUG_PRESENT, "the optimized model is invalid: [ShapeInferenceError]"),
+        # the interface, judged before anything runs, as the sweep judges it
+        (
+            "out.graph.output[0].type.tensor_type.elem_type = onnx.TensorProto.DOUBLE",
+            False,
+            BUG_PRESENT,
+            "the interface changed: graph output #0 ('z') element type changed: FLOAT -> DOUBLE",
+        ),
+    ],
+)
+def test_the_verdict_follows_the_sweeps_order_of_checks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, full_check: bool, code: int, says: str
+) -> None:
+    bundle = _bundle(tmp_path)
+    (bundle / "adapter.py").write_text(
+        "import onnx, onnxoptimizer\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
+        f"    {change}\n"
+        "    return out\n"
+    )
+    assert check(replace(REPRO, full_check=full_check), bundle, "adapter.py:optimize") == code
+    assert says in capsys.readouterr().out
