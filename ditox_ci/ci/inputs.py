@@ -14,7 +14,7 @@ from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError
 from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
-from ditox_ci.report.model import FAIL_ON
+from ditox_ci.report.kinds import FAIL_ON
 from ditox_ci.report.outputs import REPORT_ARTIFACT
 from ditox_ci.safeload import one_line
 

@@ -18,7 +18,8 @@ from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
-from ditox_ci.report.model import FAIL_ON, Report, write_report
+from ditox_ci.report.kinds import FAIL_ON
+from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
 from ditox_ci.safewrite import written_or_input_error
@@ -80,7 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", metavar="FILE", type=Path, help="YAML config, `publish:` section")
     flag = argparse.BooleanOptionalAction
-    parser.add_argument("--dry-run", action=flag, help="print every action instead of doing it")
+    parser.add_argument(
+        "--dry-run",
+        action=flag,
+        help="print every GitHub action instead of doing it (local files are still written: SARIF, "
+        "JUnit, the statuses published into --report)",
+    )
     _add_surface_options(parser)
     parser.add_argument(
         "--untrusted",
@@ -147,12 +153,13 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         Path(settings.baseline) if settings.baseline else None,
         str(report.optimizer.get("name") or "onnxoptimizer"),
     )
-    report = _recorded(classify(report, baseline, previous), report, Path(settings.report), log)
+    swept, report = report, classify(report, baseline, previous)
     skips = report.skips()
     if skips.too_many:  # the Action's gate: as the sweep or merge that wrote it said
         log.error(skips.said())
     _require_a_github_context(context, settings.dry_run)
     # as root, beside what a process the optimizer left behind could reach: through no link
+    _record(report, swept, Path(settings.report), log)
     # code scanning places an alert on a file of the repository, as the check its annotations
     sarif = partial(write_sarif, place=context.repository_file)
     for target, write in ((settings.sarif, sarif), (settings.junit, write_junit)):
@@ -190,20 +197,24 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return EXIT_OK
 
 
-def _recorded(classified: Report, read: Report, path: Path, log: Log) -> Report:
-    """`classified` (by publish's own baseline and previous report, which the sweep may not have
-    had), written back to `path` when its statuses differ from those read there: the Action's gate
-    and outputs, and the artifact uploaded after publish, then say what the check, comment and
-    issues say."""
-    if classified != read:
-        try:
-            write_report(classified, path)
-        except OSError as exc:
-            log.warning(
-                f"cannot record the statuses published in {path} ({exc.strerror or exc}): the "
-                "Action's gate and outputs read the report as the sweep wrote it"
-            )
-    return classified
+def _record(classified: Report, swept: Report, path: Path, log: Log) -> None:
+    """Write `classified` (by publish's own baseline and previous report, which the sweep may not
+    have had) back to `path` when its statuses differ from the ones the sweep wrote there, a dry
+    run too (a local file, as SARIF's): the Action's gate and outputs, and the artifact uploaded
+    after publish, then say what the check, comment and issues say."""
+    if _statuses(classified) == _statuses(swept):
+        return
+    try:
+        write_report(classified, path)
+    except OSError as exc:
+        log.warning(
+            f"cannot record the statuses published in {path} ({exc.strerror or exc}): the "
+            "Action's gate and outputs read the report as the sweep wrote it"
+        )
+
+
+def _statuses(report: Report) -> list[tuple[str, str, str, str]]:
+    return [(f.fingerprint, f.model, f.config, f.status) for f in report.findings]
 
 
 def _require_a_github_context(context: GitHubContext, dry_run: bool) -> None:

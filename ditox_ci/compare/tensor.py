@@ -84,12 +84,15 @@ class Tolerances:
         return rtol, atol
 
 
+def floating(dtype: np.dtype | None) -> bool:
+    """Whether outputs of `dtype` are judged within tolerances (floats and complex numbers, numpy's
+    and ml_dtypes'); others compare exactly."""
+    return dtype is not None and (dtype.kind in "fc" or "float" in dtype.name)
+
+
 def dtype_tolerances(value: Any) -> tuple[float, float]:
     """The (rtol, atol) for an output's element type; a sequence's is its first element's."""
-    while isinstance(value, list) and value:
-        value = value[0]
-    dtype = getattr(value, "dtype", None)
-    return DTYPE_TOLERANCES.get(getattr(dtype, "name", ""), (DEFAULT_RTOL, DEFAULT_ATOL))
+    return Tolerances().of(value, widened=False)
 
 
 def _tolerance(value: Tolerance, name: str, fallback: float) -> float:

@@ -18,9 +18,9 @@ import onnx
 
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
-from ditox_ci.corpus.inputs import Feed, feedable_inputs
+from ditox_ci.corpus.inputs import Feed
 from ditox_ci.engine import runner
-from ditox_ci.engine.interface import interface_change
+from ditox_ci.engine.interface import interface_change, rebound
 from ditox_ci.engine.original import (
     RUNNER_TITLES,
     EvalSettings,
@@ -65,14 +65,6 @@ PhaseCallback = Callable[[str], None]
 # give a result judged before. Beyond it, results are hashed; a large model's copies would not fit
 # its memory allowance.
 JUDGED_KEPT_MAX_BYTES = 64 * 2**20
-
-
-def _rebind(
-    feeds: Sequence[Mapping[str, Any]], original: onnx.ModelProto, optimized: onnx.ModelProto
-) -> list[dict[str, Any]]:
-    """Feed the optimized graph by input position, since a pass may rename inputs by design."""
-    mapping = {a.name: b.name for a, b in zip(feedable_inputs(original), feedable_inputs(optimized))}
-    return [{mapping.get(name, name): value for name, value in feed.items()} for feed in feeds]
 
 
 def judge(
@@ -170,7 +162,7 @@ def _judge_changed(
         session = runner.load_session(data, settings.threads, runner_name)
     except runner.RuntimeLoadError as exc:
         return invalid or Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
-    feeds = _rebind(context.feeds, context.model, optimized)
+    feeds = rebound(context.feeds, context.model, optimized)
     try:
         outputs = runner.run_all(session, feeds)
     except runner.RuntimeRunError as exc:
@@ -234,7 +226,7 @@ def _unless_saturated(
         context.session = runner.load_session(context.data, settings.threads, context.runner)
     try:
         expected = runner.run(context.session, feed)
-        actual = runner.run(session, _rebind([feed], context.model, optimized)[0])
+        actual = runner.run(session, rebound([feed], context.model, optimized)[0])
     except runner.RuntimeRunError:
         return mismatch
     if not agrees([sample], [feed], [expected], [actual]):

@@ -7,6 +7,9 @@ Imports nothing of ditox-ci: a repro bundle carries this module beside its runti
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import onnx
 
 
@@ -53,3 +56,11 @@ def interface_change(original: onnx.ModelProto, optimized: onnx.ModelProto) -> s
             if _shapes_conflict(shape_a, shape_b):
                 return f"graph {what} #{position} ('{a.name}') shape changed: {shape_a} -> {shape_b}"
     return None
+
+
+def rebound(
+    feeds: Sequence[Mapping[str, Any]], original: onnx.ModelProto, optimized: onnx.ModelProto
+) -> list[dict[str, Any]]:
+    """`original`'s feeds for `optimized`, by input position: a pass may rename inputs by design."""
+    names = {a.name: b.name for a, b in zip(feedable_inputs(original), feedable_inputs(optimized))}
+    return [{names.get(name, name): value for name, value in feed.items()} for feed in feeds]

@@ -32,7 +32,7 @@ import numpy as np
 import onnx
 
 from . import runner
-from .interface import feedable_inputs, interface_change
+from .interface import interface_change, rebound
 
 BUG_PRESENT, FIXED, CANNOT_TELL = 1, 0, 2
 # a noise limit is this many times the noise floor (the tensor oracle's NOISE_MARGIN, which a
@@ -277,8 +277,7 @@ def _judge(
     change = interface_change(model, optimized)
     if change is not None:
         return _bug(f"the interface changed: {change}")
-    renamed = {a.name: b.name for a, b in zip(feedable_inputs(model), feedable_inputs(optimized))}
-    fed = [{renamed.get(name, name): value for name, value in feed.items()} for feed in inputs]
+    fed = rebound(inputs, model, optimized)
     with watchdog(repro.timeout_s):
         try:
             candidate = runner.load_session(optimized.SerializeToString(), runner=repro.runner)

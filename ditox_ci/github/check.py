@@ -16,8 +16,8 @@ from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
-from ditox_ci.report.kinds import NEW, kind_gates
-from ditox_ci.report.model import KNOWN, Report
+from ditox_ci.report.kinds import KNOWN, NEW, kind_gates
+from ditox_ci.report.model import Report
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
@@ -66,8 +66,9 @@ class Check(Surface):
         # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on,
         # neutral: it informs and never fails, as the job does not
         fail_on = "new" if self.fail_on == "never" else self.fail_on
-        failing, skips = group_bugs(report.failures(fail_on)), report.skips()
-        by_status = {status: [b for b in failing if b.status == status] for status in (NEW, KNOWN)}
+        failing, skips = report.failures(fail_on), report.skips()
+        # each status grouped apart: one fingerprint may be known on one model and new on another
+        by_status = {s: group_bugs([f for f in failing if f.status == s]) for s in (NEW, KNOWN)}
         title = "; ".join(headline(bugs, status) for status, bugs in by_status.items() if bugs)
         title = title or "no new bugs"
         if skips.too_many:  # it closes the gate like a new bug: the check says so

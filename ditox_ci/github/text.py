@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.bugs import Bug, bug_context
-from ditox_ci.report.model import FAIL_ON, KNOWN, Finding, Report
+from ditox_ci.report.kinds import KNOWN
+from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, hard_truncate, no_autolinks
 
@@ -172,7 +173,8 @@ class Texts:
             "run_url": self.run_url,
             "repro_dir": repro_dir,
             "unverified": UNVERIFIED if self.untrusted else "",
-            "known_block": KNOWN in FAIL_ON[self.fail_on],
+            # warnings never block, whatever `fail_on` says
+            "known_block": any(f.status == KNOWN for f in self.report.failures(self.fail_on)),
         }
 
     def _bugs(self) -> dict[str, Any]:

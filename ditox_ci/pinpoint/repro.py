@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.compare.tensor import noise_limit
+from ditox_ci.compare.tensor import floating, noise_limit
 from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.noise import PlainRun
@@ -164,7 +164,9 @@ def judged_as_the_sweep(model: onnx.ModelProto, plain: PlainRun, settings: EvalS
         values = [sample[position] for sample in plain.outputs if position < len(sample)]
         # its dtype: the first sample's value that has one (a sample's may be None or [])
         typed = next((v for v in values if getattr(v, "dtype", None) is not None or v), None)
-        tolerances[value.name] = settings.tolerances.of(typed)
+        element = typed[0] if isinstance(typed, list) else typed
+        if floating(getattr(element, "dtype", None)):  # others compare exactly
+            tolerances[value.name] = settings.tolerances.of(typed)
         noises = [row[position] if position < len(row) else None for row in noise]
         if any(level == math.inf for level in noises):
             drawn.append(value.name)

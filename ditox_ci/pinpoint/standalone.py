@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.compare.tensor import Tolerances
+from ditox_ci.compare.tensor import Tolerances, floating
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding
@@ -80,15 +80,17 @@ def _versions(build_path: str | None) -> dict[str, str]:
 
 
 def one_tolerance(model: onnx.ModelProto, tolerances: Tolerances) -> tuple[float, float]:
-    """The (rtol, atol) the script compares every output with: each output's as the sweep's oracle
-    judges it (by its element type where none was given), the loosest where they differ."""
+    """The (rtol, atol) the script compares every output with: each float output's as the sweep's
+    oracle judges it (by its element type where none was given), the loosest where they differ
+    (an integer output compares exactly under any tolerance np.allclose takes)."""
     pairs = []
     for value in model.graph.output:
         try:
-            dtype = onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type)
+            dtype = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(value.type.tensor_type.elem_type))
         except KeyError:  # not a tensor, or no element type declared
             continue
-        pairs.append(tolerances.of_dtype(np.dtype(dtype)))
+        if floating(dtype):
+            pairs.append(tolerances.of_dtype(dtype))
     if not pairs:
         return tolerances.scalar()
     return max(rtol for rtol, _ in pairs), max(atol for _, atol in pairs)

@@ -6,9 +6,10 @@ entry that names no kind accepts it, and the text of its SARIF rule. report.json
 the same names in the same order (tested), `report/sarif.py` makes one rule per member and
 `triage/baseline.py` reads the named-only kinds from here: adding a kind is one row.
 
-`closes_gate()` is the one "does this close the gate" predicate: a new finding of a kind that gates.
-A warning never gates, and neither does a finding of any other status (known, fixed, or flaky:
-seen once and never again, so there is nothing to reproduce it by).
+`closes_gate()` is the one "does this close the gate" predicate: under `fail_on` new (the command
+line's exit codes), a new finding of a kind that gates; under `any`, a known one too (FAIL_ON). A
+warning never gates, and neither does a finding of any other status (fixed, or flaky: seen once
+and never again, so there is nothing to reproduce it by).
 
     python -m ditox_ci.report.kinds    # the docs' table, as docs/cli.md must hold it
 """
@@ -17,8 +18,12 @@ from __future__ import annotations
 
 from enum import Enum
 
-# the only status that gates; `report.model.STATUSES` lists them all
+# the statuses that may gate; `report.model.STATUSES` lists them all
 NEW = "new"
+KNOWN = "known"
+# `fail_on` (the Action's input, publish's flag): the statuses whose findings close the gate; the
+# command line's exit codes are "new"'s
+FAIL_ON: dict[str, tuple[str, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}
 
 
 class FindingKind(Enum):
@@ -125,9 +130,9 @@ def kind_gates(kind: str) -> bool:
     return known is None or known.gates
 
 
-def closes_gate(kind: str, status: str) -> bool:
+def closes_gate(kind: str, status: str, fail_on: str = "new") -> bool:
     """Whether a finding closes the gate (exit 1, a failing check, a failing Action job)."""
-    return status == NEW and kind_gates(kind)
+    return status in FAIL_ON[fail_on] and kind_gates(kind)
 
 
 def markdown_table() -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 from ditox_ci.errors import InputError
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
-from ditox_ci.report.kinds import NEW, closes_gate, kind_gates
+from ditox_ci.report.kinds import KNOWN, NEW, closes_gate
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
 
@@ -41,11 +41,7 @@ CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "unknown")
 # flaky: a failure the sweep saw once that no re-run showed again (triage/reproduce.py): kept with
 # its evidence, listed apart, never closes the gate
 FLAKY = "flaky"
-KNOWN = "known"
 STATUSES = (NEW, KNOWN, "fixed", FLAKY)
-# `fail_on` (the Action's input, publish's flag): the statuses whose findings close the gate; the
-# command line's exit codes are "new"'s. Warnings never close it (`kinds.kind_gates`).
-FAIL_ON: dict[str, tuple[str, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}
 # a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
 # failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
 # goes on, and the run exits 70 once the report is written
@@ -271,8 +267,7 @@ class Report:
     def failures(self, fail_on: str = "new") -> list[Finding]:
         """The findings that close the gate under `fail_on` (FAIL_ON): new ones, for the command
         line's exit code 1."""
-        statuses = FAIL_ON[fail_on]
-        return [f for f in self.findings if f.status in statuses and kind_gates(f.kind)]
+        return [f for f in self.findings if closes_gate(f.kind, f.status, fail_on)]
 
     def closes_gate(self, fail_on: str = "new") -> bool:
         """The one gate rule, for exit codes, the Action's job and the check: a finding `fail_on`

@@ -66,7 +66,7 @@ def _result(report: Report, finding: Finding, place: Place | None) -> dict[str, 
         "locations": [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": (place or _culprit_source)(report, finding) or REPORT_URI},
+                    "artifactLocation": {"uri": (place or pass_source)(report, finding) or REPORT_URI},
                     "region": {"startLine": 1},
                 }
             }
@@ -79,10 +79,6 @@ def _result(report: Report, finding: Finding, place: Place | None) -> dict[str, 
             **({"repro": finding.repro} if finding.repro else {}),
         },
     }
-
-
-def _culprit_source(report: Report, finding: Finding) -> str | None:
-    return pass_source(report, finding)
 
 
 def sarif_log(report: Report, place: Place | None = None) -> dict[str, Any]:

@@ -140,8 +140,10 @@ def test_read_only_token_is_a_warning_with_the_results_in_the_summary(server, tm
 def test_dry_run_prints_actions_and_writes_nothing(server, tmp_path: Path):
     env = github_env(tmp_path, server.url)
     path = write(tmp_path, "r.json", report(BUG_A, BUG_B))
+    swept = path.read_bytes()
     code, out, err = run_publish(["--report", str(path), "--file-issues", "--dry-run"], env)
     assert code == 0
+    assert path.read_bytes() == swept  # no status changed: the report is left as the sweep wrote it
     assert "[dry-run] would create the ditox-ci comment on #7" in out
     assert out.count("[dry-run] would open issue") == 2
     assert "[dry-run] would create check run ditox-ci (failure)" in out

@@ -253,4 +253,6 @@ def test_the_script_compares_with_the_tolerance_of_its_outputs_element_type() ->
     assert one_tolerance(outputs(TensorProto.FLOAT16), Tolerances()) == (1e-2, 1e-3)
     assert one_tolerance(outputs(TensorProto.DOUBLE), Tolerances()) == (1e-6, 1e-8)
     assert one_tolerance(outputs(TensorProto.DOUBLE, TensorProto.FLOAT), Tolerances()) == (1e-3, 1e-4)
+    # an integer output compares exactly under any tolerance: it does not loosen float64's
+    assert one_tolerance(outputs(TensorProto.DOUBLE, TensorProto.INT64), Tolerances()) == (1e-6, 1e-8)
     assert one_tolerance(outputs(TensorProto.DOUBLE), Tolerances(rtol=0.5)) == (0.5, 1e-8)

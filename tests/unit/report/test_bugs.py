@@ -248,3 +248,16 @@ def test_the_summary_names_coverage_svg_without_a_link_that_leads_nowhere():
     report = replace(_report([], 2), coverage=coverage)
     summary = render_summary(report)
     assert "`coverage.svg` in the report folder" in summary and "](coverage.svg)" not in summary
+
+
+def test_known_findings_are_called_blocking_only_where_fail_on_any_counts_them():
+    """Under fail_on: any a known warning still passes (warnings never gate): it is not blocking."""
+    for kind, fail_on, blocking in (
+        ("output-mismatch", "any", True),
+        ("output-mismatch", "new", False),
+        ("warning", "any", False),
+    ):
+        known = _finding("a" * 20, "m0", "default", kind=kind, status="known")
+        comment = Texts(_report([known], 1), "f" * 40, "ditox-report", None, fail_on=fail_on).comment("k")
+        assert ("— blocking (`fail_on: any`)" in comment) is blocking, (kind, fail_on)
+        assert ("— not blocking" in comment) is not blocking
