@@ -12,9 +12,8 @@ from pathlib import Path
 from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.publisher import PublishOptions, PublishResult, publish
+from ditox_ci.github.publisher import PublishOptions, PublishResult, publish, texts_for
 from ditox_ci.github.surface import surface_options
-from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report.junit import write_junit
@@ -168,14 +167,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 write(report, Path(target))
             except OSError as exc:
                 raise written_or_input_error(Path(target), exc) from None
-    texts = Texts(
-        report,
-        context.sha,
-        settings.artifact,
-        context.report_run_url,
-        untrusted=settings.untrusted,
-        fail_on=settings.fail_on,
-    )
+    texts = texts_for(report, context, settings)
     # The summary goes first: it is the one output a read-only token cannot take away.
     log.summary(texts.comment(settings.comment_key, in_place=False))
 

@@ -63,6 +63,19 @@ class PublishResult:
     writes_held_back: bool = False  # --max-writes was reached
 
 
+def texts_for(report: Report, context: GitHubContext, options: PublishOptions) -> Texts:
+    """The texts every surface (and the step summary) publishes: where the artifact is, whether
+    the report is trusted, and which findings block (`fail_on`)."""
+    return Texts(
+        report,
+        context.sha,
+        options.artifact,
+        context.report_run_url,
+        untrusted=options.untrusted,
+        fail_on=options.fail_on,
+    )
+
+
 def in_order() -> list[tuple[str, type[Surface]]]:
     """The surfaces in the order PublishOptions names their options: the comment, which a fork's
     read-only token may still write, before the check and the issues."""
@@ -96,14 +109,7 @@ def publish(
     )
     if context.pr_number is None and context.head_branch and not client.offline:
         context = replace(context, pr_number=pull_of_run(client, context))
-    texts = Texts(
-        report,
-        context.sha,
-        options.artifact,
-        context.report_run_url,
-        untrusted=options.untrusted,
-        fail_on=options.fail_on,
-    )
+    texts = texts_for(report, context, options)
     failed: list[str] = []
     denied: list[str] = []
     surfaces = {name: surface(client, context, options, failed) for name, surface in in_order()}

@@ -54,6 +54,19 @@ def _bundle(folder: Path, expected_sum: float = 3.0) -> Path:
     return folder
 
 
+def _with_adapter(bundle: Path, *lines: str) -> Path:
+    """`bundle` with an adapter.py whose optimize runs onnxoptimizer, then `lines` on its result `out`."""
+    body = "".join(f"    {line}\n" for line in lines)
+    (bundle / "adapter.py").write_text(
+        "import onnx, onnxoptimizer\n\n"
+        "def optimize(model, passes, fixed_point):\n"
+        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
+        f"{body}"
+        "    return out\n"
+    )
+    return bundle
+
+
 def test_samples_keep_names_order_and_element_types_numpy_lacks(tmp_path: Path) -> None:
     samples = [
         {"a/b": np.arange(3, dtype=np.float32), "h": np.ones(2, ml_dtypes.bfloat16)},
@@ -138,16 +151,12 @@ def test_the_runtime_travels_with_the_runner_and_the_interface_alone() -> None:
 def test_each_output_is_judged_with_the_sweeps_tolerance_and_noise_limit(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], judging: dict[str, Any], code: int, says: str
 ) -> None:
-    bundle = _bundle(tmp_path)
-    (bundle / "adapter.py").write_text(
-        "import onnx, onnxoptimizer\n\n"
-        "def optimize(model, passes, fixed_point):\n"
-        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
-        "    scale = onnx.helper.make_tensor('s', onnx.TensorProto.FLOAT, [], [1.00001])\n"
-        "    out.graph.initializer.append(scale)\n"
-        "    out.graph.node[-1].output[0] = 'unscaled'\n"
-        "    out.graph.node.append(onnx.helper.make_node('Mul', ['unscaled', 's'], ['z']))\n"
-        "    return out\n"
+    bundle = _with_adapter(
+        _bundle(tmp_path),
+        "scale = onnx.helper.make_tensor('s', onnx.TensorProto.FLOAT, [], [1.00001])",
+        "out.graph.initializer.append(scale)",
+        "out.graph.node[-1].output[0] = 'unscaled'",
+        "out.graph.node.append(onnx.helper.make_node('Mul', ['unscaled', 's'], ['z']))",
     )
     repro = replace(REPRO, rtol=1e-3, atol=1e-4, **judging)
     assert check(repro, bundle, "adapter.py:optimize") == code
@@ -241,13 +250,6 @@ WRONG_SHAPE = (
 def test_the_verdict_follows_the_sweeps_order_of_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], change: str, full_check: bool, code: int, says: str
 ) -> None:
-    bundle = _bundle(tmp_path)
-    (bundle / "adapter.py").write_text(
-        "import onnx, onnxoptimizer\n\n"
-        "def optimize(model, passes, fixed_point):\n"
-        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
-        f"    {change}\n"
-        "    return out\n"
-    )
+    bundle = _with_adapter(_bundle(tmp_path), change)
     assert check(replace(REPRO, full_check=full_check), bundle, "adapter.py:optimize") == code
     assert says in capsys.readouterr().out
