@@ -153,6 +153,8 @@ def parse_yaml(text: str, what: str, error: type[FatalError]) -> Any:
         raise error(f"{what} is not accepted YAML: {one_line(exc.problem or str(exc))}{where}") from None
     except yaml.YAMLError as exc:
         raise error(f"{what} is not valid YAML: {one_line(str(exc))}") from None
+    except ValueError as exc:  # a value YAML reads as a date or a number that is none (2026-02-30)
+        raise error(f"{what} holds a value YAML cannot read: {one_line(str(exc))}") from None
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -24,7 +24,7 @@ behaviour is expected, and review the file like code. Comments in FILE are kept.
 
 example:
   ditox-ci baseline update --report out/report.json --baseline .ditox-baseline.yml \\
-      --reason "tracked upstream in onnx/optimizer#123" --expires 2026-06-30
+      --reason "tracked upstream in onnx/optimizer#123" --expires 2027-06-30
 """
 DEFAULT_REASON = "accepted by `ditox-ci baseline update` on {date}; say why this is expected"
 INIT_REASON = "known when ditox-ci was adopted ({date}); triage it, then say why it is expected or fix it"

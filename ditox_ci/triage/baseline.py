@@ -19,7 +19,7 @@ entries:
     message: "shape mismatch"          # regex searched in the evidence message
     reason: why this is expected or accepted
     issue: https://github.com/onnx/optimizer/issues/123
-    expires: 2026-06-30                # after this date the entry no longer applies
+    expires: 2027-06-30                # after this date the entry no longer applies
 ```
 """
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import fnmatch
+import itertools
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
@@ -36,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from ditox_ci.errors import ConfigError
+from ditox_ci.errors import ConfigError, InternalError, UsageError
 from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.safeload import parse_yaml, read_text
@@ -184,9 +185,13 @@ class BaselineEntry:
         unknown = sorted(set(map(str, data)) - set(_ENTRY_KEYS))
         if unknown:
             raise ConfigError(f"{where}: unknown key '{unknown[0]}' (known keys: {', '.join(_ENTRY_KEYS)})")
-        for required in ("id", "reason"):
-            if not str(data.get(required) or "").strip():
-                raise ConfigError(f"{where}: '{required}' is required; say why this is expected")
+        if not str(data.get("id") or "").strip():
+            raise ConfigError(f"{where}: 'id' is required; name the entry (ids are unique)")
+        if not str(data.get("reason") or "").strip():
+            raise ConfigError(f"{where}: 'reason' is required; say why this is expected")
+        for key in ("model", "optimizer", "message", "fingerprint", "issue"):
+            if isinstance(data.get(key), (list, dict)):  # str() of it is a glob that matches nothing
+                raise ConfigError(f"{where}: '{key}' must be one string, got {data[key]!r}")
         kinds = _string_list(data.get("kind"), f"{where}: kind")
         bad = [k for k in kinds if k not in FINDING_KINDS]
         if bad:
@@ -242,6 +247,8 @@ def _string_list(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _date(value: Any, where: str) -> dt.date | None:
+    if isinstance(value, dt.datetime):  # `2026-06-30 12:00:00`: the day is what expires
+        return value.date()
     if value is None or isinstance(value, dt.date):
         return value
     try:
@@ -290,7 +297,11 @@ def parse_baseline(text: str, origin: str) -> tuple[Baseline, bool]:
     duplicate = next((i for i in ids if ids.count(i) > 1), None)
     if duplicate:
         raise ConfigError(f"baseline {origin}: id '{duplicate}' is used twice; ids must be unique")
-    return Baseline(entries, (origin,)), bool(data.get("include_default", True))
+    include_default = data.get("include_default", True)
+    if not isinstance(include_default, bool):  # bool("false") is True
+        got = f"got {include_default!r}"
+        raise ConfigError(f"baseline {origin}: 'include_default' must be true or false, {got}")
+    return Baseline(entries, (origin,)), include_default
 
 
 def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
@@ -318,14 +329,24 @@ def load_baseline(path: Path | None, optimizer: str = DEFAULT_OPTIMIZER) -> Base
 
 
 def accepted_entry(
-    finding: Finding, reason: str, expires: dt.date | None, optimizer: str = DEFAULT_OPTIMIZER
+    finding: Finding,
+    reason: str,
+    expires: dt.date | None,
+    optimizer: str = DEFAULT_OPTIMIZER,
+    taken: Collection[str] = (),
 ) -> BaselineEntry:
-    """An entry that accepts exactly this finding (by fingerprint) and says where it came from."""
+    """An entry that accepts exactly this finding (by fingerprint, on its model) and says where it
+    came from, with an id none of `taken` has: the same bug on another model, or an expired entry
+    renewed, gets `accepted-<fingerprint>-2` and so on."""
     passes = finding_passes(finding)
+    stem = f"accepted-{finding.fingerprint[:12]}"
+    number = next(n for n in itertools.count(1) if (stem if n == 1 else f"{stem}-{n}") not in taken)
+    # a result the checker also refuses: the entry must accept that too (`matches`)
+    kinds = (finding.kind, INVALID_MODEL) if _made_invalid(finding) else (finding.kind,)
     return BaselineEntry(
-        id=f"accepted-{finding.fingerprint[:12]}",
+        id=stem if number == 1 else f"{stem}-{number}",
         reason=reason,
-        kinds=(finding.kind,),
+        kinds=tuple(dict.fromkeys(kinds)),
         passes=passes,
         model=_glob_escape(finding.model),
         fingerprint=finding.fingerprint,
@@ -357,6 +378,8 @@ def update_baseline(
     Existing text, comments included, is kept: new entries are appended when `entries:` is the
     file's last key, which is how this command and the documented layout write it.
     """
+    if expires is not None and expires < today:
+        raise UsageError(f"--expires {expires} is past: its entries would never apply; give a later date")
     exists = path.exists()
     layered = load_baseline(path if exists else None, optimizer)
     added: list[BaselineEntry] = []
@@ -367,7 +390,11 @@ def update_baseline(
         if layered.match(finding, today) or any(e.matches(finding) for e in added):
             known += 1
             continue
-        added.append(accepted_entry(finding, reason, expires, optimizer))
+        taken = {e.id for e in (*layered.entries, *added)}
+        entry = accepted_entry(finding, reason, expires, optimizer, taken)
+        if not entry.matches(finding):
+            raise InternalError(f"the entry written for {finding.fingerprint} would not accept it: {entry}")
+        added.append(entry)
     if not added:
         return UpdateResult((), known)
     block = yaml.safe_dump([e.to_yaml() for e in added], sort_keys=False, allow_unicode=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ditox_ci.errors import ConfigError
+from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.report.model import Culprit, Finding, Report
 from ditox_ci.triage.baseline import (
     check_entry_passes,
@@ -211,3 +211,57 @@ def test_update_of_a_file_whose_list_is_not_last_rewrites_it_whole(tmp_path: Pat
     # include_default survived the rewrite: no shipped entry
     assert {e.id for e in load_baseline(path).entries} == {"mine", "accepted-" + "f" * 12}
     assert load_baseline(path).match(make(), TODAY).reason == "tracked upstream"
+
+
+def test_init_accepts_one_bug_seen_on_several_models_and_each_is_known(tmp_path: Path):
+    """Entries are pinned to their model and were all named `accepted-<fingerprint>`: a bug on two
+    models wrote one id twice, and `baseline init` refused its own file (exit 3) on any real sweep."""
+    path = tmp_path / "b.yml"
+    findings = [make(model="m/a.onnx"), make(model="m/b.onnx")]
+    result = init_baseline(path, findings, "known at adoption", TODAY)
+    assert [e.id for e in result.added] == ["accepted-ffffffffffff", "accepted-ffffffffffff-2"]
+    report = Report({}, {}, {}, {"index": 0, "count": 1}, (), tuple(findings), {}, {})
+    assert {f.status for f in classify(report, load_baseline(path), today=TODAY).findings} == {"known"}
+
+
+def test_an_accepted_finding_the_checker_also_refuses_is_known_by_its_entry(tmp_path: Path):
+    """An interface change whose result the checker refuses too: the entry written for it named the
+    interface change alone, which an entry without `invalid-model` never matches for such a result."""
+    retyped = make(kind="interface-change", passes=("eliminate_identity",), message="input retyped")
+    invalid = replace(retyped, measured={**retyped.measured, "checker": "ValidationError: bad"})
+    path = tmp_path / "b.yml"
+    (entry,) = update_baseline(path, [invalid], "accepted", None, TODAY).added
+    assert entry.kinds == ("interface-change", "invalid-model")
+    assert load_baseline(path).match(invalid, TODAY) is not None
+
+
+def test_an_expired_entry_is_renewed_by_update_and_a_past_expiry_refused(tmp_path: Path):
+    path = tmp_path / "b.yml"
+    update_baseline(path, [make()], "tracked", dt.date(2025, 6, 30), TODAY)
+    later = TODAY + dt.timedelta(days=60)
+    (renewed,) = update_baseline(path, [make()], "still tracked", dt.date(2025, 12, 31), later).added
+    assert renewed.id == "accepted-ffffffffffff-2" and load_baseline(path).match(make(), later) == renewed
+    with pytest.raises(UsageError, match="--expires 2025-05-01 is past"):
+        update_baseline(path, [make(fp="a" * 20)], "x", dt.date(2025, 5, 1), TODAY)
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        # YAML reads these as a date that is none: exit 70 ("a bug in ditox-ci") before
+        ("entries:\n- {id: e, reason: r, expires: 2026-02-30}\n", "holds a value YAML cannot read"),
+        # a string or a list that silently matched nothing
+        ("include_default: 'false'\nentries: []\n", "'include_default' must be true or false"),
+        ("entries:\n- {id: e, reason: r, model: [a, b]}\n", "'model' must be one string"),
+        ("entries:\n- {reason: r}\n", "'id' is required; name the entry"),
+    ],
+)
+def test_more_mistakes_are_config_errors(text, fragment):
+    with pytest.raises(ConfigError, match=fragment):
+        parse_baseline(text, "b.yml")
+
+
+def test_an_expiry_with_a_time_of_day_expires_on_its_day():
+    baseline, _ = parse_baseline("entries:\n- {id: e, reason: r, expires: 2025-06-01 12:00:00}\n", "b")
+    assert baseline.match(make(), TODAY) is not None
+    assert baseline.match(make(), TODAY + dt.timedelta(days=1)) is None
