@@ -71,6 +71,15 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                     f"{report.optimizer.get(key)!r}, shard {first.shard.get('index')} "
                     f"{first.optimizer.get(key)!r}; every shard must test the same optimizer build"
                 )
+        # a build's commit: the installed files' hashes are no test (a build made in each shard
+        # job compiles its own bytecode), but two commits are two builds of one version number
+        commits = [str(r.optimizer.get("build", {}).get("git_describe") or "") for r in (first, report)]
+        if all(commits) and commits[0] != commits[1]:
+            raise MergeError(
+                f"shard {report.shard.get('index')} tested the build of {commits[1]}, shard "
+                f"{first.shard.get('index')} that of {commits[0]}; every shard must test the same "
+                "optimizer build"
+            )
 
 
 def _combine_parts(

@@ -9,7 +9,7 @@ from pathlib import Path
 from ditox_ci.errors import EXIT_OK, ConfigError, GitHubUnavailable
 from ditox_ci.github.client import RetryPolicy
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.previous import fetch_previous
+from ditox_ci.github.previous import RUNS_LISTED, RUNS_LOOKED_AT, fetch_previous
 from ditox_ci.log import Log
 from ditox_ci.options import resolve
 from ditox_ci.report.outputs import REPORT_ARTIFACT
@@ -32,9 +32,11 @@ stages run as on the first night (nothing is marked fixed, no issue closed). Git
 token without `actions: read`, an unknown workflow) stays an error. The token needs
 `actions: read`.
 
+It looks at the 10 newest such runs, among the workflow's 100 newest finished runs.
+
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous
-  ditox-ci sweep --previous previous/report.json ...
+  ditox-ci sweep $(test -f previous/report.json && echo --previous previous/report.json) ...
 """
 
 
@@ -69,7 +71,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         )
         return EXIT_OK
     if found is None:
-        what = f"no finished run of {args.workflow} has an artifact '{args.artifact}' from a whole sweep yet"
+        what = (
+            f"none of the {RUNS_LOOKED_AT} newest finished runs of {args.workflow} by this repository's own "
+            f"code (among its {RUNS_LISTED} newest) has an artifact '{args.artifact}' from a whole sweep"
+        )
         log.notice(f"{what}: no previous report")
     else:
         log.info(

@@ -285,7 +285,9 @@ def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
         if skips.over_limit:
             log.info(f"this shard skipped {skips.share:.1%} of its models; the merge judges the whole sweep")
         return False
-    if skips.models and skips.skipped == skips.models:
+    if not skips.models:  # a merge of shards interrupted before any model finished
+        raise InputError(f"no model ran: the report holds none ({summary}); an empty sweep is not green")
+    if skips.skipped == skips.models:
         raise InputError(
             f"no model ran: all {skips.skipped} were skipped (reasons in {summary}); "
             "an empty sweep is not a green one"

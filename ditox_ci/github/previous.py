@@ -46,8 +46,11 @@ from ditox_ci.report.model import MAX_REPORT_BYTES, Report, read_report
 from ditox_ci.report.stats import SweepStats
 from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
-# runs looked at, newest first, for one that still has the artifact (artifacts expire)
+# runs of the repository's own code on a trusted trigger looked at, newest first, for one that
+# still has the artifact (artifacts expire), among at most RUNS_LISTED finished runs (a workflow
+# that also runs on pull_request lists those too)
 RUNS_LOOKED_AT = 10
+RUNS_LISTED = 100
 # the triggers on which only the default branch's workflow file runs, with the repository's code
 TRUSTED_EVENTS = ("schedule", "workflow_dispatch", "push")
 # artifact names the warning about a misnamed artifact lists
@@ -164,7 +167,7 @@ def fetch_previous(
 
     def newest_runs() -> list[WorkflowRun]:
         runs = repo.get_workflow(workflow).get_runs(branch=branch or NotSet, status="completed")
-        return list(itertools.islice(runs, RUNS_LOOKED_AT))  # PaginatedList's slices overrun short lists
+        return list(itertools.islice(runs, RUNS_LISTED))  # PaginatedList's slices overrun short lists
 
     def artifacts(run: WorkflowRun) -> list[Artifact]:
         return list(run.get_artifacts())
@@ -178,6 +181,7 @@ def fetch_previous(
             ) from None
         raise _refused(f"list the runs of {workflow}", exc) from None
     names: set[str] = set()
+    looked_at = 0
     for run in runs:
         if own_run_id and str(run.id) == own_run_id:
             continue
@@ -185,6 +189,9 @@ def fetch_previous(
         if why is not None:
             log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {why}")
             continue
+        looked_at += 1
+        if looked_at > RUNS_LOOKED_AT:
+            break
         what = f"list the artifacts of run {run.id}"
         try:
             found = retrier.call(what, partial(artifacts, run))

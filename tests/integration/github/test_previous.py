@@ -289,3 +289,18 @@ def test_the_download_writes_through_no_link_in_the_out_folder(tmp_path: Path) -
         with pytest.raises(InputError, match="writes through no link"):
             main_inner([*argv[:-1], str(linked)], github_env(tmp_path, server.url))
         assert list(elsewhere.iterdir()) == []
+
+
+def test_runs_of_other_events_do_not_use_up_the_runs_looked_at(tmp_path: Path) -> None:
+    """A nightly workflow that also runs on pull_request: the ten newest finished runs were all pull
+    requests', and the night before looked like the first night (nothing marked fixed)."""
+    with GitHubServer() as server:
+        nightly = {"ditox-report": _zip(**{"report.json": _report_bytes(tmp_path, BUG_B)})}
+        taken = server.add_workflow_run("nightly.yml", event="schedule", artifacts=nightly)
+        for _ in range(12):
+            server.add_workflow_run("nightly.yml", event="pull_request", artifacts={})
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert _fingerprints(out / "report.json") == [BUG_B.fingerprint]
+        assert any(x.path.endswith(f"runs/{taken}/artifacts") for x in server.exchanges)

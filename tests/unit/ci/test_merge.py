@@ -467,3 +467,18 @@ def test_a_model_made_for_an_exercised_pass_is_whole_with_the_configs_it_ran() -
     shards[0] = replace(shards[0], models=(*shards[0].models[:-1], partial))
     with pytest.raises(MergeError, match=r"'m2' never ran config\(s\) default, pass:a"):
         merge_reports(shards)
+
+
+def test_shards_of_two_commits_of_one_version_are_refused() -> None:
+    """A pull request's build and the release both call themselves 0.4.2: their shards merged into
+    one report carrying the first shard's build alone. Installed files may differ between shards
+    of one commit (a build in each shard job compiles its own bytecode): those merge."""
+
+    def built(index: int, commit: str, files: str) -> Report:
+        shard = _shard(index, 2, [f"m{index}"])
+        build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": files, "git_describe": commit}
+        return replace(shard, optimizer={**shard.optimizer, "build": build})
+
+    with pytest.raises(MergeError, match=r"tested the build of v0\.4\.2-3-gbbbb, shard 0 that of v0\.4\.2"):
+        merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2-3-gbbbb", "a")])
+    assert len(merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2", "b")]).models) == 2

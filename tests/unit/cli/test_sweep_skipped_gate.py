@@ -28,6 +28,9 @@ def test_a_whole_sweep_gates_on_its_skipped_share() -> None:
     assert skipped_gate(_report(1, 1), log, Path("s.md")) is False
     with pytest.raises(InputError, match="no model ran: all 2 were skipped"):
         skipped_gate(_report(2, 0), log, Path("s.md"))
+    # a merge of shards interrupted before their first model: it exited 0, a green empty sweep
+    with pytest.raises(InputError, match="no model ran: the report holds none"):
+        skipped_gate(_report(0, 0), log, Path("s.md"))
 
 
 def test_a_shard_leaves_the_skipped_share_to_the_merge(capsys: pytest.CaptureFixture[str]) -> None:
