@@ -62,7 +62,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _row(ref: ModelRef) -> dict[str, str]:
-    return {"id": ref.id, "source": ref.source, "inputs": inputs_kind(ref), "path": ref.path}
+    """What one model is and where; `unavailable` (no path) says why a sweep would skip it and the fix."""
+    row = {"id": ref.id, "source": ref.source, "inputs": inputs_kind(ref), "path": ref.path}
+    if ref.meta.get("unavailable"):
+        row["unavailable"] = str(ref.meta["unavailable"])
+    return row
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -89,9 +93,10 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     }
     for row in rows:
         # an id is a file name, anyone's to choose: it must not open a workflow command in a CI log
+        where = f"unavailable: {row['unavailable']}" if "unavailable" in row else row["path"]
         line = (
             f"{row['id']:<{widths['id']}}  {row['source']:<{widths['source']}}  "
-            f"{row['inputs']:<{widths['inputs']}}  {printable(row['path'])}"
+            f"{row['inputs']:<{widths['inputs']}}  {printable(where)}"
         )
         print(inert(line))
     print(f"{len(rows)} models")

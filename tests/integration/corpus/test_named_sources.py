@@ -124,3 +124,14 @@ def test_corpus_list_json_via_environment(ctx: CorpusContext, capsys: pytest.Cap
     assert rows and {row["inputs"] for row in rows} == {"recorded"}
     assert all(row["id"].startswith("onnx-data:simple/") for row in rows)
     assert set(rows[0]) == {"id", "source", "inputs", "path"}
+
+
+def test_corpus_list_says_why_a_model_is_unavailable(monkeypatch: pytest.MonkeyPatch, capsys):
+    """Its docs say so; the row showed an empty path and no reason."""
+    why = "package nudenet is not installed; pip install .[models]"
+    absent = ModelRef("packaged:nudenet", "packaged", "", meta={"unavailable": why})
+    monkeypatch.setattr("ditox_ci.cli.corpus.resolve_sources", lambda *args: [absent])
+    assert main_inner(["corpus", "list", "--models", "packaged"], {}) == 0
+    assert f"unavailable: {why}" in capsys.readouterr().out
+    assert main_inner(["corpus", "list", "--models", "packaged", "--json"], {}) == 0
+    assert json.loads(capsys.readouterr().out)[0]["unavailable"] == why
