@@ -210,6 +210,7 @@ def write_repro(
     runner_name: str = "onnxruntime",
     names: Mapping[str, str] | None = None,
     build: BuildUnderTest = AS_INSTALLED,
+    only_the_checker: bool = False,
 ) -> Path:
     """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs and each
     output judged as the sweep's oracle (`settings`) judges it (`names`: the original's names of
@@ -243,6 +244,7 @@ def write_repro(
         judged=judged_as_the_sweep(
             reduced, PlainRun(data, feeds, outputs, settings.threads, runner_name), settings
         ),
+        only_the_checker=only_the_checker,
     )
 
 
@@ -377,13 +379,17 @@ class _Pinpointer:
         # a reduction that lost the failure would make a bundle whose repro.py passes
         if reduction is None or not reduction.record.lost_the_failure:
             names = reduction.names if reduction is not None else {}
+            checker = self._only_the_checker(pinpointed)
             bundle = self._bundle(
-                pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name, names
+                pinpointed, reduced, model, reduced_feeds, target, divergence, runner_name, names, checker
             )
             pinpointed = replace(pinpointed, repro=bundle)
             # the standalone reproducer an issue quotes runs ONNX Runtime only
-            standalone = runner_name == "onnxruntime"
-            record = self._standalone(pinpointed, reduced, reduced_feeds, target) if standalone else None
+            record = (
+                self._standalone(pinpointed, reduced, reduced_feeds, target, checker)
+                if runner_name == "onnxruntime"
+                else None
+            )
             if record is not None:
                 with_record = replace(pinpointed.pinpointing, standalone=record)
                 pinpointed = replace(pinpointed, pinpointing=with_record)
@@ -391,8 +397,16 @@ class _Pinpointer:
         self.reduced[same_bug] = pinpointed
         return pinpointed
 
+    def _only_the_checker(self, finding: Finding) -> bool:
+        """Whether the finding's change is by design and the checker refusing its result the bug:
+        without the checker's verdict the baseline would accept it (`baseline._made_invalid`)."""
+        if finding.kind == "invalid-model" or not finding.measured.get("checker"):
+            return False
+        measured = {key: value for key, value in finding.measured.items() if key != "checker"}
+        return self.options.by_design(replace(finding, measured=measured))
+
     def _standalone(
-        self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step
+        self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step, only_the_checker: bool
     ) -> dict[str, Any] | None:
         """What an issue needs to reproduce the bug without the run's artifact (one child run)."""
         timeout_s = self.pool.config.timeout_s
@@ -411,6 +425,7 @@ class _Pinpointer:
             self.options.out_dir / REPRO_DIR / finding.fingerprint,
             timeout_s,
             self.options.build,
+            only_the_checker,
         )
 
     def _bundle(
@@ -423,6 +438,7 @@ class _Pinpointer:
         divergence: Divergence | None,
         runner_name: str,
         names: Mapping[str, str],
+        only_the_checker: bool,
     ) -> str:
         if finding.fingerprint not in self.bundles:
             write_repro(
@@ -439,6 +455,7 @@ class _Pinpointer:
                 runner_name,
                 names,
                 self.options.build,
+                only_the_checker,
             )
             self.bundles[finding.fingerprint] = f"{REPRO_DIR}/{finding.fingerprint}/"
         return self.bundles[finding.fingerprint]

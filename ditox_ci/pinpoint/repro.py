@@ -207,6 +207,7 @@ def write_bundle(
     names: Mapping[str, str] | None = None,
     build: BuildUnderTest = AS_INSTALLED,
     judged: JudgedAs | None = None,
+    only_the_checker: bool = False,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
@@ -215,7 +216,8 @@ def write_bundle(
     name (`judged_as_the_sweep`: each output's tolerances and noise limits); `timeout_s` is how
     long repro.py lets the optimizer (and ONNX Runtime on its result) run before it calls a hang
     the bug; `names` maps the names the finding's message uses to the short ones reduction gave
-    `model` (README lists them)."""
+    `model` (README lists them); `only_the_checker`: the finding's change is by design and the
+    checker refusing its result is the bug (repro.py judges that alone)."""
     bundle = directory / finding.fingerprint
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -241,6 +243,7 @@ def write_bundle(
         "rtol": rtol,
         "atol": atol,
         "judged": judged or JudgedAs(),
+        "only_the_checker": only_the_checker,
         "timeout_s": timeout_s,
         "runner": runner,
     }

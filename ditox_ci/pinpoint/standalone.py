@@ -107,6 +107,7 @@ def checked_standalone(
     bundle: Path,
     timeout_s: float,
     build: BuildUnderTest = AS_INSTALLED,
+    only_the_checker: bool = False,
 ) -> dict[str, Any] | None:
     """The standalone record of `finding` (reduced `model`, the sample of `feeds` it failed on), with
     `reproduces` and `optimized` filled by running the script with the build the sweep's workers
@@ -124,6 +125,8 @@ def checked_standalone(
         return None
     if build.unreleased:
         record["build"] = build.unreleased
+    if only_the_checker:  # the change is by design; the checker refusing the result is the bug
+        record["only_the_checker"] = True
     path = bundle / SCRIPT_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(script(record, finding), encoding="utf-8")

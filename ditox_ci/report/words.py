@@ -201,8 +201,18 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
         message = finding.message.strip()
         said = (KIND_TEXT.get(finding.kind) or md(finding.kind)).rstrip(".")
         said = f"under {passes}, {said[:1].lower()}{said[1:]}" if finding.culprit.passes else said
-        return said[:1].upper() + said[1:] + (f": {md(rounded(message))}" if message else ".")
+        sentence = said[:1].upper() + said[1:] + (f": {md(rounded(message))}" if message else ".")
+    # an interface change (or a mismatch) whose result the checker refuses too: often the change is
+    # by design and the refusal the bug (a baseline entry accepts the one, not the other)
+    checker = str(finding.measured.get("checker") or "")
+    if checker and finding.kind != "invalid-model":
+        ended = sentence if sentence.endswith(".") else f"{sentence}."
+        return f"{ended} The optimized model also fails ONNX's checker: {md(rounded(_first_line(checker)))}."
     return sentence
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _rewrite(passes: str, record: Mapping[str, Any]) -> str | None:

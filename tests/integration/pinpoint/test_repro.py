@@ -583,3 +583,35 @@ def test_a_bundle_judges_each_output_as_the_sweep_did(tmp_path: Path, optimizer:
     assert broken.returncode == 1 and "BUG PRESENT" in broken.stdout and says in broken.stdout, broken.stdout
     fixed = run_repro(bundle, "--optimizer", "onnxoptimizer")
     assert fixed.returncode == 0 and "the bug is fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+
+
+FIXED_OPSET = '''
+import onnx, onnxoptimizer
+
+
+def optimize(model, passes, fixed_point=False):
+    """onnxoptimizer with the fix: the default domain imported where the result uses it."""
+    out = onnxoptimizer.optimize(model, passes, fixed_point)
+    if not any(op.domain in ("", "ai.onnx") for op in out.opset_import):
+        out.opset_import.append(onnx.helper.make_opsetid("", 17))
+    return out
+'''
+
+
+def test_a_by_design_change_the_checker_refuses_reproduces_the_refusal_alone(tmp_path: Path) -> None:
+    """rewrite_input_dtype narrows int64 inputs by design (the default baseline says so); on a model
+    that imports only the training domain the Cast it adds has no opset: that is the bug. Its
+    repro.py judged the retyping, which stays after a fix: it said BUG PRESENT for ever."""
+    flags = ("--models", "onnx-node:test_adagrad", "--configs", "nop,pass:rewrite_input_dtype", "--jobs", "1")
+    code, report, err = sweep(*flags, out=tmp_path / "out")
+    assert code == 1, err
+    (finding,) = report["findings"]
+    assert finding["kind"] == "interface-change" and "No opset import" in finding["evidence"]["checker"]
+    bundle = tmp_path / "out" / finding["repro"]
+    present = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True)
+    assert present.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in present.stdout
+    (tmp_path / "fixed_opset.py").write_text(FIXED_OPSET)
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    command = [sys.executable, "repro.py", "--optimizer", "fixed_opset:optimize"]
+    fixed = subprocess.run(command, cwd=bundle, capture_output=True, text=True, env=env)
+    assert fixed.returncode == 0 and "the bug is fixed" in fixed.stdout, fixed.stdout + fixed.stderr
