@@ -110,8 +110,8 @@ def _reshape_zero(args: Sequence[Any]) -> str | None:
     return None
 
 
-def _constants(graph: onnx.GraphProto, inputs: Mapping[str, Any]) -> dict[str, list[Any]]:
-    values: dict[str, list[Any]] = {}
+def _constants(graph: onnx.GraphProto, inputs: Mapping[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
     for name, spec in inputs.items():
         small = small_values(spec)
         if small is not None:
@@ -127,7 +127,8 @@ def _constants(graph: onnx.GraphProto, inputs: Mapping[str, Any]) -> dict[str, l
     for name, tensor in tensors:
         array = numpy_helper.to_array(tensor)
         if array.size <= _INLINE_VALUES and array.dtype.kind in "iub":
-            values[name] = array.reshape(-1).tolist()
+            # a scalar shows as one: `[2]` for a rank-0 2 hid the very bug of a Squeeze on it
+            values[name] = array.tolist() if array.ndim == 0 else array.reshape(-1).tolist()
     return values
 
 

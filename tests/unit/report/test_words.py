@@ -112,3 +112,21 @@ def test_a_result_the_checker_refuses_too_is_said_beside_the_change():
                              "opset import for domain ''.")
     invalid = dataclasses.replace(retyped, kind="invalid-model")  # its message is the checker's already
     assert "also fails" not in what_happened(invalid, None)
+
+
+def test_a_scalar_constant_reads_as_a_scalar_not_a_list():
+    """eliminate_shape_gather's bug: a Gather of one index folded into a rank-0 constant that the
+    Squeeze after it cannot take; `[2]` showed a valid 1-D tensor and hid it."""
+    before = """<ir_version: 10, opset_import: ["" : 15]>
+g (float[2,3] X0) => (int64 Y0) <int64[1] C0 = {0}> {
+   t0 = Shape (X0)
+   t1 = Gather <axis: int = 0> (t0, C0)
+   Y0 = Squeeze (t1, C0)
+}"""
+    after = """<ir_version: 10, opset_import: ["" : 15]>
+g (float[2,3] X0) => (int64 Y0) <int64[1] C0 = {0}, int64 t1 = {2}> {
+   Y0 = Squeeze (t1, C0)
+}"""
+    record = {"model": before, "optimized": after, "inputs": {}}
+    sentence = what_happened(dataclasses.replace(FINDING, kind="invalid-model"), record)
+    assert "into `Squeeze(2, [0])`" in sentence, sentence
