@@ -261,3 +261,11 @@ def test_known_findings_are_called_blocking_only_where_fail_on_any_counts_them()
         comment = Texts(_report([known], 1), "f" * 40, "ditox-report", None, fail_on=fail_on).comment("k")
         assert ("— blocking (`fail_on: any`)" in comment) is blocking, (kind, fail_on)
         assert ("— not blocking" in comment) is not blocking
+
+
+def test_an_issue_without_numbers_has_no_empty_table_of_them():
+    """An optimizer's error has a message and nothing measured: a table header with no rows."""
+    raised = _finding("e" * 20, "m0", "default", kind="optimizer-error", message="RuntimeError: replaceInput")
+    raised = replace(raised, measured={"message": "RuntimeError: replaceInput"})
+    issue = Texts(_report([raised], 1), "f" * 40, "ditox-report", None).issue(raised)
+    assert "RuntimeError: replaceInput" in issue and "| measured |" not in issue
