@@ -200,11 +200,14 @@ def _attribute(attribute: onnx.AttributeProto) -> str | None:
     return None
 
 
-def small_values(spec: Mapping[str, Any]) -> list[Any] | None:
-    """The values of an input small enough to show inline (a shape, axes, an index)."""
+def small_values(spec: Mapping[str, Any]) -> Any:
+    """The values of an input small enough to show inline (a shape, axes, an index), a rank-0
+    input's as its one value; None when not shown."""
     values = spec.get("values")
     exact = str(spec.get("dtype")) in _DTYPES and np.dtype(str(spec["dtype"])).kind in "iub"
-    return values if exact and isinstance(values, list) and len(values) <= 8 else None
+    if not (exact and isinstance(values, list) and len(values) <= 8):
+        return None
+    return values[0] if spec.get("shape") == [] and len(values) == 1 else values
 
 
 def _input_label(name: str, spec: Mapping[str, Any] | None) -> str:

@@ -198,17 +198,24 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
     """The first sentence of a bug report, Markdown."""
     passes = span(", ".join(finding.culprit.passes)) if finding.culprit.passes else "The optimizer"
     sentence = _rewrite(passes, record) if record else None
+    rewritten = sentence is not None
     if sentence is None:
         message = finding.message.strip()
         said = (KIND_TEXT.get(finding.kind) or md(finding.kind)).rstrip(".")
         said = f"under {passes}, {said[:1].lower()}{said[1:]}" if finding.culprit.passes else said
         sentence = said[:1].upper() + said[1:] + (f": {md(rounded(message))}" if message else ".")
-    # an interface change (or a mismatch) whose result the checker refuses too: often the change is
-    # by design and the refusal the bug (a baseline entry accepts the one, not the other)
+    # the checker's refusal, where the sentence does not say it: an interface change (or a
+    # mismatch) whose result it refuses too (often the change is by design and the refusal the bug),
+    # and an invalid model told by its rewrite
     checker = str(finding.measured.get("checker") or "")
-    if checker and finding.kind != "invalid-model":
+    if finding.kind == "invalid-model" and rewritten:  # the rewrite alone does not say what is wrong
+        checker = checker or finding.message
+    elif finding.kind == "invalid-model":
+        checker = ""  # the kind's sentence says the checker refuses it, with its message
+    if checker:
         ended = sentence if sentence.endswith(".") else f"{sentence}."
-        return f"{ended} The optimized model also fails ONNX's checker: {md(rounded(_first_line(checker)))}."
+        also = "" if finding.kind == "invalid-model" else " also"
+        return f"{ended} The optimized model{also} fails ONNX's checker: {md(rounded(_first_line(checker)))}."
     return sentence
 
 

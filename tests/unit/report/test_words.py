@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.standalone import small_values
 from ditox_ci.report.words import evidence_rows, rounded, what_happened
 
 BEFORE = """<ir_version: 10, opset_import: ["" : 21]>
@@ -128,5 +129,14 @@ g (float[2,3] X0) => (int64 Y0) <int64[1] C0 = {0}, int64 t1 = {2}> {
    Y0 = Squeeze (t1, C0)
 }"""
     record = {"model": before, "optimized": after, "inputs": {}}
-    sentence = what_happened(dataclasses.replace(FINDING, kind="invalid-model"), record)
+    invalid = dataclasses.replace(
+        FINDING, kind="invalid-model", measured={"message": "ShapeInferenceError: Unexpected axis value: 0"}
+    )
+    sentence = what_happened(invalid, record)
     assert "into `Squeeze(2, [0])`" in sentence, sentence
+    # the rewrite alone does not say what is wrong with it
+    refused = "The optimized model fails ONNX's checker: ShapeInferenceError: Unexpected axis value: 0."
+    assert sentence.endswith(refused)
+    # a rank-0 input with its value inline: one value, not a list
+    assert small_values({"dtype": "bool", "shape": [], "values": [True]}) is True
+    assert small_values({"dtype": "int64", "shape": [1], "values": [3]}) == [3]
