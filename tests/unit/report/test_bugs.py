@@ -269,3 +269,11 @@ def test_an_issue_without_numbers_has_no_empty_table_of_them():
     raised = replace(raised, measured={"message": "RuntimeError: replaceInput"})
     issue = Texts(_report([raised], 1), "f" * 40, "ditox-report", None).issue(raised)
     assert "RuntimeError: replaceInput" in issue and "| measured |" not in issue
+
+
+def test_a_model_no_node_of_which_could_go_reads_as_not_reduced():
+    """"Reduced to 1 of 1 nodes" beside a README that says "not reduced"."""
+    reduction = Reduction(1, 1, 3, ReductionEnd.MINIMAL)
+    found = _finding("r" * 20, "m0", "default", reduction=reduction)
+    issue = Texts(_report([found], 1), "f" * 40, "ditox-report", None).issue(found)
+    assert "| Reduced to | not reduced (1 node) |" in issue and "1 of 1 nodes" not in issue
