@@ -118,11 +118,15 @@ def checked_standalone(
     # the sample the finding was seen on (a wide-range sample may show what the first does not)
     sample = finding.measured.get("sample", 0)
     feed = feeds[sample] if isinstance(sample, int) and 0 <= sample < len(feeds) else feeds[0]
-    model, feed, _ = canonical(model, feed)
+    model, feed, renamed = canonical(model, feed)
     rtol, atol = one_tolerance(model, tolerances)
     record = standalone_record(model, feed, list(passes), fixed_point, rtol, atol, _versions(build.path))
     if record is None:
         return None
+    # names the bundle's model does not use (its reduction kept the original ones): the issue maps them
+    names = {new: old for old, new in renamed.items() if old != new}
+    if names:
+        record["names"] = names
     if build.unreleased:
         record["build"] = build.unreleased
     if only_the_checker:  # the change is by design; the checker refusing the result is the bug

@@ -256,3 +256,41 @@ def test_the_script_compares_with_the_tolerance_of_its_outputs_element_type() ->
     # an integer output compares exactly under any tolerance: it does not loosen float64's
     assert one_tolerance(outputs(TensorProto.DOUBLE, TensorProto.INT64), Tolerances()) == (1e-6, 1e-8)
     assert one_tolerance(outputs(TensorProto.DOUBLE), Tolerances(rtol=0.5)) == (0.5, 1e-8)
+
+
+def test_an_issue_maps_its_short_names_to_the_bundles_when_the_bundle_kept_its_own(tmp_path: Path):
+    """A reduction that could not rename (the renamed model failed with another message) leaves the
+    bundle's model.onnx with the original names; the issue and its script say X0, C0, Y0 all the
+    same, and nothing said which was which."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["/model/input", "/model/shape5"], ["/model/r"]),
+            helper.make_node("Reshape", ["/model/r", "/model/shape3"], ["/model/out"]),
+        ],
+        "reshapes",
+        [
+            helper.make_tensor_value_info("/model/input", TensorProto.FLOAT, [3, 4, 2, 2]),
+            helper.make_tensor_value_info("/model/shape5", TensorProto.INT64, [5]),
+            helper.make_tensor_value_info("/model/shape3", TensorProto.INT64, [3]),
+        ],
+        [helper.make_tensor_value_info("/model/out", TensorProto.FLOAT, [3, 2, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feed = {
+        "/model/input": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
+        "/model/shape5": np.array([3, 2, 2, 2, 2], np.int64),
+        "/model/shape3": np.array([0, 0, -1], np.int64),
+    }
+    passes = ["eliminate_consecutive_idempotent_ops"]
+    finding = Finding("1" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
+    record = checked_standalone(
+        finding, model, [feed], passes, False, "onnxoptimizer", Tolerances(), tmp_path, 60.0
+    )
+    assert record is not None
+    short = {"X0": "/model/input", "C0": "/model/shape5", "C1": "/model/shape3", "Y0": "/model/out"}
+    assert record["names"] == {**short, "t0": "/model/r"}
+    standalone = dataclasses.replace(finding.pinpointing, standalone=record)
+    found = dataclasses.replace(finding, pinpointing=standalone)
+    report = Report({}, {"name": "onnxoptimizer"}, {}, {"index": 0, "count": 1}, (), (found,), {}, {})
+    issue = Texts(report, "f" * 40, "ditox-report", None).issue(found)
+    assert "| `X0` | `/model/input` |" in issue and "| `Y0` | `/model/out` |" in issue
