@@ -206,27 +206,32 @@ def _masked(text: str) -> str:
     return LONG_NUMBER.sub("<number>", text)
 
 
+def _reshapes(x: str, s5: str, s3: str, r: str, y: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """Reshape(Reshape(x, [3, 2, 2, 2, 2]), [0, 0, -1]) under these names, which
+    eliminate_consecutive_idempotent_ops folds wrongly (the 0 copies a dim of the wrong input), and a feed."""
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", [x, s5], [r]), helper.make_node("Reshape", [r, s3], [y])],
+        "reshapes",
+        [
+            helper.make_tensor_value_info(x, TensorProto.FLOAT, [3, 4, 2, 2]),
+            helper.make_tensor_value_info(s5, TensorProto.INT64, [5]),
+            helper.make_tensor_value_info(s3, TensorProto.INT64, [3]),
+        ],
+        [helper.make_tensor_value_info(y, TensorProto.FLOAT, [3, 2, 8])],
+    )
+    feed = {
+        x: np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
+        s5: np.array([3, 2, 2, 2, 2], np.int64),
+        s3: np.array([0, 0, -1], np.int64),
+    }
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), feed
+
+
 def test_a_standalone_check_survives_output_that_is_not_utf8(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The child's stdout is read back; bytes that are not UTF-8 (here a Latin-1 child printing a
     non-ASCII output name) must not raise and cost the finding its pinpoint result."""
-    graph = helper.make_graph(
-        [helper.make_node("Reshape", ["x", "s5"], ["r"]), helper.make_node("Reshape", ["r", "s3"], ["yé"])],
-        "reshapes",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2, 2]),
-            helper.make_tensor_value_info("s5", TensorProto.INT64, [5]),
-            helper.make_tensor_value_info("s3", TensorProto.INT64, [3]),
-        ],
-        [helper.make_tensor_value_info("yé", TensorProto.FLOAT, [3, 2, 8])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    feeds = [
-        {
-            "x": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
-            "s5": np.array([3, 2, 2, 2, 2], np.int64),
-            "s3": np.array([0, 0, -1], np.int64),
-        }
-    ]
+    model, feed = _reshapes("x", "s5", "s3", "r", "yé")
+    feeds = [feed]
     passes = ["eliminate_consecutive_idempotent_ops"]
     finding = Finding("0" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
     monkeypatch.setenv("PYTHONIOENCODING", "latin-1")  # the child is a direct subprocess: it inherits
@@ -262,25 +267,7 @@ def test_an_issue_maps_its_short_names_to_the_bundles_when_the_bundle_kept_its_o
     """A reduction that could not rename (the renamed model failed with another message) leaves the
     bundle's model.onnx with the original names; the issue and its script say X0, C0, Y0 all the
     same, and nothing said which was which."""
-    graph = helper.make_graph(
-        [
-            helper.make_node("Reshape", ["/model/input", "/model/shape5"], ["/model/r"]),
-            helper.make_node("Reshape", ["/model/r", "/model/shape3"], ["/model/out"]),
-        ],
-        "reshapes",
-        [
-            helper.make_tensor_value_info("/model/input", TensorProto.FLOAT, [3, 4, 2, 2]),
-            helper.make_tensor_value_info("/model/shape5", TensorProto.INT64, [5]),
-            helper.make_tensor_value_info("/model/shape3", TensorProto.INT64, [3]),
-        ],
-        [helper.make_tensor_value_info("/model/out", TensorProto.FLOAT, [3, 2, 8])],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
-    feed = {
-        "/model/input": np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2),
-        "/model/shape5": np.array([3, 2, 2, 2, 2], np.int64),
-        "/model/shape3": np.array([0, 0, -1], np.int64),
-    }
+    model, feed = _reshapes("/model/input", "/model/shape5", "/model/shape3", "/model/r", "/model/out")
     passes = ["eliminate_consecutive_idempotent_ops"]
     finding = Finding("1" * 20, "output-mismatch", "m", "pass:x", Culprit("pass", tuple(passes)))
     record = checked_standalone(

@@ -97,12 +97,10 @@ def test_numbers_keep_four_significant_digits_and_keys_read_as_words():
 def test_a_result_the_checker_refuses_too_is_said_beside_the_change():
     """rewrite_input_dtype retypes inputs by design; the Cast it writes without the default domain's
     opset is the bug, and the sentence said only the by-design retyping."""
-    retyped = Finding(
-        "b" * 20,
-        "interface-change",
-        "onnx-node:test_adagrad",
-        "pass:rewrite_input_dtype",
-        Culprit("pass", ("rewrite_input_dtype",)),
+    retyped = dataclasses.replace(
+        FINDING,
+        kind="interface-change",
+        culprit=Culprit("pass", ("rewrite_input_dtype",)),
         measured={
             "message": "graph input #1 ('T') element type changed: INT64 -> INT32",
             "checker": "ValidationError: No opset import for domain ''\n\n==> Context: Bad node spec",
