@@ -66,9 +66,7 @@ class Tolerances:
         """The (rtol, atol) the tensor oracle judges `value`, an expected output, with (`widened`
         False: before a low-precision float's own precision widens them, as its noise floor
         takes them)."""
-        while isinstance(value, list) and value:
-            value = value[0]
-        return self.of_dtype(getattr(value, "dtype", None), widened)
+        return self.of_dtype(dtype_of(value), widened)
 
     def of_dtype(self, dtype: np.dtype | None, widened: bool = True) -> tuple[float, float]:
         """The (rtol, atol) for an output of element type `dtype`: the given ones, else the
@@ -90,9 +88,11 @@ def floating(dtype: np.dtype | None) -> bool:
     return dtype is not None and (dtype.kind in "fc" or "float" in dtype.name)
 
 
-def dtype_tolerances(value: Any) -> tuple[float, float]:
-    """The (rtol, atol) for an output's element type; a sequence's is its first element's."""
-    return Tolerances().of(value, widened=False)
+def dtype_of(value: Any) -> np.dtype | None:
+    """An output's element type; a sequence's is its first element's; None for no tensor."""
+    while isinstance(value, list) and value:
+        value = value[0]
+    return getattr(value, "dtype", None)
 
 
 def _tolerance(value: Tolerance, name: str, fallback: float) -> float:
@@ -321,7 +321,7 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
         for sample, (want, got) in enumerate(zip(expected, actual)):
             for position, (a, b) in enumerate(zip(want, got)):
                 name = names[position] if position < len(names) else f"#{position}"
-                dtype_rtol, dtype_atol = dtype_tolerances(a)
+                dtype_rtol, dtype_atol = Tolerances().of(a, widened=False)
                 output_atol = _tolerance(atol, name, dtype_atol)
                 output_noise = _noise_at(noise, sample, position)
                 if output_noise == math.inf:  # a random op's output: only its shape and dtype mean anything

@@ -273,12 +273,6 @@ class _Pinpointer:
         # a model's findings (default, fixed-point, …) follow one another: load it once for all
         self.loaded: tuple[str, onnx.ModelProto, Feeds] | None = None
 
-    @property
-    def _tolerances(self) -> tuple[float, float]:
-        """The one (rtol, atol) node-level divergence takes: the sweep's, float32's where none
-        was given (`Tolerances.scalar`)."""
-        return self.pool.config.settings.tolerances.scalar()
-
     def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
         def probe(passes: Sequence[str]) -> Outcome:
             key = (result.ref.id, tuple(passes))
@@ -371,7 +365,8 @@ class _Pinpointer:
         divergence = None
         if failure.kind == "output-mismatch" and reduction is not None:
             divergence = self.judge.divergence(
-                result.ref.id, reduced, reduced_feeds, target, *self._tolerances
+                # one (rtol, atol) for every intermediate value: float32's where none was given
+                result.ref.id, reduced, reduced_feeds, target, *self.pool.config.settings.tolerances.scalar()
             )
             if divergence is not None:
                 pinpointing = replace(pinpointing, divergence=divergence.to_json())

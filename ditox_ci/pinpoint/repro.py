@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.compare.tensor import floating, noise_limit
+from ditox_ci.compare.tensor import dtype_of, floating, noise_limit
 from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.noise import PlainRun
@@ -161,17 +161,16 @@ def judged_as_the_sweep(model: onnx.ModelProto, plain: PlainRun, settings: EvalS
     limits: dict[str, tuple[float | None, ...]] = {}
     drawn = []
     for position, value in enumerate(model.graph.output):
-        values = [sample[position] for sample in plain.outputs if position < len(sample)]
-        # its dtype: the first sample's value that has one (a sample's may be None or [])
-        typed = next((v for v in values if getattr(v, "dtype", None) is not None or v), None)
-        element = typed[0] if isinstance(typed, list) else typed
-        if floating(getattr(element, "dtype", None)):  # others compare exactly
-            tolerances[value.name] = settings.tolerances.of(typed)
+        values = [sample[position] for sample in plain.outputs]
+        # its dtype: the first sample's that has one (a sample's value may be None or [])
+        dtype = next((d for d in map(dtype_of, values) if d is not None), None)
+        if floating(dtype):  # others compare exactly
+            tolerances[value.name] = settings.tolerances.of_dtype(dtype)
         noises = [row[position] if position < len(row) else None for row in noise]
         if any(level == math.inf for level in noises):
             drawn.append(value.name)
             continue
-        atol = settings.tolerances.of(typed, widened=False)[1]  # as noise_check takes it
+        atol = settings.tolerances.of_dtype(dtype, widened=False)[1]  # as noise_check takes it
         per_sample = tuple(noise_limit(v, level, atol) for v, level in zip(values, noises))
         if any(limit is not None for limit in per_sample):
             limits[value.name] = per_sample
