@@ -49,7 +49,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"ditox-ci {__version__}")
-    add_debug_flag(parser, top=True)
+    add_debug_flag(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in commands(only):
         sub_parser = sub.add_parser(

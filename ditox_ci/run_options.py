@@ -142,6 +142,13 @@ class FuzzOptions(SweepOptions):
     # empty: default, nop and `pass:<p>` for each pass models are generated for
     configs: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        from ditox_ci.fuzz import GENERATORS  # here: a sweep does not import the generators
+
+        for name in self.passes:  # the passes models are generated for: each needs a generator
+            GENERATORS.lookup(name)
+
 
 @dataclass(frozen=True)
 class ReduceOptions(RunOptions):

@@ -21,8 +21,9 @@ def commands(only: str | None = None) -> tuple[ModuleType, ...]:
     return tuple(importlib.import_module(f"ditox_ci.cli.{name}") for name in names)
 
 
-def add_debug_flag(parser: argparse.ArgumentParser, top: bool = False) -> None:
-    """`--debug` on ditox-ci itself (`top`), a command or a command's action (`baseline init`):
-    below the top it sets no default, which would undo the flag given before the command."""
-    default = False if top else argparse.SUPPRESS
-    parser.add_argument("--debug", action="store_true", default=default, help="show tracebacks for errors")
+def add_debug_flag(parser: argparse.ArgumentParser) -> None:
+    """`--debug` on ditox-ci itself, a command or a command's action (`baseline init`), wherever it
+    is given (the entry point reads it from the command line: tracebacks for errors)."""
+    parser.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors"
+    )

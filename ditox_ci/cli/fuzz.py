@@ -16,7 +16,7 @@ from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
 from ditox_ci.control import NOP
 from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.worker import JobResult
-from ditox_ci.errors import EXIT_OK, ConfigError, UsageError
+from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
@@ -71,14 +71,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_sweep_arguments(parser, helps)
 
 
-def selected_passes(requested: tuple[str, ...] | None) -> tuple[str, ...]:
-    if not requested:
-        return tuple(sorted(GENERATORS))
-    for name in requested:
-        GENERATORS.lookup(name)
-    return requested
-
-
 def _process_age_s() -> float:
     """Seconds since this process started (Linux /proc), so --budget counts Python's start-up and
     imports too; 0 where that cannot be read."""
@@ -99,12 +91,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError(f"--budget must be a positive number of seconds, got {args.budget}")
     log = Log(env, quiet=args.quiet)
     given = sweep_options(args, env, FuzzOptions)  # --passes, --configs, --out: from any source
-    try:
-        passes = selected_passes(given.passes)
-    except UsageError as exc:
-        if args.passes:  # the flag's
-            raise
-        raise ConfigError(f"passes from DITOX_PASSES or the config file's `sweep:` section: {exc}") from None
+    passes = given.passes or tuple(sorted(GENERATORS))
     corpus_dir = Path(given.out) / "corpus"
     # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
     configs = given.configs or ("default", NOP, *map(single_pass_label, passes))

@@ -16,7 +16,7 @@ from ditox_ci.report.outputs import REPORT_ARTIFACT
 
 NAME = "previous"
 HELP = "download the report.json of a workflow's last finished run (GITHUB_* env, actions: read)"
-DESCRIPTION = """\
+DESCRIPTION = f"""\
 Find the newest finished run of WORKFLOW in this repository (GITHUB_REPOSITORY) that still has
 the ARTIFACT a report job uploaded, among the runs of the repository's own code (head repository
 GITHUB_REPOSITORY, not a fork) on a trusted trigger (schedule, workflow_dispatch, push), and write
@@ -32,7 +32,7 @@ stages run as on the first night (nothing is marked fixed, no issue closed). Git
 token without `actions: read`, an unknown workflow) stays an error. The token needs
 `actions: read`.
 
-It looks at the 10 newest such runs, among the workflow's 100 newest finished runs.
+It looks at the {RUNS_LOOKED_AT} newest such runs, among the workflow's {RUNS_LISTED} newest finished runs.
 
 example:
   ditox-ci previous --workflow nightly.yml --branch main --out previous

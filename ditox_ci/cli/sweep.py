@@ -275,16 +275,16 @@ def internal_error_gate(report: Report) -> None:
     )
 
 
-def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
-    """Exit 4 when no model of a whole sweep ran; True, with one error line, when more than the
-    report's `stats.max_skipped` of the corpus was skipped, which closes the gate like a new
-    finding. A shard is judged by neither: it may hold only the models that skip, and the limit
-    travels in its report to the merge, which judges the whole sweep."""
+def skipped_gate(report: Report, log: Log, summary: Path) -> None:
+    """Exit 4 when no model of a whole sweep ran; one error line when more than the report's
+    `stats.max_skipped` of the corpus was skipped, which closes the gate like a new finding
+    (`Report.closes_gate`). A shard is judged by neither: it may hold only the models that skip,
+    and the limit travels in its report to the merge, which judges the whole sweep."""
     skips = report.skips()
     if not skips.whole:
         if skips.over_limit:
             log.info(f"this shard skipped {skips.share:.1%} of its models; the merge judges the whole sweep")
-        return False
+        return
     if not skips.models:  # a merge of shards interrupted before any model finished
         raise InputError(f"no model ran: the report holds none ({summary}); an empty sweep is not green")
     if skips.skipped == skips.models:
@@ -294,7 +294,6 @@ def skipped_gate(report: Report, log: Log, summary: Path) -> bool:
         )
     if skips.too_many:
         log.error(skips.said())
-    return skips.too_many
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -37,7 +37,7 @@ class SurfaceOptions:
     # a report from a run we cannot vouch for (a fork's artifact): a neutral "unverified" check,
     # and no issue is opened, reopened or closed from it
     untrusted: bool = False
-    # which findings close the gate (report.model.FAIL_ON): the check's conclusion follows the
+    # which findings close the gate (report.kinds.FAIL_ON): the check's conclusion follows the
     # job's, and the comment says whether known findings block
     fail_on: str = "new"
 

@@ -17,8 +17,7 @@ from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.report.upstream import pass_source
 
-# pass_source stays importable from here: the check run annotates the same file SARIF points at
-__all__ = ["pass_source", "sarif_log", "write_sarif"]
+__all__ = ["sarif_log", "write_sarif"]
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = PROJECT_URL
