@@ -230,10 +230,12 @@ def main() -> None:
     # what no engine with today's oracle goes below: the work and its checks spread perfectly, or
     # the model costliest with its checks on one worker, with no preparation, IPC or wall outside jobs
     split = (work + oracle) / WORKERS
-    whole = max(split, max(own[model] + own_checks[model] for model in own))
+    heaviest = max(own, key=lambda model: own[model] + own_checks[model])
+    whole = max(split, own[heaviest] + own_checks[heaviest])
     print(
-        f"floor with the oracle's checks and nothing else: {split / limit:.2f}× the limit with the costliest "
-        f"model split over the workers at no cost, {whole / limit:.2f}× with it on one worker"
+        f"floor with the oracle's checks and nothing else: {split / limit:.2f}× the limit with every "
+        f"model split over the workers at no cost, {whole / limit:.2f}× with {heaviest} (the model "
+        "costliest with its checks) on one worker"
     )
 
 

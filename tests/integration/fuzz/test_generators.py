@@ -77,7 +77,7 @@ def test_fuzz_takes_its_folder_and_passes_from_the_environment_and_config_as_a_s
     tmp_path: Path,
 ) -> None:
     """fuzz said it read the `sweep:` section and DITOX_<NAME>, but its own default folder came as a
-    flag over DITOX_OUT, and --passes/--configs were read from the flags alone."""
+    flag over DITOX_OUT, and --passes was read from the flags alone."""
     env = {"DITOX_OUT": str(tmp_path / "from-env"), "DITOX_PASSES": "fuse_qkv"}
     assert main_inner(["fuzz", "--no-sweep", "--budget", "600", "--limit", "2"], env) == 0
     written = [path.parent.name for path in (tmp_path / "from-env" / "corpus").glob("*/model.onnx")]

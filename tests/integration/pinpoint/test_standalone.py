@@ -26,7 +26,7 @@ from ditox_ci.github.text import Texts
 from ditox_ci.pinpoint.standalone import checked_standalone, one_tolerance
 from ditox_ci.report.bugs import group_bugs
 from ditox_ci.report.model import Culprit, Finding, Report, read_report
-from tests.helpers import ROOT
+from tests.helpers import ROOT, minimal_report
 
 DOCS = ROOT / "docs" / "baseline-and-bot.md"
 RUN_URL = "https://github.com/octo/optimizer/actions/runs/42"
@@ -278,6 +278,5 @@ def test_an_issue_maps_its_short_names_to_the_bundles_when_the_bundle_kept_its_o
     assert record["names"] == {**short, "t0": "/model/r"}
     standalone = dataclasses.replace(finding.pinpointing, standalone=record)
     found = dataclasses.replace(finding, pinpointing=standalone)
-    report = Report({}, {"name": "onnxoptimizer"}, {}, {"index": 0, "count": 1}, (), (found,), {}, {})
-    issue = Texts(report, "f" * 40, "ditox-report", None).issue(found)
+    issue = Texts(minimal_report(found), "f" * 40, "ditox-report", None).issue(found)
     assert "| `X0` | `/model/input` |" in issue and "| `Y0` | `/model/out` |" in issue

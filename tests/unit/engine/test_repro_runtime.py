@@ -190,20 +190,18 @@ def test_an_integer_output_is_judged_exactly_as_the_oracle_does(
     offset = helper.make_tensor("c", TensorProto.INT64, [], [4999])
     nodes = [helper.make_node("Add", ["x", "c"], ["z"])]
     bundle = _graph_bundle(tmp_path, nodes, TensorProto.INT64, np.array([5000, 5001]))
-    (bundle / "adapter.py").write_text(
-        "import onnx, onnxoptimizer\n\n"
-        "def optimize(model, passes, fixed_point):\n"
-        "    out = onnxoptimizer.optimize(model, passes, fixed_point)\n"
-        "    c = onnx.helper.make_tensor('c', onnx.TensorProto.INT64, [], [5000])\n"
-        "    out.graph.initializer[0].CopyFrom(c)\n"
-        "    return out\n"
+    _with_adapter(
+        bundle,
+        "c = onnx.helper.make_tensor('c', onnx.TensorProto.INT64, [], [5000])",
+        "out.graph.initializer[0].CopyFrom(c)",
     )
     model = onnx.load(str(bundle / "model.onnx"))
     model.graph.initializer.append(offset)
     onnx.save(model, str(bundle / "model.onnx"))
-    assert check(REPRO, bundle, "adapter.py:optimize") == BUG_PRESENT
+    loose = replace(REPRO, rtol=1e-3, atol=1e-4)  # float32's defaults, within which 5001 is 5000
+    assert check(loose, bundle, "adapter.py:optimize") == BUG_PRESENT
     assert "output z: 2 of 2 elements differ" in capsys.readouterr().out
-    assert check(REPRO, bundle, "onnxoptimizer") == FIXED
+    assert check(loose, bundle, "onnxoptimizer") == FIXED
 
 
 def test_a_drawn_output_is_judged_by_its_shape_and_dtype_alone(tmp_path: Path) -> None:

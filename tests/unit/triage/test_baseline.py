@@ -16,6 +16,7 @@ from ditox_ci.triage.baseline import (
     update_baseline,
 )
 from ditox_ci.triage.classify import classify
+from tests.helpers import minimal_report
 
 TODAY = dt.date(2025, 6, 1)
 
@@ -226,8 +227,8 @@ def test_init_accepts_one_bug_seen_on_several_models_and_each_is_known(tmp_path:
     findings = [make(model="m/a.onnx"), make(model="m/b.onnx")]
     result = init_baseline(path, findings, "known at adoption", TODAY)
     assert [e.id for e in result.added] == ["accepted-ffffffffffff", "accepted-ffffffffffff-2"]
-    report = Report({}, {}, {}, {"index": 0, "count": 1}, (), tuple(findings), {}, {})
-    assert {f.status for f in classify(report, load_baseline(path), today=TODAY).findings} == {"known"}
+    classified = classify(minimal_report(*findings), load_baseline(path), today=TODAY)
+    assert {f.status for f in classified.findings} == {"known"}
 
 
 def test_an_accepted_finding_the_checker_also_refuses_is_known_by_its_entry(tmp_path: Path):
