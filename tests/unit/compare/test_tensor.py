@@ -5,7 +5,14 @@ import numpy as np
 import pytest
 
 from ditox_ci.compare import COMPARATORS
-from ditox_ci.compare.tensor import NOISE_MARGIN, Tolerances, compare_arrays, noise_limit
+from ditox_ci.compare.tensor import (
+    NOISE_MARGIN,
+    Tolerances,
+    compare_arrays,
+    identical,
+    noise_check,
+    noise_limit,
+)
 
 
 def _tensor(**options):
@@ -15,6 +22,23 @@ def _tensor(**options):
 def test_identical_outputs_pass():
     outputs = [[np.arange(6, dtype=np.float32).reshape(2, 3)]]
     assert _tensor()(outputs, outputs, ["y"]).passed
+
+
+def test_outputs_identical_to_the_bit_skip_the_judging_only_where_it_would_pass_them():
+    nan_inf = np.array([1.0, np.nan, np.inf, -np.inf], dtype=np.float32)
+    same = [nan_inf, np.arange(4, dtype=np.int64), np.ones(3, ml_dtypes.bfloat16), np.array("s")]
+    for value in same:
+        copy = value.copy()
+        assert identical(value, copy)
+        # what the shortcut skips: a comparison that passes at no tolerance, at no noise
+        assert compare_arrays(value, copy, 0.0, 0.0) is None
+        assert (noise_check(value, copy, 1e-30, 0.0) or {"noise_ratio": 0.0})["noise_ratio"] == 0.0
+    # the same bytes as another type or shape, a signed zero, or an object array's pointers: judged
+    as_int = nan_inf.view(np.int32)
+    assert not identical(nan_inf, as_int) and not identical(nan_inf, nan_inf.reshape(2, 2))
+    assert not identical(np.array([0.0]), np.array([-0.0]))
+    text = np.array(["a", "b"], dtype=object)
+    assert not identical(text, text) and not identical([np.ones(2)], [np.ones(2)])
 
 
 def test_nan_equals_nan_by_position_only():
