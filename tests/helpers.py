@@ -2,12 +2,14 @@
 GITHUB_OUTPUT parser. Fixtures live in conftest.py files; helpers that take arguments live in
 modules like this one, so no test module imports another."""
 
+import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.__main__ import build_parser
 from ditox_ci.report.model import Finding, Report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,3 +71,16 @@ def parse_github_output(text: str) -> dict[str, str]:
             raise AssertionError(f"output {name} not terminated")
         values[name] = "\n".join(body)
     return values
+
+
+def command_parser(command: str) -> argparse.ArgumentParser:
+    """The CLI's own parser of `command` (`ditox-ci COMMAND …`), as the entry point builds it."""
+    parser = build_parser(command)
+    (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return sub.choices[command]
+
+
+def option_names(command: str) -> dict[str, str]:
+    """`command`'s option strings, each with its option's name (argparse's dest)."""
+    actions = command_parser(command)._actions
+    return {flag: action.dest for action in actions for flag in action.option_strings}

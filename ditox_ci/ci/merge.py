@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any, NoReturn
 
 from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
@@ -66,20 +67,20 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
             )
         for key in _SAME_OPTIMIZER:
             if report.optimizer.get(key) != first.optimizer.get(key):
-                raise MergeError(
-                    f"shard {report.shard.get('index')} tested optimizer {key} "
-                    f"{report.optimizer.get(key)!r}, shard {first.shard.get('index')} "
-                    f"{first.optimizer.get(key)!r}; every shard must test the same optimizer build"
-                )
+                theirs, ours = report.optimizer.get(key), first.optimizer.get(key)
+                _other_build(report, first, f"optimizer {key}", theirs, ours)
         # a build's commit: the installed files' hashes are no test (a build made in each shard
         # job compiles its own bytecode), but two commits are two builds of one version number
-        commits = [str(r.optimizer.get("build", {}).get("git_describe") or "") for r in (first, report)]
+        commits = [str(r.optimizer.get("build", {}).get("git_describe") or "") for r in (report, first)]
         if all(commits) and commits[0] != commits[1]:
-            raise MergeError(
-                f"shard {report.shard.get('index')} tested the build of {commits[1]}, shard "
-                f"{first.shard.get('index')} that of {commits[0]}; every shard must test the same "
-                "optimizer build"
-            )
+            _other_build(report, first, "the build", *commits)
+
+
+def _other_build(report: Report, first: Report, what: str, theirs: Any, ours: Any) -> NoReturn:
+    raise MergeError(
+        f"shard {report.shard.get('index')} tested {what} {theirs!r}, shard {first.shard.get('index')} "
+        f"{ours!r}; every shard must test the same optimizer build"
+    )
 
 
 def _combine_parts(

@@ -4,27 +4,18 @@ the CLI's command takes, for the option of the same name."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import yaml
 
-from ditox_ci.__main__ import build_parser
 from ditox_ci.ci.action import build_argv
 from ditox_ci.ci.inputs import ACTION_ONLY, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
 from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.run_options import SweepOptions
-from tests.helpers import ROOT
+from tests.helpers import ROOT, option_names
 
 INPUTS = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
 TABLES = {"sweep": (SWEEP_FLAGS, SweepOptions), "publish": (PUBLISH_FLAGS, PublishSettings)}
-
-
-def _command_options(command: str) -> dict[str, str]:
-    """The command's option strings, each with the option's name (argparse's dest)."""
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {flag: action.dest for action in sub.choices[command]._actions for flag in action.option_strings}
 
 
 def test_every_input_of_action_yml_is_mapped_by_the_table_or_the_action_s_own() -> None:
@@ -61,7 +52,7 @@ OFF = ActionInputs(comment=False, check=False)
 
 def test_every_flag_of_the_table_is_the_command_s_option_of_that_name() -> None:
     for command, (flags, options) in TABLES.items():
-        known = _command_options(command)
+        known = option_names(command)
         fields = {field.name for field in dataclasses.fields(options)}
         for flag in flags:
             for inputs in (GIVEN, OFF):

@@ -479,6 +479,6 @@ def test_shards_of_two_commits_of_one_version_are_refused() -> None:
         build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": files, "git_describe": commit}
         return replace(shard, optimizer={**shard.optimizer, "build": build})
 
-    with pytest.raises(MergeError, match=r"tested the build of v0\.4\.2-3-gbbbb, shard 0 that of v0\.4\.2"):
+    with pytest.raises(MergeError, match=r"tested the build 'v0\.4\.2-3-gbbbb', shard 0 'v0\.4\.2"):
         merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2-3-gbbbb", "a")])
     assert len(merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2", "b")]).models) == 2

@@ -9,6 +9,7 @@ import pytest
 
 from ditox_ci.__main__ import _command_named, _runs_workers, build_parser
 from ditox_ci.cli import NAMES, WORKER_COMMANDS, commands
+from tests.helpers import command_parser
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -62,7 +63,7 @@ def test_help_before_a_command_is_ditox_cis_own_help_listing_every_command() -> 
 
 def test_fuzz_help_says_what_the_sweeps_options_mean_for_fuzz() -> None:
     """fuzz takes the sweep's options, but its --out default, --configs default and --passes differ."""
-    text = " ".join(_subparsers(build_parser("fuzz"))["fuzz"].format_help().split())
+    text = " ".join(command_parser("fuzz").format_help().split())
     assert "(default ditox-fuzz)" in text and "ditox-report" not in text
     assert "default,fixed-point,nop,single" not in text
     assert "the passes to generate models for" in text and "exactly this pass list" not in text

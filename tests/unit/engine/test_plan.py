@@ -1,12 +1,10 @@
-import argparse
-
 import pytest
 
-from ditox_ci.__main__ import build_parser
 from ditox_ci.control import sweep_flags
 from ditox_ci.engine.plan import build_steps
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
+from tests.helpers import command_parser
 
 INFO = OptimizerInfo("opt", "1", ("nop", "a", "b", "c"), ("a", "b"))
 
@@ -50,8 +48,8 @@ def test_single_on_an_opaque_optimizer_says_it_has_no_passes():
 
 def test_the_flags_that_run_a_config_again_run_that_config():
     """What the texts tell a reader to run (sweep_flags) goes through the sweep's own parser."""
-    (sub,) = (a for a in build_parser("sweep")._actions if isinstance(a, argparse._SubParsersAction))
+    parser = command_parser("sweep")
     for step in build_steps(("default", "fixed-point", "single"), ("b", "a"), INFO):
-        args = sub.choices["sweep"].parse_args(sweep_flags(step.label).split())
+        args = parser.parse_args(sweep_flags(step.label).split())
         again = build_steps(args.configs, args.passes or (), INFO)
         assert step in again, (step.label, sweep_flags(step.label))

@@ -4,7 +4,6 @@ the permission it needs and the outputs it sets."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 from ditox_ci.__main__ import build_parser
@@ -12,12 +11,7 @@ from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.github.publisher import PublishOptions, in_order
 from ditox_ci.github.surface import SURFACES, surface_options
 from ditox_ci.options import resolve
-
-
-def _publish_flags() -> set[str]:
-    parser = build_parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {flag for action in sub.choices["publish"]._actions for flag in action.option_strings}
+from tests.helpers import option_names
 
 
 def test_the_surfaces_run_comment_first_then_check_then_issues() -> None:
@@ -53,7 +47,7 @@ def test_the_surfaces_flags_reach_the_publish_settings_with_their_types() -> Non
 
 
 def test_a_surface_is_turned_off_by_the_no_flag_of_its_switch() -> None:
-    flags = _publish_flags()
+    flags = set(option_names("publish"))
     for name, surface in SURFACES.items():
         turn_off = f"--no-{surface.switch.replace('_', '-')}"
         assert turn_off in flags, name
