@@ -14,6 +14,7 @@ from pathlib import Path
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
 from ditox_ci.control import NOP
+from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.errors import EXIT_OK, UsageError
@@ -113,17 +114,25 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     with stop_on_signals() as stop:
         with sweep_setup(options, log, timeout_cap) as setup:
 
+            # kept: models with a failure the baseline does not accept (pinpoint reduces them, and
+            # their repro bundles point at them). A model with any finding may run again before the
+            # report (pinpointing, the retries of a failure, the base build's check): it goes after.
+            later: list[ModelRef] = []
+
             def judged(result: JobResult, findings: Sequence[Finding]) -> None:
-                # kept: models with a failure the baseline does not accept (pinpoint reduces them,
-                # and their repro bundles point at them); the base-optimizer check re-runs every model
                 accepted = setup.baseline.match
-                worth_keeping = any(kind_gates(f.kind) and accepted(f, today) is None for f in findings)
-                if not worth_keeping and not options.base_optimizer:
+                if any(kind_gates(f.kind) and accepted(f, today) is None for f in findings):
+                    return
+                if findings:
+                    later.append(result.ref)
+                else:
                     corpus.discard(result.ref)
 
             stream = ModelStream(corpus, judged, pinpoint_deadline=started + args.budget * PINPOINT_SHARE)
             # from the end of its work on, a signal must not cut the report short (it is only noted)
             report = run_sweep(setup, log, stream=stream, settled=stop.disarm)
+            for ref in later:
+                corpus.discard(ref)
         fuzz_stats = corpus.stats()
         ranges = "; ".join(
             f"{r['seeds'][0]}..{r['seeds'][1]} ({len(r['passes'])} passes)" for r in fuzz_stats["seed_ranges"]

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from ditox_ci.fuzz import generate
+from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
 
 BUDGET_S = 20.0
@@ -61,3 +62,22 @@ def test_fuzz_keeps_its_budget_and_only_models_with_findings(tmp_path: Path) -> 
     mismatches = [f for f in report["findings"]
                   if f["kind"] == "output-mismatch" and f["culprit"]["passes"] == ["fuse_pad_into_pool"]]
     assert mismatches and all(f["repro"] for f in mismatches)
+
+
+def test_with_a_base_build_only_models_with_findings_worth_reading_stay_too(tmp_path: Path) -> None:
+    """The base build re-runs each model with a finding after the sweep: the others go at once, and
+    those whose findings are not worth reading go once it is done (they all stayed before)."""
+    out = tmp_path / "fuzz"
+    done = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "fuzz", "--budget", "10", "--seed", "0", "--jobs", "2",
+         "--passes", "fuse_pad_into_pool,eliminate_identity", "--base-optimizer", "onnxoptimizer",
+         "--out", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]  # the base build shows every finding: known
+    report = json.loads((out / "report.json").read_text())
+    assert report["stats"]["base_optimizer"]["findings_checked"] > 0
+    failing = {f["model"].split("/")[0] for f in report["findings"] if kind_gates(f["kind"])}
+    kept = {folder.name for folder in (out / "corpus").iterdir()}
+    fuzz = report["stats"]["fuzz"]
+    assert failing and kept == failing and len(kept) == fuzz["models_kept"] < fuzz["models"]
