@@ -47,6 +47,12 @@ def main() -> int:
 def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -> int:
     stages = action.StageRunner()
     owner = action.workspace_owner(workspace)
+    if owner is None and os.geteuid() == 0:
+        log.warning(
+            f"the workspace {workspace} is root's, so ditox-ci's stages and the optimizer under test "
+            "run as root and could read the token the runner passed this container; check out into "
+            "a workspace of the runner's user (docs/threat-model.md)"
+        )
     for warning in action.wheel_warnings(inputs.optimizer, inputs.base_optimizer):
         log.warning(warning)
     for step in action.plan(inputs, sys.executable):
@@ -65,10 +71,10 @@ def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -
     path = report_path(inputs)
     try:
         report = read_report(path)
+        action.write_outputs(action.outputs(report, path), env)
     except FatalError as exc:
         log.error(str(exc))
         return exc.exit_code
-    action.write_outputs(action.outputs(report, path), env)
     return action.gate(report, inputs.fail_on)
 
 

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from ditox_ci.safewrite import append_bytes
+
 _COLOURS = {"error": "\033[31m", "warning": "\033[33m", "notice": "\033[36m", "step": "\033[1m"}
 _RESET = "\033[0m"
 STEP_SUMMARY_LIMIT = 1024 * 1024
@@ -163,5 +165,8 @@ class Log:
         if len(data) > room:
             note = "\n\n_…truncated: the full summary is in the report artifact._\n".encode()
             data = data[: max(0, room - len(note))].decode(errors="ignore").encode() + note
-        with self.summary_path.open("ab") as handle:
-            handle.write(data)
+        try:
+            append_bytes(self.summary_path, data)
+        except OSError as exc:  # a link or a FIFO planted there: said once, the log has it all
+            refused, self.summary_path = self.summary_path, None
+            self.warning(f"the step summary {refused} was not written ({exc.strerror}); no link is followed")

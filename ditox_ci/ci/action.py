@@ -35,6 +35,7 @@ from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import ADAPTERS
 from ditox_ci.report.model import Report
+from ditox_ci.safewrite import append_bytes, written_or_input_error
 
 # `-P`: the working directory (the workspace, maybe a PR's checkout of the optimizer with its
 # source package `onnxoptimizer/`, maybe a planted `yaml.py`) never goes on the import path.
@@ -175,16 +176,24 @@ def stage_env(inputs: ActionInputs, env: Mapping[str, str], step: Step) -> dict[
     return child
 
 
+# The group ditox-ci's stages run in (Debian's nogroup): never the workspace's. On GitHub's runners
+# the runner's user is in group `docker`, which owns both the workspace and the Docker socket the
+# runner mounts into a container action; that group may command the host's Docker, and with it
+# read this job's token from the container's environment.
+STAGE_GID = 65534
+
+
 def workspace_owner(workspace: Path) -> tuple[int, int] | None:
-    """The uid and gid ditox-ci's stages run as: the workspace's owner, when this process is root
-    and the workspace is someone else's (a container action on GitHub's runners). The optimizer
-    under test then cannot read root's processes (the entrypoint's environment still holds the
-    token the runner passed it, /proc/1/environ) nor use what only root may (the Docker socket the
-    runner mounts), and what the stages write belongs to the runner's later steps."""
+    """The uid and gid ditox-ci's stages run as: the workspace owner's uid in group STAGE_GID,
+    when this process is root and the workspace is someone else's (a container action on GitHub's
+    runners). The optimizer under test then cannot read root's processes (the entrypoint's
+    environment still holds the token the runner passed it, /proc/1/environ) nor use what only
+    root or a group may (the Docker socket the runner mounts), and what the stages write is the
+    runner's later steps' (by its owner; `hand_over` gives the output folder the workspace's group)."""
     if os.geteuid() != 0:
         return None
     owner = workspace.stat()
-    return None if owner.st_uid == 0 else (owner.st_uid, owner.st_gid)
+    return None if owner.st_uid == 0 else (owner.st_uid, STAGE_GID)
 
 
 def hand_over(out: Path, workspace: Path) -> None:
@@ -242,8 +251,10 @@ def write_outputs(values: Mapping[str, str], env: Mapping[str, str]) -> None:
     """Append to $GITHUB_OUTPUT; outside a runner there is nowhere to write them, so skip."""
     target = env.get("GITHUB_OUTPUT")
     if target:
-        with Path(target).open("a", encoding="utf-8") as handle:
-            handle.write(format_outputs(values))
+        try:
+            append_bytes(Path(target), format_outputs(values).encode("utf-8"))
+        except OSError as exc:
+            raise written_or_input_error(Path(target), exc) from None
 
 
 class StageRunner:

@@ -58,9 +58,19 @@ def _root_ancestor_environ():
         return "denied"
 
 
+def _opens(path):
+    try:
+        os.close(os.open(path, os.O_WRONLY))
+    except PermissionError:
+        return "denied"
+    return "opened"
+
+
 def optimize(model, passes, fixed_point):
-    seen = f"{os.getuid()}\\n{_root_ancestor_environ()}"
-    Path(__file__).resolve().parent.joinpath("optimizer-saw.txt").write_text(seen)
+    here = Path(__file__).resolve().parent
+    socket = _opens((here / "socket-path.txt").read_text())
+    seen = f"{os.getuid()} {os.getgid()} {os.getgroups()} {socket}\\n{_root_ancestor_environ()}"
+    here.joinpath("optimizer-saw.txt").write_text(seen)
     return onnxoptimizer.optimize(model, list(passes), fixed_point)
 """
 
@@ -264,13 +274,23 @@ def test_the_optimizer_runs_as_the_workspace_owner_and_cannot_read_the_token_abo
     python: str, workspace: Path, run_dir: Path, runner_user: pwd.struct_passwd, tmp_path: Path
 ) -> None:
     (workspace / "prying.py").write_text(PRYING)
+    # a stand-in for the Docker socket the runner mounts: root's, writable by the workspace's group
+    # (on GitHub's runners `docker` owns both)
+    socket = run_dir / "docker.sock"
+    socket.touch()
+    subprocess.run(_as_root(["chown", f"0:{workspace.stat().st_gid}", str(socket)], {}), check=True)
+    subprocess.run(_as_root(["chmod", "660", str(socket)], {}), check=True)
+    (workspace / "socket-path.txt").write_text(str(socket))
     process, log = _start(
         python, workspace, run_dir, tmp_path / "log",
         mode="sweep", models="models/relu.onnx", configs="default", optimizer="prying.py:optimize",
     )
     assert process.wait(timeout=300) == 0, log.read_text()
-    uid, environ = (workspace / "optimizer-saw.txt").read_text().split("\n", 1)
+    identity, environ = (workspace / "optimizer-saw.txt").read_text().split("\n", 1)
+    uid, gid, groups, socket_opened = identity.split(" ", 3)
     assert int(uid) == runner_user.pw_uid
+    assert int(gid) != workspace.stat().st_gid and groups == "[]"
+    assert socket_opened == "denied"
     assert environ == "denied"
 
 

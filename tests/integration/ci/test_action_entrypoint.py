@@ -5,6 +5,7 @@ optimizer and runtime on a tiny generated corpus."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -82,6 +83,10 @@ def test_unsharded_sweep_writes_outputs_and_summary_and_masks_the_token(
     assert report["findings"], "the tiny corpus is expected to show findings (e.g. split_init)"
     assert summary.strip()
     assert TOKEN not in summary
+    # the stages run as the workspace's owner; when that is root, the job says what that costs
+    root_workspace = os.geteuid() == 0 and workspace.stat().st_uid == 0
+    warned = "is root's, so ditox-ci's stages and the optimizer under test run as root" in log
+    assert warned == root_workspace
 
 
 def test_three_shards_plus_merge_equal_one_unsharded_run(

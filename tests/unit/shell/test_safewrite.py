@@ -4,12 +4,17 @@ folder for a link before publish): a link at the file is replaced, a link on the
 from __future__ import annotations
 
 import errno
+import io
 import os
 from pathlib import Path
 
 import pytest
 
+from ditox_ci.ci.action import write_outputs
+from ditox_ci.errors import InputError
+from ditox_ci.log import Log
 from ditox_ci.report.model import write_text_atomic
+from ditox_ci.safewrite import append_bytes
 
 
 def test_a_link_at_the_file_is_replaced_and_its_target_left_alone(tmp_path: Path) -> None:
@@ -48,3 +53,43 @@ def test_a_relative_path_is_walked_from_the_working_directory(
     write_text_atomic(Path("out/deeper/report.json"), "{}")
     assert (tmp_path / "out" / "deeper" / "report.json").read_text() == "{}"
     assert not [name for name in os.listdir(tmp_path / "out" / "deeper") if name.startswith(".")]
+
+
+def test_an_append_follows_no_link_at_the_name_and_never_waits_on_a_fifo(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    runner_files = tmp_path / "file_commands"
+    runner_files.mkdir()
+    summary = runner_files / "step_summary"
+    append_bytes(summary, b"one\n")
+    append_bytes(summary, b"two\n")
+    assert summary.read_text() == "one\ntwo\n"
+
+    summary.unlink()
+    summary.symlink_to(victim)  # what a process left behind by the optimizer (the runner's user) may do
+    with pytest.raises(OSError) as refused:
+        append_bytes(summary, b"planted")
+    assert refused.value.errno == errno.ELOOP and victim.read_text() == "keep"
+
+    summary.unlink()
+    os.mkfifo(summary)  # opened for writing with no reader, a plain open would block the job
+    with pytest.raises(OSError) as refused:
+        append_bytes(summary, b"planted")
+    assert refused.value.errno == errno.ENXIO
+
+
+def test_the_step_summary_and_the_outputs_file_are_not_written_through_a_link(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "summary").symlink_to(victim)
+    (tmp_path / "outputs").symlink_to(victim)
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary"), "GITHUB_OUTPUT": str(tmp_path / "outputs")}
+    err = io.StringIO()
+    log = Log(env, stream=err)
+    log.summary("## comment")
+    log.summary("## more")
+    assert victim.read_text() == "keep"
+    assert err.getvalue().count("was not written") == 1, err.getvalue()
+    with pytest.raises(InputError, match=r"cannot write .*outputs"):
+        write_outputs({"new": "1"}, env)
+    assert victim.read_text() == "keep"
