@@ -54,16 +54,28 @@ def wheel_warnings(*specs: str) -> list[str]:
     ]
 
 
+# A built-in adapter's packages beyond the image's own, hashed (the image has ONNX Runtime's already)
+ADAPTER_LOCKS = Path(__file__).resolve().parent.parent / "data" / "adapters"
+
+
+def adapter_lock(spec: str) -> Path | None:
+    """The lock the Action installs for built-in optimizer `spec`; None when the image has it."""
+    lock = ADAPTER_LOCKS / f"{spec}.lock"
+    return lock if spec in ADAPTERS and lock.is_file() else None
+
+
 def install_commands(spec: str, python: str) -> list[list[str]]:
-    """pip commands that put a built-in adapter's optimizer (onnxsim, onnxscript, onnx-ir) into
-    the image, at the version ditox-ci's extra pins: ditox-ci's own dependencies, installed as root
-    like the rest of the image. A build the workflow names (a wheel, a checkout, a requirement) is
-    not installed here: the sweep stage installs it into a folder of its own, as the workspace's
-    owner and without any credential in its environment (`ditox_ci.optimizers.install`)."""
-    if spec not in ADAPTERS:
+    """pip commands that put a built-in adapter's optimizer (onnxsim, onnxscript, onnx-ir,
+    onnxslim) into the image, as root like the rest of the image: the exact files of its lock
+    (`data/adapters/<name>.lock`, every sha256 pinned, nothing resolved at job time). A build the
+    workflow names (a wheel, a checkout, a requirement) is not installed here: the sweep stage
+    installs it into a folder of its own, as the workspace's owner and without any credential in
+    its environment (`ditox_ci.optimizers.install`)."""
+    lock = adapter_lock(spec)
+    if lock is None:
         return []
     pip = [python, SAFE_PATH_FLAG, "-m", "pip", "install", "--no-cache-dir", "--disable-pip-version-check"]
-    return [[*pip, ADAPTERS[spec].requirement]]
+    return [[*pip, "--require-hashes", "--no-deps", "-r", str(lock)]]
 
 
 def _argv(command: str, flags: tuple[InputFlag, ...], inputs: ActionInputs) -> list[str]:

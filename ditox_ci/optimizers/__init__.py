@@ -203,7 +203,7 @@ class BuiltinAdapter:
     module: str
     imports: str
     extra: str
-    # what the Action's image installs for it (the extra's pin in pyproject.toml)
+    # the extra's pin in pyproject.toml (the Action installs its exact lock, ci.action.adapter_lock)
     requirement: str
 
     def installed(self) -> bool:

@@ -10,6 +10,11 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+from packaging.requirements import Requirement
+
+from ditox_ci.ci.action import adapter_lock
+from ditox_ci.optimizers import ADAPTERS
 from tests.helpers import ROOT
 
 
@@ -27,8 +32,8 @@ def _pins(lock: Path) -> dict[str, str]:
     return pins
 
 
-def test_lock_resolves_to_exactly_its_pins(tmp_path: Path) -> None:
-    pins = _pins(ROOT / "requirements.lock")
+def _resolved(tmp_path: Path, *locks: Path) -> dict[str, str]:
+    """What pip picks, dependencies included, for these locks together in a fresh environment."""
     venv.create(tmp_path / "venv", with_pip=True)
     report = tmp_path / "resolution.json"
     subprocess.run(
@@ -43,18 +48,40 @@ def test_lock_resolves_to_exactly_its_pins(tmp_path: Path) -> None:
             "--ignore-installed",
             "--report",
             str(report),
-            "-r",
-            str(ROOT / "requirements.lock"),
+            *(arg for lock in locks for arg in ("-r", str(lock))),
         ],
         check=True,
         timeout=300,
     )
-    resolved = {
+    return {
         _normalize(item["metadata"]["name"]): item["metadata"]["version"]
         for item in json.loads(report.read_text())["install"]
     }
+
+
+def test_lock_resolves_to_exactly_its_pins(tmp_path: Path) -> None:
+    pins = _pins(ROOT / "requirements.lock")
+    resolved = _resolved(tmp_path, ROOT / "requirements.lock")
     assert resolved == pins, "the lock is missing a dependency or pins one pip would not pick"
     assert {"onnx", "onnxoptimizer", "onnxruntime", "pygithub"} <= set(pins)
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_each_adapter_lock_completes_the_image_with_a_release_its_extra_takes(
+    tmp_path: Path, name: str
+) -> None:
+    """What the Action installs as root for `optimizer: <name>` (--require-hashes --no-deps): the
+    image's pins and the adapter's lock together resolve to exactly their pins, and the adapter's
+    package is a version ditox-ci's extra takes. ONNX Runtime's are the image's own."""
+    lock = adapter_lock(name)
+    requirement = Requirement(ADAPTERS[name].requirement)
+    if lock is None:
+        assert _normalize(requirement.name) in _pins(ROOT / "requirements.lock")
+        return
+    image, own = _pins(ROOT / "requirements.lock"), _pins(lock)
+    assert not set(image) & set(own), "a package the image pins is pinned again"
+    assert requirement.specifier.contains(own[_normalize(requirement.name)])
+    assert _resolved(tmp_path, ROOT / "requirements.lock", lock) == {**image, **own}
 
 
 def test_models_lock_pins_the_packaged_models_with_hashes() -> None:
