@@ -35,7 +35,8 @@ in worker processes: a crash, hang or memory blow-up becomes a finding and the s
 
 configs:
   default       the optimizer's own default pass list, once
-  fixed-point   the default list repeated until the model stops changing
+  fixed-point   the default list repeated until the model stops changing (onnxoptimizer,
+                onnxscript, onnx-ir; the others have no such mode and run their default again)
   nop           the control: the optimizer's round trip with no rewriting pass (always run);
                 a failure it already shows is reported once, as 'infrastructure'
   single        every available pass alone (pass:<name>)

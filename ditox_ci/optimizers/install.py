@@ -28,6 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import ADAPTERS, OptimizerInfo, load_optimizer
@@ -105,24 +107,35 @@ def _pip_install(spec: str, target: Path, flag: str) -> None:
         )
 
 
-# the import name each built-in optimizer's distribution installs → the optimizer's name
-_PROVIDED = {"onnxoptimizer": "onnxoptimizer", **{a.imports: name for name, a in ADAPTERS.items()}}
+# the import name each built-in optimizer's distribution installs → the optimizers of that name,
+# the plainest first (ONNX Runtime's package is both `onnxruntime` and `onnxruntime-extended`)
+_PROVIDED: dict[str, tuple[str, ...]] = {"onnxoptimizer": ("onnxoptimizer",)}
+for _name, _adapter in ADAPTERS.items():
+    _PROVIDED[_adapter.imports] = (*_PROVIDED.get(_adapter.imports, ()), _name)
 
 
 def provided_optimizer(folder: Path, spec: str, flag: str, fallback: str | None) -> str:
     """The built-in optimizer a build installed into `folder` provides (`fallback`, the build
-    under test's, when it installed none ditox-ci knows: a base build of a custom optimizer)."""
-    found = sorted(_PROVIDED[p.name] for p in folder.iterdir() if p.name in _PROVIDED)
-    if len(found) == 1:
-        return found[0]
+    under test's, when it installed none ditox-ci knows: a base build of a custom optimizer). A
+    package that is more than one optimizer (ONNX Runtime at two levels) is the build under test's
+    one of them, else the plainest."""
+    provided = [_PROVIDED[p.name] for p in folder.iterdir() if p.name in _PROVIDED]
+    if len(provided) == 1:
+        return fallback if fallback in provided[0] else provided[0][0]
     if fallback is not None:
         return fallback
     names = sorted(p.name for p in folder.iterdir() if not p.name.endswith((".dist-info", ".egg-info")))
     raise OptimizerLoadError(
         f"{flag} {spec}: it installs {', '.join(names) or 'nothing'}, and ditox-ci knows "
-        f"{'more than one' if found else 'none'} of them as an optimizer; install it yourself and "
+        f"{'more than one' if provided else 'none'} of them as an optimizer; install it yourself and "
         "name its function: pkg.module:function"
     )
+
+
+def distribution_of(builtin: str) -> str:
+    """The distribution on PyPI whose release a built-in optimizer's name means."""
+    adapter = ADAPTERS.get(builtin)
+    return Requirement(adapter.requirement).name if adapter is not None else builtin
 
 
 @contextlib.contextmanager
@@ -140,27 +153,29 @@ def optimizer_build(
         info = describe(text, text, None, flag) if module is not None else load_optimizer(text).info
         yield Installation(text, text, None, info)
         return
+    # a built-in's latest release is its distribution's (`onnxruntime-extended` is `onnxruntime`)
+    named = text if spec.kind != "builtin" else distribution_of(text)
     root = cache_dir.resolve() / "builds"
     root.mkdir(parents=True, exist_ok=True)
-    key = cache_key(text)
+    key = cache_key(named)
     target = root / key if key else None
     if target is not None and (target / _COMPLETE).is_file():
         log.info(f"{flag} {text}: cached in {target}")
-        optimizer = provided_optimizer(target, text, flag, module)
+        optimizer = text if spec.kind == "builtin" else provided_optimizer(target, text, flag, module)
         yield Installation(text, optimizer, str(target), describe(text, optimizer, str(target), flag))
         return
     if target is not None:
         shutil.rmtree(target, ignore_errors=True)  # an install that was killed halfway
     staging = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
-        log.info(f"{flag} {text}: pip install --no-deps --target {staging}")
-        _pip_install(text, staging, flag)
+        log.info(f"{flag} {text}: pip install --no-deps --target {staging} {named}")
+        _pip_install(named, staging, flag)
         (staging / _COMPLETE).write_text(text + "\n", encoding="utf-8")
         if target is not None:
             with contextlib.suppress(OSError):  # another run may have won the race: use its copy
                 os.replace(staging, target)
         folder = target if target is not None else staging
-        optimizer = provided_optimizer(folder, text, flag, module)
+        optimizer = text if spec.kind == "builtin" else provided_optimizer(folder, text, flag, module)
         yield Installation(text, optimizer, str(folder), describe(text, optimizer, str(folder), flag))
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -7,7 +7,9 @@ The forms, first match wins:
 - `wheel`: a `.whl` file;
 - `import`: `pkg.module:function` or `path/to/file.py:function`, loaded as it is;
 - `source`: a folder with `pyproject.toml` or `setup.py` (an optimizer's checkout);
-- `requirement`: anything pip resolves: `onnxoptimizer==0.4.1`, `git+https://…`, `name @ url`.
+- `requirement`: what pip resolves to one release or build: `onnxoptimizer==0.4.1`, `onnxoptimizer>=0.4`,
+  `git+https://…`, `name @ url`; a bare name that is not a built-in is refused (a typo of one
+  would install whatever PyPI serves under it).
 
 A wheel, a checkout or a requirement is installed by `ditox_ci.optimizers.install` into a folder
 of its own; a spec that names a file or folder that is not there is refused here, saying so.
@@ -15,6 +17,7 @@ of its own; a spec that names a file or folder that is not there is refused here
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,10 +99,19 @@ def parse_spec(text: str, flag: str = "--optimizer") -> OptimizerSpec:
     if _looks_like_a_path(text) and "://" not in text and not path.exists():
         raise OptimizerLoadError(f"{flag} {text}: no such file or folder (in {Path.cwd()})")
     try:
-        Requirement(text)
+        requirement = Requirement(text)
     except InvalidRequirement:
         raise OptimizerLoadError(
             f"{flag} {text}: not an optimizer spec; give a built-in name ({', '.join(_builtin_names())}), "
             "a wheel, a source checkout, pkg.module:function, file.py:function or a pip requirement"
         ) from None
+    if not (requirement.specifier or requirement.url):
+        # a bare name pip would resolve on PyPI: a typo of a built-in (`onnxsimm`) would install and
+        # run whatever is published under it, and a module path (`pkg.opt`) some unrelated package
+        close = difflib.get_close_matches(text, _builtin_names(), n=1)
+        raise OptimizerLoadError(
+            f"{flag} {text}: not a built-in optimizer{f' (did you mean {close[0]}?)' if close else ''}; "
+            f"to install a release of {requirement.name} from PyPI name its version "
+            f"({requirement.name}==X.Y), or give an import path pkg.module:function"
+        )
     return OptimizerSpec(text, "requirement")

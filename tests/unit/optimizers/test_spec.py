@@ -77,6 +77,9 @@ def test_a_release_is_what_an_index_serves_by_name_and_version(
         ("./nothing-here", "no such file or folder"),
         ("not a spec!", "not an optimizer spec"),
         ("", "empty"),
+        # a bare name pip would take from PyPI: a typo would install whatever is published under it
+        ("onnxsimm", r"not a built-in optimizer \(did you mean onnxsim\?\); .*\(onnxsimm==X\.Y\)"),
+        ("my_pkg.opt", "not a built-in optimizer; .* or give an import path pkg.module:function"),
     ],
 )
 def test_what_is_wrong_is_said(workspace: Path, spec: str, says: str) -> None:
