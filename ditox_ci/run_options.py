@@ -148,6 +148,10 @@ class FuzzOptions(SweepOptions):
 
         for name in self.passes:  # the passes models are generated for: each needs a generator
             GENERATORS.lookup(name)
+        if self.seed < 0:
+            raise UsageError(f"--seed must be 0 or more: it seeds the generators, got {self.seed}")
+        if self.shard != Shard():  # a shard's report is judged by a merge, which a fuzz run has not
+            raise UsageError(f"fuzz sweeps the models it makes in one job, so no shard; got {self.shard}")
 
 
 @dataclass(frozen=True)

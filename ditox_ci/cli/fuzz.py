@@ -19,11 +19,12 @@ from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
-from ditox_ci.fuzz.corpus import StreamedCorpus
+from ditox_ci.fuzz.corpus import NotGenerated, StreamedCorpus
 from ditox_ci.log import Log
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding
-from ditox_ci.run_options import FuzzOptions, sweep_setup
+from ditox_ci.report.outputs import prepare_out_dir
+from ditox_ci.run_options import FuzzOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep import run_sweep
 from ditox_ci.sweep_plan import ModelStream
 
@@ -65,7 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # the sweep's options that mean something else here
     helps = {
         "out": "output folder (default ditox-fuzz): report.json, summary.md, coverage.svg, corpus/",
-        "configs": "comma list of configs (default: default,nop and pass:<p> for each generated pass)",
+        "configs": "comma list of configs (default: default,nop and pass:<p> for each generated pass the "
+        "optimizer has)",
+        "timeout": "seconds a model's optimizer or runtime call may take before it is a finding (default "
+        "60), at most a tenth of --budget and never under 1 s",
         "passes": f"comma list: the passes to generate models for (default: all {len(GENERATORS)})",
         "config": "YAML config file; fuzz reads its 'sweep:' section",
     }
@@ -90,21 +94,23 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     started = time.monotonic() - min(_process_age_s(), STARTUP_ALLOWANCE_S)
     if not 0 < args.budget < math.inf:  # NaN too: a budget it never reaches
         raise UsageError(f"--budget must be a positive number of seconds, got {args.budget}")
+    if args.limit is not None and args.limit < 1:
+        raise UsageError(f"--limit must be 1 or more models, got {args.limit}")
     log = Log(env, quiet=args.quiet)
     given = sweep_options(args, env, FuzzOptions)  # --passes, --configs, --out: from any source
     passes = given.passes or tuple(sorted(GENERATORS))
-    corpus_dir = Path(given.out) / "corpus"
-    # Every selected pass runs alone, so coverage and culprits are per pass; --configs overrides.
-    configs = given.configs or ("default", NOP, *map(single_pass_label, passes))
-    options = dataclasses.replace(given, models=(str(corpus_dir),), configs=configs, passes=())
+    corpus_dir = prepare_out_dir(Path(given.out) / "corpus", "--out")  # before any install or model
+    options = dataclasses.replace(given, models=(str(corpus_dir),), passes=())
     # the resolved seed (--seed, DITOX_SEED or the config file): the corpus and the inputs alike
     seed = options.seed
     if args.no_sweep:
+        failed: list[NotGenerated] = []
         with log.group(f"generate ({len(passes)} generators, seed {seed})"):
-            generated = generate_within(args.budget, seed, passes, args.limit)
+            generated = generate_within(args.budget, seed, passes, args.limit, failed)
             write_corpus(corpus_dir, generated)
         near = sum(item.near_miss for item in generated)
         log.info(f"{len(generated)} models ({near} near-misses) -> {corpus_dir}")
+        _say_not_generated(failed, log)
         return EXIT_OK
 
     corpus = StreamedCorpus(corpus_dir, seed, passes, args.limit, started + args.budget * SWEEP_SHARE)
@@ -113,6 +119,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     timeout_cap = max(1.0, args.budget * TIMEOUT_SHARE)
     with stop_on_signals() as stop:
         with sweep_setup(options, log, timeout_cap) as setup:
+            if not options.configs:  # each pass the optimizer has alone: coverage and culprits per pass
+                setup = _with_pass_configs(setup, passes, log)
 
             # kept: models with a failure the baseline does not accept (pinpoint reduces them, and
             # their repro bundles point at them). A model with any finding may run again before the
@@ -141,5 +149,29 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"{fuzz_stats['models']} models ({fuzz_stats['near_misses']} near-misses), "
             f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
         )
+        _say_not_generated(corpus.failed, log)
         report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
         return finish(report, setup, log)  # writes coverage.svg with the report
+
+
+def _with_pass_configs(setup: SweepSetup, passes: Sequence[str], log: Log) -> SweepSetup:
+    """`setup` with the default configs: default, nop and `pass:<p>` for each pass models are
+    made for that the optimizer under test has (the generators aim at onnxoptimizer's passes)."""
+    own = [name for name in passes if name in setup.info.passes]
+    if len(own) < len(passes):
+        log.info(
+            f"{setup.info.name} has {len(own)} of the {len(passes)} passes the models are made for; "
+            "its default list and the nop control judge them all"
+        )
+    configs = ("default", NOP, *map(single_pass_label, own))
+    return dataclasses.replace(setup, options=dataclasses.replace(setup.options, configs=configs))
+
+
+def _say_not_generated(failed: Sequence[NotGenerated], log: Log) -> None:
+    """One warning for the seeds a generator made no model for (ditox-ci's weakness, not the run's)."""
+    if failed:
+        first = failed[0]
+        log.warning(
+            f"{len(failed)} seed(s) made no model, e.g. {first.target_pass} seed {first.seed}: "
+            f"{first.reason[:300]} (report.stats.fuzz.not_generated_first lists more)"
+        )

@@ -11,6 +11,7 @@ import itertools
 import shutil
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +19,32 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.corpus.sources import recorded_inputs_dir
-from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, generate
+from ditox_ci.errors import UsageError
+from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, GenerationFailed, generate
+
+
+@dataclass(frozen=True)
+class NotGenerated:
+    """A (pass, seed) whose generator made no model: why, in one line."""
+
+    target_pass: str
+    seed: int
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pass": self.target_pass, "seed": self.seed, "reason": self.reason[:500]}
 
 
 def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int | None = None,
-                    deadline: float | None = None) -> Iterator[GeneratedModel]:
+                    deadline: float | None = None,
+                    failed: list[NotGenerated] | None = None) -> Iterator[GeneratedModel]:
     """Round `r` gives every selected pass the model for seed `seed + r`, until `deadline`
     (time.monotonic) or `limit` models; so round 0 of `--seed S` replays any model `<pass>-S`.
-    The deadline is checked as each model is asked for: a consumer that asks late stops early."""
+    The deadline is checked as each model is asked for: a consumer that asks late stops early.
+
+    A generator that fails on a seed (no valid, finite model in its draws, or an error of its own
+    code) is ditox-ci's weakness, not the run's end: the seed is noted in `failed` and counts
+    towards `limit`, and the stream goes on."""
     selected = list(passes) if passes else sorted(GENERATORS)
     made = 0
     for round_index in itertools.count():
@@ -34,14 +53,24 @@ def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int |
                 return
             if made and deadline is not None and time.monotonic() >= deadline:
                 return
-            yield generate(target_pass, seed + round_index)
             made += 1
+            try:
+                item = generate(target_pass, seed + round_index)
+            except UsageError:
+                raise
+            except Exception as exc:  # the generator's own code: recorded, the run goes on
+                reason = str(exc) if isinstance(exc, GenerationFailed) else f"{type(exc).__name__}: {exc}"
+                if failed is not None:
+                    failed.append(NotGenerated(target_pass, seed + round_index, reason))
+                continue
+            yield item
 
 
 def generate_within(budget_s: float, seed: int, passes: Sequence[str] | None = None,
-                    limit: int | None = None) -> list[GeneratedModel]:
+                    limit: int | None = None,
+                    failed: list[NotGenerated] | None = None) -> list[GeneratedModel]:
     """Every model `generate_stream` makes within `budget_s` seconds (or `limit` models)."""
-    return list(generate_stream(seed, passes, limit, time.monotonic() + budget_s))
+    return list(generate_stream(seed, passes, limit, time.monotonic() + budget_s, failed))
 
 
 def write_corpus(out_dir: Path, generated: Sequence[GeneratedModel]) -> list[Path]:
@@ -69,6 +98,9 @@ def seed_ranges(made: Sequence[tuple[str, int]]) -> list[dict[str, Any]]:
     ]
 
 
+NOT_GENERATED_LISTED = 10
+
+
 class StreamedCorpus:
     """The models of one fuzz run as ModelRefs, each generated and written when it is asked for.
 
@@ -86,9 +118,10 @@ class StreamedCorpus:
         self.near_misses = 0
         self.discarded = 0
         self.generate_s = 0.0
+        self.failed: list[NotGenerated] = []
 
     def __iter__(self) -> Iterator[ModelRef]:
-        stream = generate_stream(self.seed, self.passes, self.limit, self.deadline)
+        stream = generate_stream(self.seed, self.passes, self.limit, self.deadline, self.failed)
         while True:
             started = time.monotonic()
             item = next(stream, None)
@@ -122,6 +155,9 @@ class StreamedCorpus:
             "near_misses": self.near_misses,
             "models_kept": len(self.made) - self.discarded,
             "seed_ranges": seed_ranges(self.made),
+            # seeds of those ranges whose generator made no model (the first few, with why)
+            "not_generated": len(self.failed),
+            "not_generated_first": [item.to_json() for item in self.failed[:NOT_GENERATED_LISTED]],
             "generate_s": round(self.generate_s, 3),
             "models_per_s": round(len(self.made) / self.generate_s, 2) if self.generate_s else None,
         }

@@ -81,3 +81,21 @@ def test_with_a_base_build_only_models_with_findings_worth_reading_stay_too(tmp_
     kept = {folder.name for folder in (out / "corpus").iterdir()}
     fuzz = report["stats"]["fuzz"]
     assert failing and kept == failing and len(kept) == fuzz["models_kept"] < fuzz["models"]
+
+
+def test_an_optimizer_without_the_generated_passes_is_fuzzed_with_its_default_and_the_control(
+    tmp_path: Path,
+) -> None:
+    """The generators aim at onnxoptimizer's passes; ONNX Runtime has none of them, and the run's
+    `pass:<p>` configs failed as unknown passes once the optimizer was loaded."""
+    out = tmp_path / "fuzz"
+    done = subprocess.run(
+        [sys.executable, "-m", "ditox_ci", "fuzz", "--optimizer", "onnxruntime", "--limit", "4",
+         "--seed", "0", "--jobs", "1", "--passes", "fuse_bn_into_conv", "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert "onnxruntime has 0 of the 1 passes the models are made for" in done.stderr
+    report = json.loads((out / "report.json").read_text())
+    assert sorted(report["stats"]["configs"]) == ["default", "nop"]
+    assert report["stats"]["fuzz"]["models"] == len(report["models"]) == 4

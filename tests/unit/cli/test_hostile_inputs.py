@@ -221,6 +221,9 @@ def test_a_hub_manifest_from_outside_is_read_with_the_same_bounds() -> None:
     [
         (["fuzz", "--budget", "nan", "--limit", "1"], "--budget must be a positive number"),
         (["sweep", "--memory-limit", "-1"], "--memory-limit must be positive"),
+        # numpy refuses a negative seed: it was an internal error (exit 70) after the set-up
+        (["fuzz", "--seed", "-1", "--limit", "1", "--no-sweep"], "--seed must be 0 or more"),
+        (["fuzz", "--limit", "0"], "--limit must be 1 or more models, got 0"),
     ],
 )
 def test_a_budget_or_memory_limit_it_could_never_reach_is_a_usage_error(
@@ -228,3 +231,16 @@ def test_a_budget_or_memory_limit_it_could_never_reach_is_a_usage_error(
 ) -> None:
     code, err = _cli([*argv, "--out", str(tmp_path / "out")], capsys)
     assert code == UsageError.exit_code and says in err, err
+
+
+def test_fuzz_refuses_a_shard_from_any_source_and_an_out_folder_it_cannot_write_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shard's report is judged by a merge (a DITOX_SHARD one exited 0 on no model at all); an
+    unwritable --out was an internal error once the optimizer was installed and a model written."""
+    monkeypatch.setenv("DITOX_SHARD", "1/2")
+    code, err = _cli(["fuzz", "--limit", "1", "--out", str(tmp_path / "out")], capsys)
+    assert code == ConfigError.exit_code and err.startswith("ditox-ci: error: environment DITOX_SHARD:"), err
+    monkeypatch.delenv("DITOX_SHARD")
+    code, err = _cli(["fuzz", "--limit", "1", "--out", "/proc/no-such-folder"], capsys)
+    assert code == InputError.exit_code and "cannot write there" in err, err

@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from ditox_ci.corpus.sources import models_from_path
+from ditox_ci.fuzz.base import GENERATORS, MAX_DRAWS, Generator
 from ditox_ci.fuzz.corpus import StreamedCorpus, generate_stream, seed_ranges
 
 
@@ -38,3 +41,30 @@ def test_streamed_models_are_what_a_path_source_reads_and_can_be_discarded(tmp_p
     stats = corpus.stats()
     assert stats["models"] == 4 and stats["models_kept"] == 3
     assert stats["seed_ranges"] == [{"seeds": [3, 4], "passes": ["eliminate_identity", "fuse_qkv"]}]
+
+
+def _shapes_that_do_not_broadcast(builder, near_miss):
+    # [2, 3] + [4, 5]: a model strict shape inference refuses on every draw (it ended the run)
+    builder.output(builder.op("Add", [builder.input([2, 3]), builder.input([4, 5])]))
+
+
+def _a_bug_of_the_generator(builder, near_miss):
+    raise ValueError("a generator's own bug")
+
+
+def test_a_seed_its_generator_makes_no_model_for_is_noted_and_the_stream_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    never_valid = Generator("never_valid", "test", _shapes_that_do_not_broadcast)
+    monkeypatch.setitem(GENERATORS, "never_valid", never_valid)
+    monkeypatch.setitem(GENERATORS, "buggy", Generator("buggy", "test", _a_bug_of_the_generator))
+    corpus = StreamedCorpus(tmp_path, 0, ["never_valid", "eliminate_identity", "buggy"], limit=6,
+                            deadline=time.monotonic() + 60)
+    refs = list(corpus)
+    assert [ref.id for ref in refs] == ["eliminate_identity-0/model.onnx", "eliminate_identity-1/model.onnx"]
+    stats = corpus.stats()
+    assert stats["not_generated"] == 4
+    never, buggy = stats["not_generated_first"][:2]
+    assert (never["pass"], never["seed"]) == ("never_valid", 0)
+    assert f"no finite model in {MAX_DRAWS} draws" in never["reason"] and "shape inference" in never["reason"]
+    assert buggy == {"pass": "buggy", "seed": 0, "reason": "ValueError: a generator's own bug"}
