@@ -6,7 +6,7 @@ flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,9 +94,10 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
     _refuse_option_like(inputs)
     if "sweep" in MODES[inputs.mode]:  # what the sweep will say, said before anything is installed
-        parse_spec(inputs.optimizer, "input optimizer:")
-        if inputs.base_optimizer:
-            parse_spec(inputs.base_optimizer, "input base_optimizer:")
+        # as checked (stripped: a trailing newline of a YAML block once skipped the install step)
+        optimizer = parse_spec(inputs.optimizer, "input optimizer:").text
+        base = inputs.base_optimizer and parse_spec(inputs.base_optimizer, "input base_optimizer:").text
+        inputs = replace(inputs, optimizer=optimizer, base_optimizer=base)
     return inputs
 
 

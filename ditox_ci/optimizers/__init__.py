@@ -219,6 +219,12 @@ class BuiltinAdapter:
             raise OptimizerLoadError(
                 f"cannot import {self.name} ({exc}); pip install 'ditox-ci[{self.extra}]'"
             ) from None
+        except Exception as exc:  # an installed release the adapter does not fit (a class it lacks …)
+            raise OptimizerLoadError(
+                f"the {self.name} adapter does not load with the installed {self.imports} "
+                f"({type(exc).__name__}: {exc}); install the release ditox-ci's extra pins: "
+                f"pip install 'ditox-ci[{self.extra}]'"
+            ) from None
         return _from_module(module, self.name, module.optimize)
 
 
@@ -300,12 +306,27 @@ def _distributions(module: ModuleType, module_name: str) -> tuple[str, ...]:
     return tuple(importlib.metadata.packages_distributions().get(top, ()))[:1]
 
 
+def _pass_names(name: str, function: str, call: Callable[[], Any]) -> tuple[str, ...]:
+    """What an optimizer's pass-list function returns, as pass names; its failure is the
+    optimizer's (exit 5), not ditox-ci's."""
+    said = f"optimizer '{name}': {function}()"
+    try:
+        names = call()
+    except Exception as exc:
+        raise OptimizerLoadError(f"{said} raised {type(exc).__name__}: {exc}") from None
+    if not isinstance(names, (list, tuple)) or not all(isinstance(item, str) for item in names):
+        raise OptimizerLoadError(f"{said} must return a list of pass names, got {names!r:.200}")
+    return tuple(names)
+
+
 def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOptimizer:
     """An optimizer from its adapter module's declarations (see the module docstring)."""
     available = getattr(module, "get_available_passes", None)
     default = getattr(module, "get_fuse_and_elimination_passes", None)
     opaque = not callable(available)
-    passes = () if opaque else tuple(available())  # type: ignore[misc]
+    passes = _pass_names(name, "get_available_passes", available) if callable(available) else ()
+    default_name = "get_fuse_and_elimination_passes"
+    defaults = _pass_names(name, default_name, default) if callable(default) else passes
     distributions = _distributions(module, module.__name__)
     normalize = getattr(module, "normalize_output", None)
     source = getattr(module, "__file__", None)
@@ -318,7 +339,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         name=name,
         version=_version_of(module, distributions[0] if distributions else name),
         passes=passes,
-        default_passes=OPAQUE_DEFAULT_PASSES if opaque else tuple(default() if callable(default) else passes),
+        default_passes=OPAQUE_DEFAULT_PASSES if opaque else defaults,
         order_matters=bool(getattr(module, "PASS_ORDER_MATTERS", True)),
         fixed_point=str(getattr(module, "FIXED_POINT", OptimizerInfo.fixed_point)),
         opaque=opaque,

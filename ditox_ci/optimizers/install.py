@@ -149,6 +149,7 @@ def optimizer_build(
     `module` (the build under test's optimizer) is what a base build of a custom optimizer provides.
     """
     spec = parse_spec(text, flag)
+    text = spec.text  # what was checked is what is loaded or installed
     if spec.kind == "import" or (spec.kind == "builtin" and module is None):
         info = describe(text, text, None, flag) if module is not None else load_optimizer(text).info
         yield Installation(text, text, None, info)

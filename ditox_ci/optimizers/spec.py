@@ -63,7 +63,8 @@ def _looks_like_a_path(text: str) -> bool:
 
 
 def parse_spec(text: str, flag: str = "--optimizer") -> OptimizerSpec:
-    """The kind of `text`, or an OptimizerLoadError (exit 5) that says what is wrong with it."""
+    """The kind of `text`, or an OptimizerLoadError (exit 5) that says what is wrong with it; the
+    spec's `text` is what to load or install: stripped, a path's `~` expanded."""
     text = text.strip()
     if not text:
         raise OptimizerLoadError(f"{flag}: empty; name one of {', '.join(_builtin_names())} or a build")
@@ -80,19 +81,19 @@ def parse_spec(text: str, flag: str = "--optimizer") -> OptimizerSpec:
                 f"{flag} {text}: not a wheel file name (name-version-python-abi-platform.whl); "
                 "pip refuses a renamed wheel"
             )
-        return OptimizerSpec(text, "wheel")
+        return OptimizerSpec(str(path), "wheel")
     module, colon, function = text.rpartition(":")
     if colon and "://" not in text and _FUNCTION.match(function):
         if module.endswith(".py"):
             if not Path(module).expanduser().is_file():
                 raise OptimizerLoadError(f"{flag} {text}: no such file {module} (in {Path.cwd()})")
-            return OptimizerSpec(text, "import")
+            return OptimizerSpec(f"{Path(module).expanduser()}:{function}", "import")
         if _MODULE.match(module):
             return OptimizerSpec(text, "import")
     path = Path(text).expanduser()
     if path.is_dir():
         if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
-            return OptimizerSpec(text, "source")
+            return OptimizerSpec(str(path), "source")
         raise OptimizerLoadError(
             f"{flag} {text}: a folder without pyproject.toml or setup.py is not a source checkout"
         )

@@ -464,3 +464,13 @@ def test_hand_over_passes_over_a_file_deleted_while_it_walks(
     hand_over(workspace / "out", workspace)
     monkeypatch.undo()
     assert "b.json" in changed and str(workspace / "out") in changed
+
+
+def test_an_optimizer_input_is_used_as_checked_so_a_trailing_newline_still_installs_it() -> None:
+    """A YAML block scalar ends with a newline: `onnxsim\\n` passed the check, skipped the install
+    step (no adapter of that name) and then failed as an unknown optimizer."""
+    env = {"INPUT_OPTIMIZER": "onnxsim\n", "INPUT_BASE_OPTIMIZER": " onnxsim ", "INPUT_MODE": "sweep"}
+    inputs = read_inputs(env)
+    assert (inputs.optimizer, inputs.base_optimizer) == ("onnxsim", "onnxsim")
+    install, sweep = plan(inputs, "py")
+    assert install.title == "install optimizer onnxsim" and "--optimizer" in sweep.command

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.ci.action import adapter_lock, build_argv, install_commands
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
-from ditox_ci.errors import UsageError
+from ditox_ci.errors import OptimizerLoadError, UsageError
 from ditox_ci.optimizers import ADAPTERS, load_optimizer, optimizer_error, optimizer_help
 from ditox_ci.optimizers.adapters import onnx_ir_adapter, onnxscript_adapter, onnxsim_adapter
 from ditox_ci.pinpoint.repro import requirements
@@ -260,3 +260,22 @@ def test_the_shipped_by_design_baselines_of_orts_extended_level_and_onnxslim() -
     )
     assert load_baseline(None, "onnxslim").match(inputs, today) is not None
     assert load_baseline(None, "onnxslim").match(replace(inputs, kind="output-mismatch"), today) is None
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("raise RuntimeError('no build')", r"get_available_passes\(\) raised RuntimeError: no build"),
+        ("return 3", r"get_available_passes\(\) must return a list of pass names, got 3"),
+    ],
+)
+def test_an_optimizers_own_pass_list_failing_is_its_load_error_not_ours(
+    tmp_path: Path, body: str, says: str
+) -> None:
+    """It was an internal error of ditox-ci (exit 70); the same failure in a wheel was exit 5."""
+    module = tmp_path / "mine.py"
+    optimize = "def optimize(model, passes, fixed_point):\n    return model\n"
+    module.write_text(f"def get_available_passes():\n    {body}\n\n\n{optimize}")
+    with pytest.raises(OptimizerLoadError, match=says) as refused:
+        load_optimizer(f"{module}:optimize")
+    assert refused.value.exit_code == 5

@@ -93,3 +93,12 @@ def test_a_renamed_wheel_is_refused_before_pip_sees_it(workspace: Path) -> None:
     (workspace / "dist" / "pr.whl").write_bytes(b"")
     with pytest.raises(OptimizerLoadError, match="not a wheel file name"):
         parse_spec("dist/pr.whl")
+
+
+def test_what_is_loaded_is_what_was_checked(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`~/opt.py:optimize` from a config or an input passed the check, then was loaded as
+    `<cwd>/~/opt.py`; a padded built-in name was checked stripped and installed padded."""
+    monkeypatch.setenv("HOME", str(workspace))
+    (workspace / "opt.py").write_text("def optimize(model, passes, fixed_point):\n    return model\n")
+    assert parse_spec("~/opt.py:optimize\n").text == f"{workspace}/opt.py:optimize"
+    assert parse_spec(" onnxsim\n").text == "onnxsim"
