@@ -191,6 +191,10 @@ def fetch_previous(
             continue
         looked_at += 1
         if looked_at > RUNS_LOOKED_AT:
+            log.warning(
+                f"no report among the last {RUNS_LOOKED_AT} trusted runs of {workflow}; older runs "
+                "are not looked at"
+            )
             break
         what = f"list the artifacts of run {run.id}"
         try:
@@ -200,6 +204,8 @@ def fetch_previous(
         names.update(a.name for a in found)
         match = next((a for a in found if a.name == artifact and not a.expired), None)
         if match is None:
+            state = "expired" if any(a.name == artifact for a in found) else "absent"
+            log.info(f"run {run.id} ({run.html_url}) is passed over: its artifact '{artifact}' is {state}")
             continue
         _check_origin(match.archive_download_url, context.api_url)
         # a file without a name, so nothing in a folder another user can reach is ever written

@@ -18,6 +18,7 @@ import pytest
 
 from ditox_ci.__main__ import main_inner
 from ditox_ci.errors import ConfigError, GitHubError, InputError
+from ditox_ci.github.previous import RUNS_LOOKED_AT
 from tests.helpers import ROOT
 from tests.integration.github_fixtures import BUG_A, BUG_B, github_env, report, write
 from tests.integration.github_server import GitHubServer
@@ -64,8 +65,8 @@ def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
         cut = server.add_workflow_run(nightly, conclusion="cancelled", artifacts=artifact(interrupted))
         holes = server.add_workflow_run(nightly, conclusion="failure", artifacts=artifact(skipped))
         server.add_workflow_run(nightly, branch="experiment", artifacts=artifact(newer))
-        server.add_workflow_run(nightly, expired=True, artifacts=artifact(newer))
-        server.add_workflow_run(nightly, artifacts=artifact(newer, name="other"))
+        expired = server.add_workflow_run(nightly, expired=True, artifacts=artifact(newer))
+        other = server.add_workflow_run(nightly, artifacts=artifact(newer, name="other"))
         own = server.add_workflow_run(nightly, artifacts=artifact(newer))  # the run asking
         env = {**github_env(tmp_path, server.url), "GITHUB_RUN_ID": str(own)}
         out = tmp_path / "previous"
@@ -77,6 +78,9 @@ def test_the_newest_finished_run_with_a_whole_report_is_fetched_failed_or_not(
         assert f"run {cut} " in err and "its sweep was interrupted" in err
         assert f"run {holes} " in err and "skipped too much (50.0%25 of the corpus was skipped" in err
         assert f"/actions/runs/{failed} (failure)" in err
+        # each run passed over is named with why (the threat model says the log does)
+        assert f"/actions/runs/{expired}) is passed over: its artifact 'ditox-report' is expired" in err
+        assert f"/actions/runs/{other}) is passed over: its artifact 'ditox-report' is absent" in err
 
 
 def test_another_artifact_name_picks_that_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -304,3 +308,17 @@ def test_runs_of_other_events_do_not_use_up_the_runs_looked_at(tmp_path: Path) -
         assert main_inner(argv, github_env(tmp_path, server.url)) == 0
         assert _fingerprints(out / "report.json") == [BUG_B.fingerprint]
         assert any(x.path.endswith(f"runs/{taken}/artifacts") for x in server.exchanges)
+
+
+def test_the_runs_looked_at_end_with_a_warning_not_in_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with GitHubServer() as server:
+        for _ in range(RUNS_LOOKED_AT + 2):
+            server.add_workflow_run("nightly.yml", event="schedule", artifacts={})
+        out = tmp_path / "previous"
+        argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert not (out / "report.json").exists()
+        err = capsys.readouterr().err
+        assert f"no report among the last {RUNS_LOOKED_AT} trusted runs of nightly.yml" in err
