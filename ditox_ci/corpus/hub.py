@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -60,6 +61,9 @@ class HubLocation:
         if _is_url(base) and not base.endswith("/"):
             base += "/"
         return cls(base, base)
+
+
+_SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 def _is_url(location: str) -> bool:
@@ -169,12 +173,20 @@ def fetch_model(model: HubModel, location: HubLocation, cache_dir: Path) -> Path
             f"hub model {model.name}@{model.opset}: cache folder {folder} leads outside {hub_root}; "
             "remove the symlink from the cache"
         )
-    cached = folder / (f"{model.sha256}_{stem}" if model.sha256 else stem)
-    if cached.is_file() and model.sha256 and _sha256(cached.read_bytes()) == model.sha256:
+    # the file is checked against it and named by it: a manifest without one, or with anything but
+    # 64 hex digits (a '/' would lead the cached name out of its folder), is refused
+    if not isinstance(model.sha256, str) or not _SHA256.fullmatch(model.sha256):
+        raise InputError(
+            f"hub model {model.name}@{model.opset}: the manifest gives no sha256 (metadata.model_sha, "
+            f"got {model.sha256!r:.80}) to check the file against; fix the mirror's manifest"
+        )
+    expected = model.sha256.lower()
+    cached = folder / f"{expected}_{stem}"
+    if cached.is_file() and _sha256(cached.read_bytes()) == expected:
         return cached
     data = _fetch(location.model_base, model.path, f"hub model {model.name}@{model.opset}")
     actual = _sha256(data)
-    if model.sha256 and actual != model.sha256:
+    if actual != expected:
         raise InputError(
             f"hub model {model.name}@{model.opset} has sha256 {actual}, the manifest says "
             f"{model.sha256}; the mirror serves a different file: fix the mirror or its manifest"

@@ -25,10 +25,9 @@ from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.errors import ConfigError
 
 MANIFEST = Path(__file__).resolve().parent.parent / "data" / "packaged-models.yml"
-INSTALL_HINT = (
-    "pip install .[models] "
-    "(or: python -m ditox_ci.corpus.packaged | pip install --no-deps -r /dev/stdin)"
-)
+# without their dependencies (`pip install .[models]` would pull PyTorch and OpenCV for silero-vad
+# and rapidocr): only the model files are read
+INSTALL_HINT = "python -m ditox_ci.corpus.packaged | pip install --no-deps -r /dev/stdin (or: make models)"
 _FIELDS = {
     "name",
     "package",

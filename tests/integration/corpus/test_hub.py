@@ -196,3 +196,24 @@ def test_a_cache_folder_that_is_a_symlink_out_of_the_cache_is_refused(hub_dir: P
     with pytest.raises(InputError, match="leads outside"):
         hub_model("TinyNet", CorpusContext(cache), {"DITOX_HUB_URL": str(hub_dir)})
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "sha", [None, "", "../../../../elsewhere/x", "a" * 63], ids=["absent", "empty", "path", "short"]
+)
+def test_a_manifest_entry_without_a_sha256_to_check_against_is_refused(
+    tmp_path: Path, sha: str | None
+) -> None:
+    """A file is named by its sha256 and checked against it: without one it was used unchecked, and
+    a sha256 holding a path led the cached name out of its folder."""
+    hub, cache = tmp_path / "hub", tmp_path / "cache"
+    data = _tiny_model(13, 2.0)
+    path = "vision/plain/plain-13.onnx"
+    (hub / path).parent.mkdir(parents=True)
+    (hub / path).write_bytes(data)
+    entry = _entry("Plain", 13, path, data, [])
+    entry["metadata"]["model_sha"] = sha
+    (hub / MANIFEST_NAME).write_text(json.dumps([entry]))
+    with pytest.raises(InputError, match=r"hub model Plain@13: the manifest gives no sha256"):
+        hub_model("Plain", CorpusContext(cache), {"DITOX_HUB_URL": str(hub)})
+    assert not [p for p in tmp_path.rglob("*.onnx") if not p.is_relative_to(hub)]

@@ -128,7 +128,7 @@ def test_corpus_list_json_via_environment(ctx: CorpusContext, capsys: pytest.Cap
 
 def test_corpus_list_says_why_a_model_is_unavailable(monkeypatch: pytest.MonkeyPatch, capsys):
     """Its docs say so; the row showed an empty path and no reason."""
-    why = "package nudenet is not installed; pip install .[models]"
+    why = "package nudenet is not installed; make models"
     absent = ModelRef("packaged:nudenet", "packaged", "", meta={"unavailable": why})
     monkeypatch.setattr("ditox_ci.cli.corpus.resolve_sources", lambda *args: [absent])
     assert main_inner(["corpus", "list", "--models", "packaged"], {}) == 0
