@@ -8,6 +8,7 @@ end of the command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -100,6 +101,12 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         if not failure.failed:
             log.info(f"{path} does not fail under {','.join(passes)}: nothing to reduce")
             return 0
+        # the fingerprint counts what the passes alone rewrite, as the sweep's does: not fixed-point
+        rewrites = failure
+        if step.fixed_point:
+            once = Step(PASSES_PREFIX + ",".join(passes), passes)
+            with contextlib.suppress(JudgeError):
+                rewrites, _ = judge.candidate_judged(ref.id, model, feeds, once)
 
         def evaluate(candidate: onnx.ModelProto, candidate_feeds: Feeds) -> Outcome | None:
             return candidate_outcome(judge, ref.id, candidate, candidate_feeds, step)
@@ -114,7 +121,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         )
         return 1
     kind = str(failure.kind)
-    fingerprint = failure_fingerprint(failure, passes)
+    fingerprint = failure_fingerprint(failure, passes, rewrites)
     finding = Finding(
         fingerprint=fingerprint,
         kind=kind,

@@ -615,3 +615,55 @@ def test_a_by_design_change_the_checker_refuses_reproduces_the_refusal_alone(tmp
     command = [sys.executable, "repro.py", "--optimizer", "fixed_opset:optimize"]
     fixed = subprocess.run(command, cwd=bundle, capture_output=True, text=True, env=env)
     assert fixed.returncode == 0 and "the bug is fixed" in fixed.stdout, fixed.stdout + fixed.stderr
+
+
+FIXED_POINT_TIDIES = '''
+import onnx
+from onnx import numpy_helper
+
+
+def get_available_passes():
+    return ["corrupt"]
+
+
+def get_fuse_and_elimination_passes():
+    return ["corrupt"]
+
+
+def optimize(model, passes, fixed_point):
+    """`corrupt` doubles the constant (a miscompilation); fixed-point also drops the Identity."""
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    constant = model.graph.initializer[0]
+    constant.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(constant) * 2, constant.name))
+    if fixed_point:
+        (identity,) = [node for node in model.graph.node if node.op_type == "Identity"]
+        model.graph.node.remove(identity)
+        for node in model.graph.node:
+            node.input[:] = [identity.input[0] if name == identity.output[0] else name for name in node.input]
+    return model
+'''
+
+
+def test_reduce_fingerprints_a_bug_by_what_its_passes_alone_rewrite_fixed_point_or_not(
+    tmp_path: Path,
+) -> None:
+    """The sweep's fingerprint counts the op types the culprit passes alone remove and add; under
+    --fixed-point, reduce counted what the fixed-point run did, so its bundle was another bug's."""
+    (tmp_path / "tidy_opt.py").write_text(FIXED_POINT_TIDIES)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["x"], ["i"]), onnx.helper.make_node("Add", ["i", "c"], ["y"])],
+        "tidy",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3])],
+        [onnx.numpy_helper.from_array(np.ones(3, np.float32), "c")],
+    )
+    model_path = tmp_path / "tidy.onnx"
+    onnx.save(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]), model_path)
+    bundles = []
+    for extra in ((), ("--fixed-point",)):
+        args = ("reduce", str(model_path), "--passes", "corrupt")
+        args += ("--optimizer", f"{tmp_path}/tidy_opt.py:optimize")
+        done = run_cli(*args, *extra, "--out", str(tmp_path / f"out{len(extra)}"))
+        assert done.returncode == 1, done.stderr
+        bundles.append(Path(done.stdout.strip()).name)
+    assert bundles[0] == bundles[1]
