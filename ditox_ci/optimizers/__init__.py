@@ -25,6 +25,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -306,6 +307,9 @@ def _distributions(module: ModuleType, module_name: str) -> tuple[str, ...]:
     return tuple(importlib.metadata.packages_distributions().get(top, ()))[:1]
 
 
+_PASS_NAME = re.compile(r"\S{1,200}")
+
+
 def _pass_names(name: str, function: str, call: Callable[[], Any]) -> tuple[str, ...]:
     """What an optimizer's pass-list function returns, as pass names; its failure is the
     optimizer's (exit 5), not ditox-ci's."""
@@ -316,6 +320,10 @@ def _pass_names(name: str, function: str, call: Callable[[], Any]) -> tuple[str,
         raise OptimizerLoadError(f"{said} raised {type(exc).__name__}: {exc}") from None
     if not isinstance(names, (list, tuple)) or not all(isinstance(item, str) for item in names):
         raise OptimizerLoadError(f"{said} must return a list of pass names, got {names!r:.200}")
+    # as report.json's schema takes them (publish checks every report against it)
+    odd = [item for item in names if not _PASS_NAME.fullmatch(item)]
+    if odd:
+        raise OptimizerLoadError(f"{said}: {odd[0]!r:.80} is no pass name (1-200 characters, no space)")
     return tuple(names)
 
 

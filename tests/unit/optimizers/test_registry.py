@@ -267,6 +267,8 @@ def test_the_shipped_by_design_baselines_of_orts_extended_level_and_onnxslim() -
     [
         ("raise RuntimeError('no build')", r"get_available_passes\(\) raised RuntimeError: no build"),
         ("return 3", r"get_available_passes\(\) must return a list of pass names, got 3"),
+        # what report.json's schema refuses (publish would refuse the sweep's report)
+        ("return ['fuse bn']", r"get_available_passes\(\): 'fuse bn' is no pass name"),
     ],
 )
 def test_an_optimizers_own_pass_list_failing_is_its_load_error_not_ours(
