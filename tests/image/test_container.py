@@ -5,10 +5,12 @@ source checkout whose setup.py looks for credentials."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
 
+from tests.helpers import ROOT
 from tests.image.replay import RUNNER_UID, TOKEN, Runner, chown_tree, not_the_runners
 from tests.image.test_examples import SCHEDULE
 from tests.integration.github_fixtures import BUG_A, report, write
@@ -88,3 +90,20 @@ def test_a_source_checkout_builds_as_the_workspace_owner_and_sees_no_token(runne
     assert done.code == 5 and "ditox-ci knows none of them" in done.log, done.log[-3000:]
     assert not not_the_runners(workspace), not_the_runners(workspace)[:5]
 
+
+
+def test_a_builtin_adapter_is_installed_from_its_lock_and_swept(runner: Runner):
+    """`optimizer: onnxslim`: root's pip installs the adapter's lock (every file hashed, nothing
+    resolved at job time) into the image, and the sweep stage sweeps that release."""
+    base = _job_folder(runner, "adapter")
+    chown_tree(base)
+    inputs = {"mode": "sweep", "models": "onnx-node:test_relu", "configs": "default", "optimizer": "onnxslim"}
+    done = runner.action(base, "nightly.yml", SCHEDULE, 1, inputs)
+    assert done.code in (0, 1), done.log[-3000:]
+    assert "::group::install optimizer onnxslim" in done.log, done.log[-3000:]
+    swept = json.loads((base / "workspace" / "ditox-report" / "report.json").read_text())
+    # the lock's release, not PyPI's newest
+    lock = (ROOT / "ditox_ci" / "data" / "adapters" / "onnxslim.lock").read_text()
+    (pinned,) = re.findall(r"^onnxslim==(\S+)", lock, re.M)
+    assert (swept["optimizer"]["name"], swept["optimizer"]["version"]) == ("onnxslim", pinned)
+    assert not not_the_runners(base / "workspace")
