@@ -87,13 +87,13 @@ _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
 def append_bytes(path: Path, data: bytes) -> None:
-    """Append `data` to the regular file `path` (created as needed), following no link at its name:
-    the runner's files commands folder is the runner user's, whom the optimizer runs as, and the
-    publish stage and the entrypoint append there as root. A link or anything but a regular file
-    there is an OSError."""
-    fd = os.open(path, _APPEND, 0o644)
+    """Append `data` to the regular file `path` (created as needed), reached through no link as
+    root (`folder`): the runner's file commands folder is the runner user's, whom the optimizer
+    runs as, and the publish stage and the entrypoint append there as root. A link or anything but
+    a regular file there is an OSError."""
+    with folder(path.parent) as folder_fd:
+        fd = os.open(path.name, _APPEND, 0o644, dir_fd=folder_fd)
     with os.fdopen(fd, "ab") as sink:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, f"not a regular file: {path}")
         sink.write(data)
-

@@ -73,11 +73,15 @@ def parse_github_output(text: str) -> dict[str, str]:
     return values
 
 
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The commands a parser of the CLI knows, each with its own parser."""
+    (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    return sub.choices
+
+
 def command_parser(command: str) -> argparse.ArgumentParser:
     """The CLI's own parser of `command` (`ditox-ci COMMAND …`), as the entry point builds it."""
-    parser = build_parser(command)
-    (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    return sub.choices[command]
+    return subcommands(build_parser(command))[command]
 
 
 def option_names(command: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.worker import JobResult
-from ditox_ci.errors import EXIT_OK, UsageError
+from ditox_ci.errors import EXIT_OK, InternalError, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import NotGenerated, StreamedCorpus
 from ditox_ci.log import Log
@@ -110,7 +110,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             write_corpus(corpus_dir, generated)
         near = sum(item.near_miss for item in generated)
         log.info(f"{len(generated)} models ({near} near-misses) -> {corpus_dir}")
-        _say_not_generated(failed, log)
+        _say_not_generated(failed, log, "")
+        _refuse_generator_bugs(failed)
         return EXIT_OK
 
     corpus = StreamedCorpus(corpus_dir, seed, passes, args.limit, started + args.budget * SWEEP_SHARE)
@@ -149,9 +150,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"{fuzz_stats['models']} models ({fuzz_stats['near_misses']} near-misses), "
             f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
         )
-        _say_not_generated(corpus.failed, log)
+        _say_not_generated(corpus.failed, log, " (report.stats.fuzz.not_generated_first lists more)")
         report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
-        return finish(report, setup, log)  # writes coverage.svg with the report
+        code = finish(report, setup, log)  # writes coverage.svg with the report
+    _refuse_generator_bugs(corpus.failed)
+    return code
 
 
 def _with_pass_configs(setup: SweepSetup, passes: Sequence[str], log: Log) -> SweepSetup:
@@ -167,11 +170,22 @@ def _with_pass_configs(setup: SweepSetup, passes: Sequence[str], log: Log) -> Sw
     return dataclasses.replace(setup, options=dataclasses.replace(setup.options, configs=configs))
 
 
-def _say_not_generated(failed: Sequence[NotGenerated], log: Log) -> None:
-    """One warning for the seeds a generator made no model for (ditox-ci's weakness, not the run's)."""
+def _say_not_generated(failed: Sequence[NotGenerated], log: Log, more: str) -> None:
+    """One warning for the seeds a generator made no model for."""
     if failed:
         first = failed[0]
         log.warning(
             f"{len(failed)} seed(s) made no model, e.g. {first.target_pass} seed {first.seed}: "
-            f"{first.reason[:300]} (report.stats.fuzz.not_generated_first lists more)"
+            f"{first.reason[:300]}{more}"
+        )
+
+
+def _refuse_generator_bugs(failed: Sequence[NotGenerated]) -> None:
+    """Once what was made is written (the corpus, or the report): an error of a generator's own
+    code is ditox-ci's bug, exit 70."""
+    bugs = [item for item in failed if item.bug]
+    if bugs:
+        raise InternalError(
+            f"ditox-ci's own generator code failed on {len(bugs)} seed(s), e.g. {bugs[0].target_pass} "
+            f"seed {bugs[0].seed}: {bugs[0].reason[:300]}"
         )

@@ -39,7 +39,7 @@ class HubModel:
     name: str
     opset: int
     path: str
-    sha256: str | None
+    sha256: str  # lower-case hex, checked as the manifest is read
     size: int = 0
     tags: tuple[str, ...] = ()
     io_ports: dict[str, Any] = field(default_factory=dict)
@@ -106,7 +106,7 @@ def parse_manifest(data: bytes, origin: str) -> list[HubModel]:
                 name=str(entry["model"]),
                 opset=int(entry["opset_version"]),
                 path=str(entry["model_path"]),
-                sha256=entry["metadata"].get("model_sha"),
+                sha256=_checked_sha256(entry),
                 size=int(entry["metadata"].get("model_bytes", 0)),
                 tags=tuple(entry["metadata"].get("tags", ())),
                 io_ports=dict(entry["metadata"].get("io_ports", {})),
@@ -118,6 +118,19 @@ def parse_manifest(data: bytes, origin: str) -> list[HubModel]:
             f"hub manifest {origin} is not in the ONNX hub format ({type(exc).__name__}: {exc}); "
             "point $DITOX_HUB_URL at a folder or URL holding ONNX_HUB_MANIFEST.json"
         ) from None
+
+
+def _checked_sha256(entry: dict[str, Any]) -> str:
+    """The entry's `metadata.model_sha`: a file is checked against it and named by it, so an entry
+    without one, or with anything but 64 hex digits (a '/' would lead the cached name out of its
+    folder), is refused."""
+    sha = entry["metadata"].get("model_sha")
+    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        raise InputError(
+            f"hub model {entry['model']}@{entry['opset_version']}: the manifest gives no sha256 "
+            f"(metadata.model_sha, got {sha!r:.80}) to check the file against; fix the mirror's manifest"
+        )
+    return sha.lower()
 
 
 def read_manifest(location: HubLocation) -> list[HubModel]:
@@ -173,20 +186,12 @@ def fetch_model(model: HubModel, location: HubLocation, cache_dir: Path) -> Path
             f"hub model {model.name}@{model.opset}: cache folder {folder} leads outside {hub_root}; "
             "remove the symlink from the cache"
         )
-    # the file is checked against it and named by it: a manifest without one, or with anything but
-    # 64 hex digits (a '/' would lead the cached name out of its folder), is refused
-    if not isinstance(model.sha256, str) or not _SHA256.fullmatch(model.sha256):
-        raise InputError(
-            f"hub model {model.name}@{model.opset}: the manifest gives no sha256 (metadata.model_sha, "
-            f"got {model.sha256!r:.80}) to check the file against; fix the mirror's manifest"
-        )
-    expected = model.sha256.lower()
-    cached = folder / f"{expected}_{stem}"
-    if cached.is_file() and _sha256(cached.read_bytes()) == expected:
+    cached = folder / f"{model.sha256}_{stem}"
+    if cached.is_file() and _sha256(cached.read_bytes()) == model.sha256:
         return cached
     data = _fetch(location.model_base, model.path, f"hub model {model.name}@{model.opset}")
     actual = _sha256(data)
-    if actual != expected:
+    if actual != model.sha256:
         raise InputError(
             f"hub model {model.name}@{model.opset} has sha256 {actual}, the manifest says "
             f"{model.sha256}; the mirror serves a different file: fix the mirror or its manifest"

@@ -19,7 +19,6 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.corpus.sources import recorded_inputs_dir
-from ditox_ci.errors import UsageError
 from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, GenerationFailed, generate
 
 
@@ -30,9 +29,12 @@ class NotGenerated:
     target_pass: str
     seed: int
     reason: str
+    # an error of the generator's own code (ditox-ci's bug: the run ends in exit 70), not a seed
+    # whose draws all failed
+    bug: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"pass": self.target_pass, "seed": self.seed, "reason": self.reason[:500]}
+        return {"pass": self.target_pass, "seed": self.seed, "reason": self.reason[:500], "bug": self.bug}
 
 
 def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int | None = None,
@@ -43,8 +45,8 @@ def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int |
     The deadline is checked as each model is asked for: a consumer that asks late stops early.
 
     A generator that fails on a seed (no valid, finite model in its draws, or an error of its own
-    code) is ditox-ci's weakness, not the run's end: the seed is noted in `failed` and counts
-    towards `limit`, and the stream goes on."""
+    code) does not end the run: the seed is noted in `failed` and counts towards `limit`, and the
+    stream goes on; the caller ends a run with a bug of ours in exit 70, its report written."""
     selected = list(passes) if passes else sorted(GENERATORS)
     made = 0
     for round_index in itertools.count():
@@ -56,12 +58,11 @@ def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int |
             made += 1
             try:
                 item = generate(target_pass, seed + round_index)
-            except UsageError:
-                raise
-            except Exception as exc:  # the generator's own code: recorded, the run goes on
-                reason = str(exc) if isinstance(exc, GenerationFailed) else f"{type(exc).__name__}: {exc}"
+            except Exception as exc:  # a bug of the generator's own code too: the run goes on to its report
                 if failed is not None:
-                    failed.append(NotGenerated(target_pass, seed + round_index, reason))
+                    bug = not isinstance(exc, GenerationFailed)
+                    reason = f"{type(exc).__name__}: {exc}" if bug else str(exc)
+                    failed.append(NotGenerated(target_pass, seed + round_index, reason, bug))
                 continue
             yield item
 

@@ -58,6 +58,12 @@ def _builtin_names() -> tuple[str, ...]:
     return tuple(OPTIMIZERS)
 
 
+def _home_expanded(path: str) -> str:
+    """`path` with a leading `~` expanded and otherwise as written: `./onnxoptimizer` must stay a
+    path (as `onnxoptimizer` it is the built-in, and pip takes a bare `my-opt` from PyPI)."""
+    return str(Path(path).expanduser()) if path.startswith("~") else path
+
+
 def _looks_like_a_path(text: str) -> bool:
     return "/" in text or text.startswith((".", "~")) or text.endswith((".py", ".whl"))
 
@@ -81,19 +87,19 @@ def parse_spec(text: str, flag: str = "--optimizer") -> OptimizerSpec:
                 f"{flag} {text}: not a wheel file name (name-version-python-abi-platform.whl); "
                 "pip refuses a renamed wheel"
             )
-        return OptimizerSpec(str(path), "wheel")
+        return OptimizerSpec(_home_expanded(text), "wheel")
     module, colon, function = text.rpartition(":")
     if colon and "://" not in text and _FUNCTION.match(function):
         if module.endswith(".py"):
             if not Path(module).expanduser().is_file():
                 raise OptimizerLoadError(f"{flag} {text}: no such file {module} (in {Path.cwd()})")
-            return OptimizerSpec(f"{Path(module).expanduser()}:{function}", "import")
+            return OptimizerSpec(f"{_home_expanded(module)}:{function}", "import")
         if _MODULE.match(module):
             return OptimizerSpec(text, "import")
     path = Path(text).expanduser()
     if path.is_dir():
         if (path / "pyproject.toml").is_file() or (path / "setup.py").is_file():
-            return OptimizerSpec(str(path), "source")
+            return OptimizerSpec(_home_expanded(text), "source")
         raise OptimizerLoadError(
             f"{flag} {text}: a folder without pyproject.toml or setup.py is not a source checkout"
         )

@@ -9,16 +9,11 @@ import pytest
 
 from ditox_ci.__main__ import _command_named, _runs_workers, build_parser
 from ditox_ci.cli import NAMES, WORKER_COMMANDS, commands
-from tests.helpers import command_parser
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    (sub,) = (action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
-    return sub.choices
+from tests.helpers import command_parser, subcommands
 
 
 def _commands_in(parser: argparse.ArgumentParser) -> tuple[str, ...]:
-    return tuple(_subparsers(parser))
+    return tuple(subcommands(parser))
 
 
 def test_the_full_parser_has_every_command_and_a_named_one_only_itself() -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from ditox_ci.__main__ import main
 from ditox_ci.ci.inputs import read_inputs
-from ditox_ci.errors import ConfigError, InputError, UsageError
+from ditox_ci.errors import ConfigError, InputError, InternalError, UsageError
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.report.model import MAX_REPORT_BYTES, write_report
 from ditox_ci.run_options import SweepOptions
@@ -244,3 +244,22 @@ def test_fuzz_refuses_a_shard_from_any_source_and_an_out_folder_it_cannot_write_
     monkeypatch.delenv("DITOX_SHARD")
     code, err = _cli(["fuzz", "--limit", "1", "--out", "/proc/no-such-folder"], capsys)
     assert code == InputError.exit_code and "cannot write there" in err, err
+
+
+def test_a_bug_in_a_fuzz_generator_is_exit_70_once_what_was_made_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ditox_ci.fuzz.base import GENERATORS, Generator
+
+    def buggy(builder, near_miss):
+        raise ValueError("a generator's own bug")
+
+    monkeypatch.setitem(GENERATORS, "buggy", Generator("buggy", "test", buggy))
+    out = tmp_path / "out"
+    argv = ["fuzz", "--passes", "buggy,eliminate_identity", "--limit", "4", "--no-sweep", "--out", str(out)]
+    code, err = _cli(argv, capsys)
+    assert code == InternalError.exit_code, err
+    assert "own generator code failed on 2 seed(s), e.g. buggy seed 0: ValueError" in err
+    assert sorted(folder.name for folder in (out / "corpus").iterdir()) == [
+        "eliminate_identity-0", "eliminate_identity-1"
+    ]

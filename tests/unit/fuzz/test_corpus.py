@@ -67,4 +67,5 @@ def test_a_seed_its_generator_makes_no_model_for_is_noted_and_the_stream_goes_on
     never, buggy = stats["not_generated_first"][:2]
     assert (never["pass"], never["seed"]) == ("never_valid", 0)
     assert f"no finite model in {MAX_DRAWS} draws" in never["reason"] and "shape inference" in never["reason"]
-    assert buggy == {"pass": "buggy", "seed": 0, "reason": "ValueError: a generator's own bug"}
+    assert not never["bug"]
+    assert buggy == {"pass": "buggy", "seed": 0, "reason": "ValueError: a generator's own bug", "bug": True}

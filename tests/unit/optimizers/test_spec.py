@@ -102,3 +102,9 @@ def test_what_is_loaded_is_what_was_checked(workspace: Path, monkeypatch: pytest
     (workspace / "opt.py").write_text("def optimize(model, passes, fixed_point):\n    return model\n")
     assert parse_spec("~/opt.py:optimize\n").text == f"{workspace}/opt.py:optimize"
     assert parse_spec(" onnxsim\n").text == "onnxsim"
+    # a checkout named like a built-in stays a path: as `onnxoptimizer` it was the installed release
+    (workspace / "onnxoptimizer").mkdir()
+    (workspace / "onnxoptimizer" / "pyproject.toml").write_text("[project]\nname = 'onnxoptimizer'\n")
+    for path in ("./onnxoptimizer", "./onnxoptimizer/", "./checkout"):
+        again = parse_spec(parse_spec(path).text)
+        assert (again.kind, again.text) == ("source", path)

@@ -76,6 +76,21 @@ def test_an_append_follows_no_link_at_the_name_and_never_waits_on_a_fifo(tmp_pat
     with pytest.raises(OSError) as refused:
         append_bytes(summary, b"planted")
     assert refused.value.errno == errno.ENXIO
+    reader = os.open(summary, os.O_RDONLY | os.O_NONBLOCK)  # with a reader it opens: still refused
+    try:
+        with pytest.raises(OSError, match="not a regular file"):
+            append_bytes(summary, b"planted")
+        assert os.read(reader, 16) == b""  # nothing was written to it
+    finally:
+        os.close(reader)
+
+    # as root, a link on the way is not followed either (a folder above swapped for a link)
+    summary.unlink()
+    (tmp_path / "linked").symlink_to(runner_files)
+    if os.geteuid() == 0:
+        with pytest.raises(OSError) as refused:
+            append_bytes(tmp_path / "linked" / "step_summary", b"planted")
+        assert refused.value.errno in (errno.ELOOP, errno.ENOTDIR) and not summary.exists()
 
 
 def test_the_step_summary_and_the_outputs_file_are_not_written_through_a_link(tmp_path: Path) -> None:
