@@ -38,6 +38,7 @@ from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
 from ditox_ci.report import Report, read_report
+from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
 
 # what the sweep's own process keeps of the machine's free memory (the report, the results so far)
@@ -227,6 +228,8 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
     previous report, once; every error here is the user's to fix, and said before any model runs.
     `timeout_cap` bounds the timeout (a fuzz run's: one hung model must not take its budget)."""
     started = time.monotonic()
+    # the builds and named sources go there: a folder that takes no file is the user's to fix, now
+    prepare_out_dir(Path(options.cache_dir), "--cache-dir")
     warm_up()  # the workers' imports run beside the install and the planning
     with contextlib.ExitStack() as stack:
         with log.group("set up"):

@@ -14,6 +14,7 @@ from ditox_ci.corpus.inputs import inputs_kind
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log, inert, printable
 from ditox_ci.options import resolve
+from ditox_ci.report.outputs import prepare_out_dir
 
 NAME = "corpus"
 HELP = "list the models that model sources select"
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     cache_dir = (
         Path(options.cache_dir).expanduser() if options.cache_dir else default_cache_dir(env)
     )
+    prepare_out_dir(cache_dir, "--cache-dir")
     refs = resolve_sources(options.models, CorpusContext(cache_dir), log)
     if not refs:  # a folder without .onnx files: what a sweep would refuse, said here too
         raise InputError(f"{' '.join(options.models)} holds no .onnx model")

@@ -111,11 +111,18 @@ def _models_for_spec(spec: str, ctx: CorpusContext) -> list[ModelRef]:
     if name in SOURCES:
         return SOURCES[name](arg or None, ctx)
     path = Path(spec).expanduser()
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError as exc:  # a folder on the way the user may not enter
+        raise InputError(f"model source {spec!r}: cannot look there ({exc.strerror or exc})") from None
+    if exists:
         return models_from_path(spec)
-    if os.sep in spec or "/" in spec or spec.endswith(".onnx"):
-        raise InputError(f"model source {spec!r} does not exist; pass an existing file or folder")
-    raise SOURCES.unknown(spec)
+    if arg and "/" not in name and os.sep not in name:  # `onnx-dat:light/*`: a source's name mistyped
+        raise SOURCES.unknown(name)
+    raise InputError(
+        f"model source {spec!r} does not exist; pass an existing file or folder, or a source "
+        f"({', '.join(sorted(SOURCES))})"
+    )
 
 
 def resolve_sources(

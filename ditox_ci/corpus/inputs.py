@@ -146,6 +146,16 @@ def _read_value(data: bytes, type_proto: onnx.TypeProto, where: str) -> Any:
     raise InputSpecError(f"{where}: recorded input of type {kind} cannot be fed to ONNX Runtime")
 
 
+def _recorded_bytes(path: Path) -> bytes:
+    """A recorded input's file; one that is a folder, a dangling link or unreadable (a pull
+    request can add any of them beside a model) skips the model, saying which."""
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        where = f"{path.parent.name}/{path.name}"
+        raise InputSpecError(f"{where}: unreadable recorded input: {exc.strerror or exc}") from None
+
+
 def recorded_feeds(model: onnx.ModelProto, ref: ModelRef, samples: int) -> list[Feed]:
     """One feed per recorded data set (up to `samples`), bound to graph inputs by position."""
     inputs = feedable_inputs(model)
@@ -162,7 +172,7 @@ def recorded_feeds(model: onnx.ModelProto, ref: ModelRef, samples: int) -> list[
             )
         feeds.append(
             {
-                info.name: _read_value(path.read_bytes(), info.type, f"{folder.name}/{path.name}")
+                info.name: _read_value(_recorded_bytes(path), info.type, f"{folder.name}/{path.name}")
                 for info, (_, path) in zip(inputs, files, strict=False)
             }
         )

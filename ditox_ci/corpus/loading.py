@@ -87,8 +87,11 @@ def _external_file(tensor: onnx.TensorProto, folder: Path) -> tuple[Path, int, i
         raise ModelLoadError(
             f"tensor {tensor.name!r}: external data location {location!r} is absolute; refused"
         )
-    root = folder.resolve()
-    target = (folder / location).resolve()
+    try:
+        root = folder.resolve()
+        target = (folder / location).resolve()
+    except (OSError, RuntimeError, ValueError) as exc:  # a link loop, a NUL byte in the name
+        raise ModelLoadError(f"tensor {tensor.name!r}: external data location {location!r}: {exc}") from None
     if not target.is_relative_to(root):
         raise ModelLoadError(
             f"tensor {tensor.name!r}: external data location {location!r} escapes the model's "
@@ -123,9 +126,14 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
     # Every location is checked before any file is opened, so a refused model reads nothing.
     places = [_external_file(tensor, folder) for tensor in external]
     for tensor, (target, offset, length) in zip(external, places, strict=True):
-        with open(target, "rb") as handle:
-            handle.seek(offset)
-            tensor.raw_data = handle.read() if length is None else handle.read(length)
+        try:
+            with open(target, "rb") as handle:
+                handle.seek(offset)
+                tensor.raw_data = handle.read() if length is None else handle.read(length)
+        except OSError as exc:
+            raise ModelLoadError(
+                f"tensor {tensor.name!r}: cannot read external data {target.name}: {exc.strerror or exc}"
+            ) from None
         tensor.data_location = onnx.TensorProto.DEFAULT
         del tensor.external_data[:]
 

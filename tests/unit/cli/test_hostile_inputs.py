@@ -263,3 +263,29 @@ def test_a_bug_in_a_fuzz_generator_is_exit_70_once_what_was_made_is_written(
     assert sorted(folder.name for folder in (out / "corpus").iterdir()) == [
         "eliminate_identity-0", "eliminate_identity-1"
     ]
+
+
+MISSING = InputError.exit_code
+
+
+@pytest.mark.parametrize(
+    ("argv", "exit_code", "says"),
+    [
+        # a folder missing from the working directory: it was "unknown model source", exit 2
+        (["corpus", "list", "--models", "models"], MISSING, "model source 'models' does not exist"),
+        # a source's name mistyped before its glob: it was a missing path, exit 4, naming no source
+        (["corpus", "list", "--models", "onnx-dat:light/*"], UsageError.exit_code, "source 'onnx-dat'"),
+        # a cache that takes no file: it was an internal error (exit 70) wherever the first write came
+        (["corpus", "list", "--models", "onnx-data", "--cache-dir", "{file}/c"], MISSING, "{file}/c: cannot"),
+        (["sweep", "--cache-dir", "{file}/c", "--out", "out"], MISSING, "{file}/c: cannot"),
+    ],
+)
+def test_a_missing_folder_a_mistyped_source_and_an_unusable_cache_are_said_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    argv: list[str], exit_code: int, says: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a-file").write_text("")
+    fill = {"file": str(tmp_path / "a-file")}
+    code, err = _cli([arg.format(**fill) for arg in argv], capsys)
+    assert code == exit_code and says.format(**fill) in err, err

@@ -244,3 +244,19 @@ def test_recorded_sequences_and_optionals_read_back_as_written(tmp_path: Path) -
     assert [a.tolist() for a in back["s"]] == [[1.0] * 3, [0.0] * 3]
     assert [a.tolist() for a in back["o"]] == [[2.0] * 3]
     assert back["none"] is None
+
+
+@pytest.mark.parametrize("planted", ["a-folder", "a-dangling-link"])
+def test_a_recorded_input_that_is_no_readable_file_skips_the_model_saying_which(
+    tmp_path: Path, planted: str
+) -> None:
+    """A pull request can add either beside a model: it ended the sweep in exit 70."""
+    model = _identity_model([helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])], [])
+    folder = tmp_path / "test_data_set_0"
+    folder.mkdir()
+    if planted == "a-folder":
+        (folder / "input_0.pb").mkdir()
+    else:
+        (folder / "input_0.pb").symlink_to(tmp_path / "gone.pb")
+    with pytest.raises(InputSpecError, match=r"test_data_set_0/input_0\.pb: unreadable recorded input"):
+        make_feeds(model, _ref(inputs_dir=tmp_path), samples=1, seed=0)

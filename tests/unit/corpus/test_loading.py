@@ -149,3 +149,19 @@ def test_model_sha256_hashes_the_file_bytes(tmp_path: Path) -> None:
     assert model_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
     onnx.save(_weighted_model(np.zeros(3, dtype=np.float32)), str(path))
     assert model_sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("case", ["link-loop", "nul-byte", "a-folder"])
+def test_external_data_that_cannot_be_resolved_or_read_is_the_models_error(
+    tmp_path: Path, case: str
+) -> None:
+    """Each ended the sweep as ditox-ci's own internal error (exit 70), not a skipped model."""
+    folder = tmp_path / "model"
+    location = {"link-loop": "loop.bin", "nul-byte": "we\0ights.bin", "a-folder": "weights.bin"}[case]
+    path = _external_model(folder, location)
+    if case == "link-loop":
+        os.symlink("loop.bin", folder / "loop.bin")
+    if case == "a-folder":
+        (folder / "weights.bin").mkdir()
+    with pytest.raises(ModelLoadError, match="tensor 'w'"):
+        load_model(_ref(path))
