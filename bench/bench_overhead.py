@@ -8,7 +8,8 @@ run, each optimizer call once, and each distinct optimized model (neither the or
 a model judged before) run on the same samples. That work divided by the sweep's workers is the
 limit; the sweep is `sweep` over the same models with as many workers and no localization,
 timed from call to report. The fixed cost per shard job is a fresh `ditox-ci sweep` process over
-one two-node model: interpreter, imports, plan, workers' start, report. Printed too: the sweep's
+one two-node model: interpreter, imports, plan, workers' start, report. Printed too: the CPU the
+sweep's own process spends (plan, pool, report, beside its workers), the sweep's
 jobs run in this one process without the pool (what the pool adds is the difference to the time
 inside jobs), and the costliest model's own unavoidable work (no schedule ends before it), and the
 floor of any engine that makes the oracle's checks: the work and the checks alone, spread over the
@@ -190,9 +191,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="ditox-bench-overhead-") as tmp:
         out = f"{tmp}/out"
         options = SweepOptions(models=sources, configs=CONFIGS, jobs=WORKERS, localize="off", out=out)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         report = sweep(options, Log({}, quiet=True))
-        sweep_s = time.perf_counter() - start
+        sweep_s, parent_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
         # each model's own unavoidable work, and its checks: no schedule ends before the costliest one's
         own: dict[str, float] = {}
         for ref in refs:
@@ -220,7 +221,8 @@ def main() -> None:
         f"{sweep_s - per_worker_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
     )
     print(f"(sweep - its wall outside jobs) / limit: {per_worker_s / limit:.2f}×")
-    print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.1f}s")
+    print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.2f}s")
+    print(f"the sweep's own process (plan, pool, report; not its workers): {parent_cpu_s:.2f}s of CPU")
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
     costliest = max(own, key=own.__getitem__)
     print(
