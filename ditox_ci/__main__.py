@@ -27,8 +27,9 @@ typical use:
   ditox-ci publish --report ditox-report/report.json            # comment, check, issues
 
 exit codes: 0 no new findings, 1 new findings or more skipped than --max-skipped (publish exits
-0: its check carries the gate), 2 usage, 3 config, 4 input, 5 optimizer import, 6 merge, 7 GitHub,
-70 internal error (a bug in ditox-ci: please report it with --debug output), 130/143 interrupted
+0: its check carries the gate), 2 usage, 3 config, 4 input, 5 optimizer spec, install or load,
+6 merge, 7 GitHub, 70 internal error (a bug in ditox-ci: please report it with --debug output),
+130/143 interrupted
 """
 
 

@@ -57,7 +57,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     listing.add_argument(
         "--cache-dir",
         dest="cache_dir",
-        help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)",
+        help="where named sources materialize models (default $DITOX_CACHE_DIR, else $DITOX_CACHE, "
+        "else ~/.cache/ditox-ci)",
     )
     listing.add_argument("--json", action="store_true", default=None, help="print a JSON list")
 

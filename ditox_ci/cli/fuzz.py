@@ -69,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "configs": "comma list of configs (default: default,nop and pass:<p> for each generated pass the "
         "optimizer has)",
         "timeout": "seconds a model's optimizer or runtime call may take before it is a finding (default "
-        "60), at most a tenth of --budget and never under 1 s",
+        "60), at most a tenth of --budget (a cap never under 1 s)",
+        "seed": "seed of the generators and of the models' random inputs, 0 or more (default 0)",
         "passes": f"comma list: the passes to generate models for (default: all {len(GENERATORS)})",
         "config": "YAML config file; fuzz reads its 'sweep:' section",
     }

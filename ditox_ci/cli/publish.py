@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -61,6 +62,17 @@ class PublishSettings(PublishOptions):
                 raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
 
 
+def _seconds(text: str) -> float:
+    """--max-wait's value, refused under its own name (the settings' field is max_wait_s)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", metavar="FILE", help="report.json to publish")
     parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
@@ -107,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
     parser.add_argument(
-        "--max-wait", dest="max_wait_s", type=float, help="max rate-limit wait (s; env DITOX_MAX_WAIT_S)"
+        "--max-wait", dest="max_wait_s", type=_seconds, help="max rate-limit wait (s; env DITOX_MAX_WAIT_S)"
     )
     parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")

@@ -151,7 +151,7 @@ def add_sweep_arguments(parser: argparse.ArgumentParser, helps: Mapping[str, str
         type=float,
         metavar="FRACTION",
         help="gate (exit 1) when more than this share of the corpus was skipped, e.g. 0.2 "
-        "(default: no limit; a sweep where no model ran always exits 4)",
+        "(default: no limit; a whole or merged sweep where no model ran always exits 4)",
     )
     add("--out", help="output folder (default ditox-report)")
     add(
@@ -169,7 +169,8 @@ def add_sweep_arguments(parser: argparse.ArgumentParser, helps: Mapping[str, str
     add(
         "--cache-dir",
         dest="cache_dir",
-        help="where named sources materialize models (default $DITOX_CACHE or ~/.cache/ditox-ci)",
+        help="where named sources materialize models and builds are installed (default "
+        "$DITOX_CACHE_DIR, else $DITOX_CACHE, else ~/.cache/ditox-ci)",
     )
     add("--config", help="YAML config file with a 'sweep:' section")
     add("--quiet", action="store_true", help="only errors and the final line")

@@ -224,6 +224,8 @@ def test_a_hub_manifest_from_outside_is_read_with_the_same_bounds() -> None:
         # numpy refuses a negative seed: it was an internal error (exit 70) after the set-up
         (["fuzz", "--seed", "-1", "--limit", "1", "--no-sweep"], "--seed must be 0 or more"),
         (["fuzz", "--limit", "0"], "--limit must be 1 or more models, got 0"),
+        # named by its flag: it said --max-wait-s, which no command takes
+        (["publish", "--max-wait", "nan"], "argument --max-wait: must be a finite number of seconds"),
     ],
 )
 def test_a_budget_or_memory_limit_it_could_never_reach_is_a_usage_error(
