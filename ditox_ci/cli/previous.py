@@ -30,7 +30,8 @@ nothing is written and the exit code is 0. Nor is GitHub being down (5xx, the ne
 limit past the wait) once the retries are spent: a warning says so, nothing is written, and the
 stages run as on the first night (nothing is marked fixed, no issue closed). GitHub refusing (a
 token without `actions: read`, an unknown workflow) stays an error. The token needs
-`actions: read`.
+`actions: read`. The retries follow publish's settings from the environment: DITOX_ATTEMPTS,
+DITOX_BACKOFF_S, DITOX_MAX_WAIT_S and DITOX_TIMEOUT_S.
 
 It looks at the {RUNS_LOOKED_AT} newest such runs, among the workflow's {RUNS_LISTED} newest finished runs.
 
