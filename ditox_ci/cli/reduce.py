@@ -32,6 +32,7 @@ from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.run_options import ReduceOptions, worker_config
 
 NAME = "reduce"
@@ -70,6 +71,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     # the same resolver and the same engine settings as the sweep's, with reduce's own defaults
     flags = {key: value for key, value in vars(args).items() if key not in ("run", "debug", "model")}
     options = resolve(ReduceOptions, flags=flags, env=env)
+    prepare_out_dir(Path(options.cache_dir), "--cache-dir")  # the build's folder: before installing it
     with optimizer_build(options.optimizer, Path(options.cache_dir), log) as build:
         return _reduce(args.model, options, build, log)
 

@@ -291,3 +291,14 @@ def test_a_missing_folder_a_mistyped_source_and_an_unusable_cache_are_said_in_on
     fill = {"file": str(tmp_path / "a-file")}
     code, err = _cli([arg.format(**fill) for arg in argv], capsys)
     assert code == exit_code and says.format(**fill) in err, err
+
+
+def test_reduce_checks_its_cache_folder_before_installing_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reduce takes its cache only from the environment; a file there was found only when a wheel or
+    checkout was installed into it, as exit 70."""
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("DITOX_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    code, err = _cli(["reduce", str(tmp_path / "m.onnx"), "--passes", "eliminate_identity"], capsys)
+    assert code == InputError.exit_code and "--cache-dir" in err and "cannot write there" in err, err
