@@ -74,7 +74,9 @@ def _seconds(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--report", metavar="FILE", help="report.json to publish")
+    parser.add_argument(
+        "--report", metavar="FILE", help="report.json to publish (default ditox-report/report.json)"
+    )
     parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
     parser.add_argument("--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known")
     parser.add_argument(
@@ -119,7 +121,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
     parser.add_argument(
-        "--max-wait", dest="max_wait_s", type=_seconds, help="max rate-limit wait (s; env DITOX_MAX_WAIT_S)"
+        "--max-wait",
+        dest="max_wait_s",
+        metavar="SECONDS",
+        type=_seconds,
+        help="longest wait for a rate limit to reset (default 300; env DITOX_MAX_WAIT_S)",
     )
     parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")

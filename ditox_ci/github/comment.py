@@ -47,7 +47,7 @@ def pull_of_run(client: GitHubClient, context: GitHubContext) -> int | None:
 @dataclass(frozen=True)
 class CommentOptions(SurfaceOptions):
     comment: bool = option(True, "sticky pull-request comment (default on)")
-    comment_key: str = option("default", "tells apart the comments of several jobs on one PR")
+    comment_key: str = option("default", "tells apart several jobs' comments on one PR (default 'default')")
 
 
 @SURFACES.register("comment")
