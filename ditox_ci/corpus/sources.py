@@ -85,13 +85,23 @@ def models_from_path(spec: str) -> list[ModelRef]:
 
     A file name is anyone's to choose: in the id, bytes that are not UTF-8 and line breaks are
     escaped (`printable`), so the id can go into JSON, Markdown and the log as it is.
+    A folder that cannot be read is a model the sweep skips with the reason (id: its path and a
+    `/`), not a hole nobody sees. Linked folders are not entered; linked files count.
     """
     root = Path(spec).expanduser()
     if root.is_file():
         return [_path_ref(root, printable(root.name), spec)]
-    paths = sorted(root.rglob("*.onnx"), key=lambda p: p.relative_to(root).as_posix())
-    found = (path for path in paths if path.is_file())
-    return [_path_ref(path, printable(path.relative_to(root).as_posix()), spec) for path in found]
+    paths: list[Path] = []
+    unreadable: list[OSError] = []
+    for folder, _, files in os.walk(root, onerror=unreadable.append):
+        paths += [Path(folder) / name for name in files if name.endswith(".onnx")]
+    found = [path for path in paths if path.is_file()]
+    refs = [_path_ref(path, printable(path.relative_to(root).as_posix()), spec) for path in found]
+    for error in unreadable:
+        where = Path(str(error.filename)).relative_to(root).as_posix()
+        reason = f"cannot read the folder {spec if where == '.' else where}: {error.strerror or error}"
+        refs.append(ModelRef(id=printable(where) + "/", source=spec, path="", meta={"unavailable": reason}))
+    return sorted(refs, key=lambda ref: ref.id)
 
 
 Builder = Callable[[Path], list[dict[str, Any]]]

@@ -387,3 +387,23 @@ def test_a_process_the_optimizer_leaves_behind_cannot_read_the_token_of_the_publ
     finally:
         if watcher.is_file():
             subprocess.run(_as_root(["kill", "-9", watcher.read_text()], {}), check=False)
+
+
+def test_a_folder_of_the_corpus_the_user_may_not_read_is_a_model_skipped_with_why(
+    python: str, workspace: Path, runner_user: pwd.struct_passwd
+) -> None:
+    """Walked as the workspace's owner, a folder it may not enter was left out without a word (the
+    glob ignored it): its models were never judged and nothing said so."""
+    locked = workspace / "models" / "locked"
+    locked.mkdir()
+    (locked / "hidden.onnx").write_bytes((workspace / "models" / "relu.onnx").read_bytes())
+    subprocess.run(_as_root(["chown", "0:0", str(locked)], {}), check=True)
+    subprocess.run(_as_root(["chmod", "000", str(locked)], {}), check=True)
+    listed = _as_runner(
+        [python, "-m", "ditox_ci", "corpus", "list", "--json", "--models", str(workspace / "models"),
+         "--cache-dir", str(workspace / "cache")]
+    )
+    assert listed.returncode == 0, listed.stderr
+    rows = {row["id"]: row for row in json.loads(listed.stdout)}
+    assert "relu.onnx" in rows and "locked/hidden.onnx" not in rows
+    assert rows["locked/"]["unavailable"] == "cannot read the folder locked: Permission denied"
