@@ -15,10 +15,8 @@ from ditox_ci.triage.baseline import init_baseline, update_baseline
 
 NAME = "baseline"
 HELP = "manage the baseline of known limitations"
-DESCRIPTION = """\
-init: create a baseline from today's findings (adopting ditox-ci); see `baseline init --help`.
-
-update: add one entry per finding of the report that no baseline entry (shipped default or
+UPDATE_DESCRIPTION = """\
+Add one entry per finding of the report that no baseline entry (shipped default or
 FILE) matches yet. Entries match by fingerprint; edit each generated reason to say why the
 behaviour is expected, and review the file like code. Comments in FILE are kept.
 
@@ -26,6 +24,10 @@ example:
   ditox-ci baseline update --report out/report.json --baseline .ditox-baseline.yml \\
       --reason "tracked upstream in onnx/optimizer#123" --expires 2027-06-30
 """
+DESCRIPTION = f"""\
+init: create a baseline from today's findings (adopting ditox-ci); see `baseline init --help`.
+
+update: {UPDATE_DESCRIPTION[0].lower()}{UPDATE_DESCRIPTION[1:]}"""
 DEFAULT_REASON = "accepted by `ditox-ci baseline update` on {date}; say why this is expected"
 INIT_REASON = "known when ditox-ci was adopted ({date}); triage it, then say why it is expected or fix it"
 INIT_DESCRIPTION = """\
@@ -52,7 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     init.add_argument("--report", metavar="FILE", help="report.json of a sweep of the default branch")
     init.add_argument("--baseline", required=True, metavar="FILE", help="baseline YAML to create")
     init.add_argument("--reason", help="reason written into each entry")
-    update = actions.add_parser("update", help="accept the report's findings as known")
+    update = actions.add_parser(
+        "update",
+        help="accept the report's findings as known",
+        description=UPDATE_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_debug_flag(update)
     update.add_argument("--report", required=True, metavar="FILE", help="report.json")
     update.add_argument("--baseline", required=True, metavar="FILE", help="baseline YAML to update")
