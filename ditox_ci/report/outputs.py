@@ -38,7 +38,6 @@ def summary_context(report: Report) -> dict[str, Any]:
         "skip_reasons": reasons.most_common(SKIPPED_SHOWN),
         "coverage": coverage,
         "never_fired": never_fired(report),
-        "models_ok": len(report.models) - len(skipped),
     }
 
 

@@ -278,3 +278,12 @@ def test_a_model_no_node_of_which_could_go_reads_as_not_reduced():
     found = _finding("r" * 20, "m0", "default", reduction=reduction)
     issue = Texts(_report([found], 1), "f" * 40, "ditox-report", None).issue(found)
     assert "| Reduced to | not reduced (1 node) |" in issue and "1 of 1 nodes" not in issue
+
+
+def test_the_summary_counts_the_models_run_and_skipped_as_the_gate_does():
+    report = _report([], 4)
+    skipped = replace(report.models[1], status="skipped", reason="unreadable model: truncated")
+    report = replace(report, models=(report.models[0], skipped, *report.models[2:]))
+    (row,) = [line for line in render_summary(report).splitlines() if line.startswith("| models run")]
+    assert row == "| models run | 3 of 4 (1 skipped) |"
+    assert (report.skips().models, report.skips().skipped) == (4, 1)
