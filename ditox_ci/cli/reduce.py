@@ -20,6 +20,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step, check_passes
+from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerPool
 from ditox_ci.errors import InputError
@@ -64,13 +65,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, as the sweep's)")
     parser.add_argument("--atol", type=float, help="absolute tolerance (default by dtype, as the sweep's)")
     parser.add_argument("--timeout", type=float, help="seconds one check may take (default 60)")
+    # judged as the sweep judged the model: the same settings, under the same names
+    add = parser.add_argument
+    add("--calibrate", choices=("on", "off"), help="judge against the model's own noise (default on)")
+    add("--runner", choices=RUNNER_CHOICES, help="what runs the models (default auto)")
+    add("--comparator", help="task comparator after the tensor oracle (e.g. classification)")
+    add("--dynamic-dim", dest="dynamic_dim", type=int, help="size for symbolic dimensions (default 2)")
+    add("--memory-limit", dest="memory_limit", type=int, help="MiB the worker may use (default 3584)")
+    add(
+        "--cache-dir",
+        dest="cache_dir",
+        help="where a build is installed (default $DITOX_CACHE_DIR, else $DITOX_CACHE, else "
+        "~/.cache/ditox-ci)",
+    )
+
+def flags_of(args: argparse.Namespace) -> dict[str, object]:
+    """The command line's options, as the resolver takes them."""
+    return {key: value for key, value in vars(args).items() if key not in ("run", "debug", "model")}
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     log = Log(env)
     # the same resolver and the same engine settings as the sweep's, with reduce's own defaults
-    flags = {key: value for key, value in vars(args).items() if key not in ("run", "debug", "model")}
-    options = resolve(ReduceOptions, flags=flags, env=env)
+    options = resolve(ReduceOptions, flags=flags_of(args), env=env)
     prepare_out_dir(Path(options.cache_dir), "--cache-dir")  # the build's folder: before installing it
     with optimizer_build(options.optimizer, Path(options.cache_dir), log) as build:
         return _reduce(args.model, options, build, log)

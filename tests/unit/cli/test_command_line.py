@@ -78,3 +78,18 @@ def test_debug_is_taken_wherever_it_is_given(argv: list[str]) -> None:
     """An internal error says "re-run with --debug": after `baseline init` or `corpus list` the
     flag was an unknown argument (exit 2)."""
     assert build_parser().parse_args(argv).debug is True
+
+
+def test_reduce_takes_the_sweeps_judging_settings_as_flags() -> None:
+    """They reached reduce only through DITOX_* variables, which its --help did not say."""
+    from ditox_ci.cli import reduce
+    from ditox_ci.options import resolve
+    from ditox_ci.run_options import ReduceOptions
+
+    argv = ["m.onnx", "--passes", "a", "--calibrate", "off", "--runner", "reference"]
+    argv += ["--comparator", "classification", "--dynamic-dim", "3", "--memory-limit", "1024"]
+    argv += ["--cache-dir", "/tmp/ditox-cache"]
+    args = command_parser("reduce").parse_args(argv)
+    options = resolve(ReduceOptions, flags=reduce.flags_of(args), env={})
+    assert (options.calibrate, options.runner, options.comparator) == (False, "reference", "classification")
+    assert (options.dynamic_dim, options.memory_limit, options.cache_dir) == (3, 1024, "/tmp/ditox-cache")
