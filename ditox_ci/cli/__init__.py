@@ -21,6 +21,18 @@ def commands(only: str | None = None) -> tuple[ModuleType, ...]:
     return tuple(importlib.import_module(f"ditox_ci.cli.{name}") for name in names)
 
 
+def add_action(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], name: str, help: str, description: str
+) -> argparse.ArgumentParser:
+    """A command's action (`baseline init`, `corpus list`): its parser, with its description as
+    written (examples keep their lines) and `--debug`."""
+    parser: argparse.ArgumentParser = actions.add_parser(
+        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_debug_flag(parser)
+    return parser
+
+
 def add_debug_flag(parser: argparse.ArgumentParser) -> None:
     """`--debug` on ditox-ci itself, a command or a command's action (`baseline init`), wherever it
     is given (the entry point reads it from the command line: tracebacks for errors)."""

@@ -7,7 +7,7 @@ import datetime as dt
 from collections.abc import Mapping
 from pathlib import Path
 
-from ditox_ci.cli import add_debug_flag
+from ditox_ci.cli import add_action
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -44,23 +44,16 @@ example:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    init = actions.add_parser(
+    init = add_action(
+        actions,
         "init",
-        help="start a baseline: today's findings are known, so the first PR is judged on what it adds",
-        description=INIT_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "start a baseline: today's findings are known, so the first PR is judged on what it adds",
+        INIT_DESCRIPTION,
     )
-    add_debug_flag(init)
     init.add_argument("--report", metavar="FILE", help="report.json of a sweep of the default branch")
     init.add_argument("--baseline", required=True, metavar="FILE", help="baseline YAML to create")
     init.add_argument("--reason", help="reason written into each entry")
-    update = actions.add_parser(
-        "update",
-        help="accept the report's findings as known",
-        description=UPDATE_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_debug_flag(update)
+    update = add_action(actions, "update", "accept the report's findings as known", UPDATE_DESCRIPTION)
     update.add_argument("--report", required=True, metavar="FILE", help="report.json")
     update.add_argument("--baseline", required=True, metavar="FILE", help="baseline YAML to update")
     update.add_argument("--reason", help="reason written into each new entry")

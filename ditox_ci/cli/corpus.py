@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ditox_ci.cli import add_debug_flag
+from ditox_ci.cli import add_action
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import inputs_kind
 from ditox_ci.errors import InputError
@@ -41,13 +41,7 @@ class CorpusListOptions:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    listing = actions.add_parser(
-        "list",
-        help="print the models the sources select",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_debug_flag(listing)
+    listing = add_action(actions, "list", "print the models the sources select", DESCRIPTION)
     listing.add_argument(
         "--models",
         nargs="+",
