@@ -283,8 +283,10 @@ def noise_limit(expected: Any, noise: float | None, atol: float) -> float | None
     if a is None or noise is None or math.isinf(noise):
         return None
     finite = a[np.isfinite(a)]
-    limit = NOISE_MARGIN * float(noise_floor(finite, expected.dtype, noise, atol)) if finite.size else None
-    return limit if limit is not None and math.isfinite(limit) else None
+    if not finite.size:
+        return None
+    limit = NOISE_MARGIN * float(noise_floor(finite, expected.dtype, noise, atol))  # a float repro.py spells
+    return limit if math.isfinite(limit) else None
 
 
 def beyond_noise(expected: np.ndarray, actual: np.ndarray, floor: float, atol: float) -> dict[str, Any]:

@@ -394,11 +394,10 @@ class _Pinpointer:
 
     def _only_the_checker(self, finding: Finding) -> bool:
         """Whether the finding's change is by design and the checker refusing its result the bug:
-        without the checker's verdict the baseline would accept it (`baseline._made_invalid`)."""
+        without the checker's verdict the baseline would accept it."""
         if finding.kind == "invalid-model" or not finding.measured.get("checker"):
             return False
-        measured = {key: value for key, value in finding.measured.items() if key != "checker"}
-        return self.options.by_design(replace(finding, measured=measured))
+        return self.options.by_design(finding.but_for_the_checker())
 
     def _standalone(
         self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step, only_the_checker: bool
