@@ -71,7 +71,7 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                 _other_build(report, first, f"optimizer {key}", theirs, ours)
         # a build's commit: the installed files' hashes are no test (a build made in each shard
         # job compiles its own bytecode), but two commits are two builds of one version number
-        commits = [str(r.optimizer.get("build", {}).get("git_describe") or "") for r in (report, first)]
+        commits = [str((r.optimizer.get("build") or {}).get("git_describe") or "") for r in (report, first)]
         if all(commits) and commits[0] != commits[1]:
             _other_build(report, first, "the build", *commits)
 

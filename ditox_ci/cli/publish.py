@@ -209,10 +209,11 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _record(classified: Report, swept: Report, path: Path, log: Log) -> None:
     """Write `classified` (by publish's own baseline and previous report, which the sweep may not
-    have had) back to `path` when its statuses differ from the ones the sweep wrote there, a dry
-    run too (a local file, as SARIF's): the Action's gate and outputs, and the artifact uploaded
-    after publish, then say what the check, comment and issues say."""
-    if _statuses(classified) == _statuses(swept):
+    have had) back to `path` when a finding differs from what the sweep wrote there (its status,
+    what made it known), a dry run too (a local file, as SARIF's): the Action's
+    gate and outputs, and the artifact uploaded after publish, then say what the check, comment and
+    issues say."""
+    if classified.findings == swept.findings:
         return
     try:
         write_report(classified, path)
@@ -221,10 +222,6 @@ def _record(classified: Report, swept: Report, path: Path, log: Log) -> None:
             f"cannot record the statuses published in {path} ({exc.strerror or exc}): the "
             "Action's gate and outputs read the report as the sweep wrote it"
         )
-
-
-def _statuses(report: Report) -> list[tuple[str, str, str, str]]:
-    return [(f.fingerprint, f.model, f.config, f.status) for f in report.findings]
 
 
 def _require_a_github_context(context: GitHubContext, dry_run: bool) -> None:

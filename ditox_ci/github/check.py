@@ -25,9 +25,6 @@ ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
 # as passing, so a fork's neutral `ditox-ci` would satisfy a required `ditox-ci` check
 UNVERIFIED_SUFFIX = " (unverified)"
 # A commit status has no neutral state; `pending` neither passes nor fails (`success` would pass)
-STATUS_OF = {"failure": "failure", "success": "success", "neutral": "pending"}
-
-
 def unverified_name(check_name: str) -> str:
     return check_name if check_name.endswith(UNVERIFIED_SUFFIX) else check_name + UNVERIFIED_SUFFIX
 
@@ -63,19 +60,24 @@ class Check(Surface):
 
     def publish(self, report: Report, texts: Texts) -> None:
         new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]
-        # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on,
-        # neutral: it informs and never fails, as the job does not
-        fail_on = "new" if self.fail_on == "never" else self.fail_on
-        failing, skips = report.failures(fail_on), report.skips()
+        # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on, and
+        # informs: it never fails, as the job does not
+        informs = self.fail_on == "never"
+        failing, skips = report.failures("new" if informs else self.fail_on), report.skips()
         # each status grouped apart: one fingerprint may be known on one model and new on another
         by_status = {s: group_bugs([f for f in failing if f.status == s]) for s in (NEW, KNOWN)}
         title = "; ".join(headline(bugs, status) for status, bugs in by_status.items() if bugs)
         title = title or "no new bugs"
         if skips.too_many:  # it closes the gate like a new bug: the check says so
             title = f"{title}; {skips.said()}"
-        conclusion = "failure" if report.closes_gate(fail_on) else "success"
-        if self.fail_on == "never" and conclusion == "failure":
-            conclusion = "neutral"
+        # (conclusion, commit status): an untrusted report's check is neutral and its status
+        # pending, which never passes; under `never` a closed gate is neutral, a success status
+        if not (failing or skips.too_many):
+            conclusion, state = "success", "success"
+        elif informs:
+            conclusion, state = "neutral", "success"
+        else:
+            conclusion, state = "failure", "failure"
         # one annotation per bug, on a file of this repository: the culprit pass's source when the
         # workspace is the optimizer's checkout, else the workflow that ran the check
         places = [self.context.repository_file(report, bug.first) for bug in new]
@@ -89,16 +91,13 @@ class Check(Surface):
                 f"{self.max_annotations} per check): {texts.pointer}\n"
             )
         if self.untrusted:
-            conclusion, title = "neutral", f"unverified: {title}"
+            conclusion, state, title = "neutral", "pending", f"unverified: {title}"
         try:
             self._check_run(conclusion, title, summary, annotations)
         except WriteDenied as exc:
             # Tokens without `checks: write` (and GitHub Apps without the permission) can still
             # set a commit status, which branch protection treats the same way.
             self.client.log.warning(f"cannot create a check run ({exc}); setting a commit status instead")
-            # `fail_on: never` informs and never fails: its neutral is a success there; an
-            # untrusted report's stays pending, which never passes
-            state = "success" if conclusion == "neutral" and not self.untrusted else STATUS_OF[conclusion]
             self._status(state, title)
 
     def _status(self, state: str, title: str) -> None:

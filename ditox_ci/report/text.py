@@ -63,6 +63,11 @@ def truncate(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def first_line(text: str) -> str:
+    """The first line of `text`, stripped ("" for blank text): a message's gist."""
+    return text.strip().splitlines()[0].strip() if text.strip() else ""
+
+
 def utf8_size(text: str) -> int:
     return len(text.encode("utf-8"))
 

@@ -25,7 +25,7 @@ from ditox_ci.registry import Registry
 from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import small_values
-from ditox_ci.report.text import md, span
+from ditox_ci.report.text import first_line, md, span
 
 SIGNIFICANT_DIGITS = 4
 # an expression longer than this says less than "changed N nodes into M"
@@ -215,12 +215,8 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
     if checker:
         ended = sentence if sentence.endswith(".") else f"{sentence}."
         also = "" if finding.kind == "invalid-model" else " also"
-        return f"{ended} The optimized model{also} fails ONNX's checker: {md(rounded(_first_line(checker)))}."
+        return f"{ended} The optimized model{also} fails ONNX's checker: {md(rounded(first_line(checker)))}."
     return sentence
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else ""
 
 
 def _rewrite(passes: str, record: Mapping[str, Any]) -> str | None:

@@ -40,6 +40,7 @@ import yaml
 from ditox_ci.errors import ConfigError, InternalError, UsageError
 from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
 from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.text import first_line
 from ditox_ci.safeload import parse_yaml, read_text
 
 BASELINE_VERSION = 1
@@ -95,14 +96,10 @@ def _made_invalid(finding: Finding) -> bool:
     if not checker:
         return False
     control = str(finding.measured.get("control") or "")
-    same_as_control = control.startswith(f"{INVALID_MODEL}: ") and _first_line(
+    same_as_control = control.startswith(f"{INVALID_MODEL}: ") and first_line(
         control.removeprefix(f"{INVALID_MODEL}: ")
-    ) == _first_line(checker)
+    ) == first_line(checker)
     return not same_as_control
-
-
-def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0].strip() if text.strip() else ""
 
 
 @dataclass(frozen=True)
