@@ -46,7 +46,8 @@ def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int |
 
     A generator that fails on a seed (no valid, finite model in its draws, or an error of its own
     code) does not end the run: the seed is noted in `failed` and counts towards `limit`, and the
-    stream goes on; the caller ends a run with a bug of ours in exit 70, its report written."""
+    stream goes on; the caller ends a run with a bug of ours in exit 70, its report written. Without
+    `failed` the error is raised."""
     selected = list(passes) if passes else sorted(GENERATORS)
     made = 0
     for round_index in itertools.count():
@@ -59,10 +60,11 @@ def generate_stream(seed: int, passes: Sequence[str] | None = None, limit: int |
             try:
                 item = generate(target_pass, seed + round_index)
             except Exception as exc:  # a bug of the generator's own code too: the run goes on to its report
-                if failed is not None:
-                    bug = not isinstance(exc, GenerationFailed)
-                    reason = f"{type(exc).__name__}: {exc}" if bug else str(exc)
-                    failed.append(NotGenerated(target_pass, seed + round_index, reason, bug))
+                if failed is None:  # nobody to tell: not a seed to leave out in silence
+                    raise
+                bug = not isinstance(exc, GenerationFailed)
+                reason = f"{type(exc).__name__}: {exc}" if bug else str(exc)
+                failed.append(NotGenerated(target_pass, seed + round_index, reason, bug))
                 continue
             yield item
 

@@ -332,9 +332,13 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
     available = getattr(module, "get_available_passes", None)
     default = getattr(module, "get_fuse_and_elimination_passes", None)
     opaque = not callable(available)
-    passes = _pass_names(name, "get_available_passes", available) if callable(available) else ()
-    default_name = "get_fuse_and_elimination_passes"
-    defaults = _pass_names(name, default_name, default) if callable(default) else passes
+    # an opaque optimizer's default is its whole call
+    passes: tuple[str, ...] = ()
+    defaults: tuple[str, ...] = OPAQUE_DEFAULT_PASSES
+    if callable(available):
+        passes = defaults = _pass_names(name, "get_available_passes", available)
+        if callable(default):
+            defaults = _pass_names(name, "get_fuse_and_elimination_passes", default)
     distributions = _distributions(module, module.__name__)
     normalize = getattr(module, "normalize_output", None)
     source = getattr(module, "__file__", None)
@@ -347,7 +351,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         name=name,
         version=_version_of(module, distributions[0] if distributions else name),
         passes=passes,
-        default_passes=OPAQUE_DEFAULT_PASSES if opaque else defaults,
+        default_passes=defaults,
         order_matters=bool(getattr(module, "PASS_ORDER_MATTERS", True)),
         fixed_point=str(getattr(module, "FIXED_POINT", OptimizerInfo.fixed_point)),
         opaque=opaque,

@@ -109,9 +109,10 @@ def _pip_install(spec: str, target: Path, flag: str) -> None:
 
 # the import name each built-in optimizer's distribution installs → the optimizers of that name,
 # the plainest first (ONNX Runtime's package is both `onnxruntime` and `onnxruntime-extended`)
-_PROVIDED: dict[str, tuple[str, ...]] = {"onnxoptimizer": ("onnxoptimizer",)}
-for _name, _adapter in ADAPTERS.items():
-    _PROVIDED[_adapter.imports] = (*_PROVIDED.get(_adapter.imports, ()), _name)
+_PROVIDED: dict[str, tuple[str, ...]] = {"onnxoptimizer": ("onnxoptimizer",)} | {
+    imports: tuple(name for name, adapter in ADAPTERS.items() if adapter.imports == imports)
+    for imports in dict.fromkeys(adapter.imports for adapter in ADAPTERS.values())
+}
 
 
 def provided_optimizer(folder: Path, spec: str, flag: str, fallback: str | None) -> str:
@@ -156,14 +157,18 @@ def optimizer_build(
         return
     # a built-in's latest release is its distribution's (`onnxruntime-extended` is `onnxruntime`)
     named = text if spec.kind != "builtin" else distribution_of(text)
+
+    def installed(folder: Path) -> Installation:
+        optimizer = text if spec.kind == "builtin" else provided_optimizer(folder, text, flag, module)
+        return Installation(text, optimizer, str(folder), describe(text, optimizer, str(folder), flag))
+
     root = cache_dir.resolve() / "builds"
     root.mkdir(parents=True, exist_ok=True)
     key = cache_key(named)
     target = root / key if key else None
     if target is not None and (target / _COMPLETE).is_file():
         log.info(f"{flag} {text}: cached in {target}")
-        optimizer = text if spec.kind == "builtin" else provided_optimizer(target, text, flag, module)
-        yield Installation(text, optimizer, str(target), describe(text, optimizer, str(target), flag))
+        yield installed(target)
         return
     if target is not None:
         shutil.rmtree(target, ignore_errors=True)  # an install that was killed halfway
@@ -175,9 +180,7 @@ def optimizer_build(
         if target is not None:
             with contextlib.suppress(OSError):  # another run may have won the race: use its copy
                 os.replace(staging, target)
-        folder = target if target is not None else staging
-        optimizer = text if spec.kind == "builtin" else provided_optimizer(folder, text, flag, module)
-        yield Installation(text, optimizer, str(folder), describe(text, optimizer, str(folder), flag))
+        yield installed(target if target is not None else staging)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

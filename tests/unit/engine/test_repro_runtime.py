@@ -15,7 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.compare.tensor import NOISE_MARGIN
-from ditox_ci.engine import interface, repro_runtime, runner
+from ditox_ci.engine import repro_runtime
 from ditox_ci.engine.repro_runtime import (
     BUG_PRESENT,
     CANNOT_TELL,
@@ -118,23 +118,28 @@ def test_samples_round_trip_sequences_of_unequal_shapes_and_absent_optionals(tmp
             assert all(np.array_equal(v, g) for v, g in zip(values, gots, strict=True))
 
 
-def _ditox_imports(module: object) -> list[str]:
+def _ditox_imports(module: object) -> set[str]:
+    """The modules of ditox-ci `module` imports: a relative import's module names, an absolute
+    import of ditox_ci as written."""
     tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8"))
-    found = []
+    found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            found.append("." * node.level + (node.module or ""))
+        if isinstance(node, ast.ImportFrom) and node.level:
+            found |= {node.module} if node.module else {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ditox_ci"):
+            found.add(str(node.module))
         elif isinstance(node, ast.Import):
-            found += [alias.name for alias in node.names]
-    return [name for name in found if name.startswith((".", "ditox_ci"))]
+            found |= {alias.name for alias in node.names if alias.name.startswith("ditox_ci")}
+    return found
 
 
-def test_the_runtime_travels_with_the_runner_and_the_interface_alone() -> None:
-    """A bundle holds these modules as ditox_repro/: the runtime may import the runner and the
-    interface beside it, relatively, and nothing else of ditox-ci; they import nothing of it."""
-    assert _ditox_imports(repro_runtime) == [".", ".interface"]
-    assert _ditox_imports(runner) == [] and _ditox_imports(interface) == []
-    assert (runner, interface, repro_runtime) == RUNTIME_MODULES
+def test_a_bundle_carries_every_module_of_ditox_ci_its_runtime_imports() -> None:
+    """A bundle holds RUNTIME_MODULES as ditox_repro/ and nothing else of ditox-ci: whatever they
+    import of it, relatively, is among them (the runtime imports the runner and the interface)."""
+    carried = {Path(str(module.__file__)).stem for module in RUNTIME_MODULES}
+    for module in RUNTIME_MODULES:
+        assert _ditox_imports(module) <= carried, module.__name__
+    assert {"runner", "interface"} <= _ditox_imports(repro_runtime)
 
 
 @pytest.mark.parametrize(
