@@ -15,14 +15,14 @@ from pathlib import Path
 
 import onnx
 
+from ditox_ci.cli.sweep import add_sweep_arguments
 from ditox_ci.control import PASSES_PREFIX
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step, check_passes
-from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import WorkerPool
+from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
@@ -65,18 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, as the sweep's)")
     parser.add_argument("--atol", type=float, help="absolute tolerance (default by dtype, as the sweep's)")
     parser.add_argument("--timeout", type=float, help="seconds one check may take (default 60)")
-    # judged as the sweep judged the model: the same settings, under the same names
-    add = parser.add_argument
-    add("--calibrate", choices=("on", "off"), help="judge against the model's own noise (default on)")
-    add("--runner", choices=RUNNER_CHOICES, help="what runs the models (default auto)")
-    add("--comparator", help="task comparator after the tensor oracle (e.g. classification)")
-    add("--dynamic-dim", dest="dynamic_dim", type=int, help="size for symbolic dimensions (default 2)")
-    add("--memory-limit", dest="memory_limit", type=int, help="MiB the worker may use (default 3584)")
-    add(
-        "--cache-dir",
-        dest="cache_dir",
-        help="where a build is installed (default $DITOX_CACHE_DIR, else $DITOX_CACHE, else "
-        "~/.cache/ditox-ci)",
+    # judged as the sweep judged the model: its options, under the same names
+    add_sweep_arguments(
+        parser,
+        {"memory_limit": f"MiB the worker may use (default {DEFAULT_MEMORY_LIMIT_MB})"},
+        only=("calibrate", "runner", "comparator", "dynamic_dim", "memory_limit", "cache_dir"),
     )
 
 def flags_of(args: argparse.Namespace) -> dict[str, object]:

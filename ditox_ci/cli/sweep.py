@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,12 +56,19 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def add_sweep_arguments(parser: argparse.ArgumentParser, helps: Mapping[str, str] | None = None) -> None:
-    """The options every command that sweeps accepts (sweep, fuzz); `helps` replaces the help of
-    those (by name) that mean something else to the command."""
+def add_sweep_arguments(
+    parser: argparse.ArgumentParser,
+    helps: Mapping[str, str] | None = None,
+    only: Collection[str] | None = None,
+) -> None:
+    """The options every command that sweeps accepts (sweep, fuzz), or `only` those (by name: reduce
+    judges as the sweep judges); `helps` replaces the help of those that mean something else to
+    the command."""
 
     def add(*flags: str, **kwargs: Any) -> None:
         name = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
+        if only is not None and name not in only:
+            return
         parser.add_argument(*flags, **{**kwargs, "help": (helps or {}).get(name, kwargs.get("help"))})
     add(
         "--configs",
