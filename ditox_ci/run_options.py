@@ -38,6 +38,7 @@ from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
 from ditox_ci.report import Report, read_report
+from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
 
@@ -121,11 +122,18 @@ class SweepOptions(RunOptions):
     changed_since: str | None = None
     # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
     max_skipped: float | None = None
+    # the tiers of values bugs that gate (report.kinds.Tier); every tier by default
+    gate_tiers: tuple[str, ...] = TIERS
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.max_skipped is not None and not 0 <= self.max_skipped <= 1:
             raise UsageError(f"--max-skipped must be a fraction from 0 to 1, got {self.max_skipped}")
+        unknown = [tier for tier in self.gate_tiers if tier not in TIERS]
+        if unknown or not self.gate_tiers:
+            raise UsageError(
+                f"--gate-tiers takes one or more of {', '.join(TIERS)}, got '{','.join(self.gate_tiers)}'"
+            )
         if self.localize not in LOCALIZE_MODES:
             raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
         for name in ("exercise_budget", "reduce_budget"):

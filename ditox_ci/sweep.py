@@ -159,7 +159,12 @@ def _exercise(
 
 
 def _reproduce(
-    finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
+    finished: _Finished,
+    plan: SweepPlan,
+    pool: WorkerPool,
+    options: PinpointOptions,
+    gate_tiers: tuple[str, ...],
+    log: Log,
 ) -> None:
     """What would gate as new is run again first: a failure no re-run shows is flaky (`reproduce`)."""
     with log.group("reproduce"):
@@ -171,6 +176,7 @@ def _reproduce(
             options.by_design,
             time.monotonic() + options.budget_left(),
             log,
+            gate_tiers,
         )
     finished.findings, finished.reproduce_stats = list(done.findings), done.stats
 
@@ -337,7 +343,7 @@ def _sweep_planned(
                 _judge_on_base(finished, plan, config, base, head, workers, deadline, log)
             # re-running, localization and reduction go through the same workers, so the pool stays open
             if pinpointing.budget_left() > 0 and finished.findings:
-                _reproduce(finished, plan, pool, pinpointing, log)
+                _reproduce(finished, plan, pool, pinpointing, options.gate_tiers, log)
             if options.localize != "off" and finished.findings:
                 _pinpoint_findings(finished, plan, pool, pinpointing, log)
             settled()

@@ -38,6 +38,7 @@ class ActionInputs:
     rtol: float | None = None
     atol: float | None = None
     max_skipped: float | None = None
+    gate_tiers: tuple[str, ...] = ()
     jobs: int | None = None
     runner: str = "auto"
     timeout: float | None = None
@@ -210,6 +211,7 @@ SWEEP_FLAGS = (
     InputFlag("rtol"),
     InputFlag("atol"),
     InputFlag("max_skipped"),
+    InputFlag("gate_tiers", _joined),
     InputFlag("jobs"),
     InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
     InputFlag("timeout"),

@@ -20,6 +20,7 @@ from ditox_ci.options import load_config_file, resolve
 from ditox_ci.report import Report
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.exercised import never_fired_warnings
+from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep import run_sweep
@@ -160,6 +161,14 @@ def add_sweep_arguments(
         help="gate (exit 1) when more than this share of the corpus was skipped, e.g. 0.2 "
         "(default: no limit; a whole or merged sweep where no model ran always exits 4)",
     )
+    add(
+        "--gate-tiers",
+        dest="gate_tiers",
+        type=_csv,
+        metavar="TIERS",
+        help="comma list of the tiers of values bugs (output-mismatch) that gate: wrong-result, "
+        "precision, ties (default: all three); a bug of another tier is reported, and fails nothing",
+    )
     add("--out", help="output folder (default ditox-report)")
     add(
         "--localize",
@@ -233,6 +242,8 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     report = classify(report, setup.baseline, setup.previous)
     if options.max_skipped is not None:  # the summary shows the limit beside the skipped share
         report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
+    if options.gate_tiers != TIERS:  # publish and merge gate as the sweep did
+        report = replace(report, stats={**report.stats, "gate_tiers": list(options.gate_tiers)})
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
     if report.shard.get("count", 1) == 1:  # a shard's coverage is its share's: the merge's summary says
@@ -258,7 +269,7 @@ def log_bugs(report: Report, log: Log) -> str:
     """One error line per new bug, not per finding (a bug seen under default and its single pass
     is one bug); returns the tally the summary, the comment and the check open with, in the
     same words, for the command's last line."""
-    context = bug_context(report.findings, report.stats.get("baseline", {}))
+    context = bug_context(report)
     for bug in context["new_failures"]:
         passes = ", ".join(bug.culprit.passes) or bug.culprit.scope
         where = f"{bug.first.model} [{bug.first.config}]"

@@ -10,6 +10,7 @@ in `structure.py`, the original's noise floor in `noise.py`, saturated samples i
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -19,8 +20,8 @@ import onnx
 from ditox_ci.compare import COMPARATORS, Comparison
 from ditox_ci.compare.tasks import CompareContext, needs_context
 from ditox_ci.corpus.inputs import Feed
-from ditox_ci.engine import runner
-from ditox_ci.engine.interface import interface_change, rebound
+from ditox_ci.engine import fp64, runner
+from ditox_ci.engine.interface import fed, interface_change, outputs_unchanged
 from ditox_ci.engine.original import (
     RUNNER_TITLES,
     EvalSettings,
@@ -28,7 +29,7 @@ from ditox_ci.engine.original import (
     SkipModel,
     prepare,
 )
-from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.outcome import Outcome, Verdict
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.saturation import finite_version, precision_warning, saturated_tensors
 from ditox_ci.engine.structure import (
@@ -40,6 +41,7 @@ from ditox_ci.engine.structure import (
     unused_initializers,
 )
 from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
+from ditox_ci.report.kinds import TIERS, WRONG_RESULT_SCALE, Tier
 
 # A model's whole evaluation is imported from here (the worker, the sweep, `ditox-ci reduce`, the
 # tests): preparing the original once (original.py) and judging each step (below).
@@ -99,7 +101,7 @@ def judge_bytes(
         optimized = onnx.ModelProto()
         optimized.ParseFromString(data)
     outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
-    outcome = Outcome(outcome.kind, outcome.message, outcome.evidence, digest, True)
+    outcome = replace(outcome, digest=digest, changed=True)
     context.judged[digest] = outcome
     if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
         context.judged_bytes.setdefault(len(data), []).append((data, digest))
@@ -128,26 +130,27 @@ def _judge_changed(
     settings: EvalSettings,
     on_phase: PhaseCallback | None,
 ) -> Outcome:
+    """Every verdict on the result: the checker, the interface, then, as far as the interface lets
+    it be fed and compared, ONNX Runtime loading and running it and its values. The outcome is the
+    set (`Outcome.of`): an invalid model is still run, so a pass that also miscompiles shows its
+    mismatch; a retyped one is still checked, so a pass whose retyping is by design cannot hide an
+    invalid model behind it."""
     evidence: dict[str, Any] = op_changes(context.model.graph, optimized.graph)
     info = info_notes(context.model, optimized)
     if info:
         evidence["info"] = info
-    # A model the checker rejects is still run whenever ONNX Runtime loads it: when the nop control
-    # fails the checker (onnxoptimizer 0.4.2 drops the types of sequence outputs), a pass that also
-    # miscompiles must show its mismatch, not fold into the nop control's invalid-model.
-    invalid: Outcome | None = None
+    verdicts: list[Verdict] = []
     if context.checker_error is None:
         error = checker_error(data)
         if error is not None:
             evidence["checker"] = error
-            invalid = Outcome("invalid-model", error, {**evidence, "message": error})
-    # An interface change is the finding whether or not the result also fails the checker (its
-    # verdict stays in evidence.checker): the kind follows from this result alone, never from
-    # whether the nop control failed, or one output would be two bugs across two builds whose
-    # round trips differ (split_init on 0.4.2 and on a head that fixed the round trip)
+            verdicts.append(Verdict("invalid-model", error))
     change = interface_change(context.model, optimized)
     if change is not None:
-        return Outcome("interface-change", change, {**evidence, "message": change})
+        verdicts.append(Verdict("interface-change", change))
+    feeds = fed(context.feeds, context.model, optimized)
+    if feeds is None:  # other inputs: nothing the original ran on can be fed by position
+        return Outcome.of(verdicts, evidence)
     if on_phase:
         on_phase("run")
     runner_name = context.runner
@@ -161,17 +164,21 @@ def _judge_changed(
     try:
         session = runner.load_session(data, settings.threads, runner_name)
     except runner.RuntimeLoadError as exc:
-        return invalid or Outcome("runtime-load-error", str(exc), {**evidence, "message": str(exc)})
-    feeds = rebound(context.feeds, context.model, optimized)
+        return Outcome.of([*verdicts, Verdict("runtime-load-error", str(exc))], evidence)
     try:
         outputs = runner.run_all(session, feeds)
     except runner.RuntimeRunError as exc:
-        return Outcome("runtime-error", str(exc), {**evidence, "message": str(exc)})
-    mismatch = _comparisons(context, session, outputs, comparators, settings, evidence)
-    if mismatch is not None:
-        return _unless_saturated(context, optimized, session, outputs, mismatch, settings)
-    if invalid is not None:
-        return invalid
+        return Outcome.of([*verdicts, Verdict("runtime-error", str(exc))], evidence)
+    if not outputs_unchanged(context.model, optimized):  # the interface change says how they differ
+        return Outcome.of(verdicts, evidence)
+    values = _comparisons(context, session, outputs, comparators, settings, evidence)
+    if values is not None:
+        values = _unless_saturated(context, optimized, session, outputs, values, settings)
+        if values.kind == "output-mismatch" or not verdicts:
+            evidence = values.evidence
+            verdicts.append(Verdict(values.kind or "", values.message))
+    if verdicts:
+        return Outcome.of(verdicts, evidence)
     introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)
     if introduced:
         message = f"optimizer introduced {len(introduced)} unused initializer(s)"
@@ -226,7 +233,7 @@ def _unless_saturated(
         context.session = runner.load_session(context.data, settings.threads, context.runner)
     try:
         expected = runner.run(context.session, feed)
-        actual = runner.run(session, rebound([feed], context.model, optimized)[0])
+        actual = runner.run(session, (fed([feed], context.model, optimized) or [feed])[0])
     except runner.RuntimeRunError:
         return mismatch
     if not agrees([sample], [feed], [expected], [actual]):
@@ -244,8 +251,17 @@ def _comparisons(
 ) -> Outcome | None:
     """Every comparator runs, even after one failed: the evidence keeps each one's verdict and
     numbers under `comparators` (when there are several) and names the first failing one, which
-    gates, as `comparator`. None when all pass."""
+    gates, as `comparator`, and how wrong the result is (`tier`). None when all pass. What the
+    tensor oracle flags is judged again against the float64 reference where one runs (and the
+    sweep calibrates): the evidence says which rule judged (`rule`) and, when there is no
+    reference, why (`fp64`)."""
     results = [_compare(name, context, session, outputs, settings) for name in comparators]
+    if not results[0].passed and results[0].comparator == "tensor" and settings.calibrate:
+        reference = _reference(context, settings)
+        if reference.available:
+            results[0] = _compare("tensor", context, session, outputs, settings, reference.values)
+        else:
+            evidence["fp64"] = reference.why_not
     if len(results) > 1:
         evidence["comparators"] = {
             r.comparator: {"passed": r.passed, "message": r.message, **r.metrics} for r in results
@@ -262,16 +278,56 @@ def _comparisons(
             "message": gate.message,
             "output": gate.output,
             "comparator": gate.comparator,
+            "tier": tier_of([r for r in results if not r.passed]),
         },
     )
 
 
+def tier_of(failed: Sequence[Comparison]) -> str:
+    """How wrong a result is (`report.kinds.Tier`): the most severe tier of its failed comparisons."""
+    return min((_tier(comparison) for comparison in failed), key=TIERS.index)
+
+
+def _tier(comparison: Comparison) -> str:
+    """A failed comparison's tier, from its worst output."""
+    metrics = comparison.metrics
+    if (
+        comparison.comparator != "tensor"
+        or metrics.get("reason") != "values"
+        or metrics.get("rule") == "exact"
+    ):
+        return Tier.WRONG_RESULT.value
+    if "unexplained" in metrics:
+        return Tier.TIES.value if metrics["unexplained"] == 0 else Tier.WRONG_RESULT.value
+    scale = float(metrics.get("error_scale", math.inf))
+    return Tier.PRECISION.value if scale < WRONG_RESULT_SCALE else Tier.WRONG_RESULT.value
+
+
+def _reference(context: ModelContext, settings: EvalSettings) -> fp64.Reference:
+    """The original's float64 reference on the judged samples, computed on first need."""
+    if context.fp64 is None:
+        context.fp64 = fp64.reference(
+            context.model, context.feeds, context.outputs, settings.threads, settings.seed
+        )
+    return context.fp64
+
+
 def _compare(
-    name: str, context: ModelContext, session: Any, outputs: list[list[Any]], settings: EvalSettings
+    name: str,
+    context: ModelContext,
+    session: Any,
+    outputs: list[list[Any]],
+    settings: EvalSettings,
+    reference: Any = None,
 ) -> Comparison:
-    """The tensor oracle takes the sweep's tolerances; a task comparator its manifest options."""
+    """The tensor oracle takes the sweep's tolerances (and a float64 reference, when it has one);
+    a task comparator its manifest options."""
     if name == "tensor":
-        options: Mapping[str, Any] = {**settings.tolerances.oracle_options(), "noise": context.noise}
+        options: Mapping[str, Any] = {
+            **settings.tolerances.oracle_options(),
+            "noise": context.noise,
+            "reference": reference,
+        }
     else:
         options = context.ref.meta.get("comparator_options", {})
     compare = COMPARATORS[name](options)

@@ -17,10 +17,13 @@ from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.report.evidence import Triage
+from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.model import Culprit, Finding
 
 # evidence of a finding on a model whose nop control failed too: what the control did
 CONTROL_KEY = "control"
+# evidence of a finding with several verdicts: each one's message after the headline's, by kind
+OTHER_VERDICTS_KEY = "other_verdicts"
 # a failure is the shared code's when more than half of the single passes a model ran show it, and
 # at least this many: two passes that fail alike may share a helper, or a mistake, of their own
 SHARED_MIN_PASSES = 3
@@ -101,8 +104,14 @@ def shared_failure(result: JobResult, steps: Sequence[Step]) -> SharedFailure | 
 
 def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
     """One finding per failing step, except that what the nop control already shows is reported once,
-    as infrastructure, with the configs that showed it too; and that the failure most single passes
-    show alike (`shared_failure`) is blamed on the shared code in every config that shows it."""
+    as infrastructure, with the configs that showed it too; that the failure most single passes
+    show alike (`shared_failure`) is blamed on the shared code in every config that shows it; and
+    that a multi-pass config's warning one of its passes shows alone is blamed on that pass
+    (`_warned_alone`), so one cause is one warning.
+
+    A finding's verdicts are its result's less those the nop control shows alike (`Outcome.beyond`):
+    its kind is the most severe of what the config itself did, and a baseline entry must name each
+    of them. Its fingerprint keys on every verdict the result shows, whatever the control did."""
     nop = result.outcomes.get(NOP)
     shared = shared_failure(result, steps)
     shared_with_nop: list[str] = []
@@ -111,24 +120,35 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         outcome = result.outcomes.get(step.label)
         if outcome is None or outcome.kind is None:
             continue
-        if step.label != NOP and _as_in_nop(outcome, nop, result):
+        own = outcome if step.label == NOP else outcome.beyond(nop)
+        if step.label != NOP and (own.kind is None or _as_in_nop(outcome, nop, result)):
             shared_with_nop.append(step.label)
             continue
         culprit = culprit_for(step)
+        rewrites = None
         if shared is not None and step.label != NOP and outcome.same_failure(shared.failure):
             culprit = shared.culprit()
-        measured = dict(outcome.evidence)
+        elif own.kind == FindingKind.WARNING.value and not step.single_pass:
+            alone = _warned_alone(outcome, step, result, steps)
+            if alone is not None:
+                culprit, rewrites = Culprit("pass", (alone[0],), WARNED_ALONE, 0), alone[1]
+        measured = dict(own.evidence)
+        tier = measured.pop("tier", None)
+        if own.also:  # what each verdict after the headline said (the evidence's message is the headline's)
+            measured[OTHER_VERDICTS_KEY] = {verdict.kind: verdict.message[:300] for verdict in own.also}
         if step.label != NOP and nop is not None and nop.kind is not None:
             # context only: the finding's kind and fingerprint come from this config's own result
             measured[CONTROL_KEY] = f"{nop.kind}: {nop.message}"[:300]
         findings.append(
             Finding(
-                fingerprint=culprit_fingerprint(outcome, culprit, step.label),
-                kind=outcome.kind,
+                fingerprint=culprit_fingerprint(outcome, culprit, step.label, rewrites),
+                kind=own.kind or "",
                 model=result.ref.id,
                 config=step.label,
                 culprit=culprit,
                 measured=measured,
+                verdicts=own.kinds,
+                tier=tier if FindingKind.OUTPUT_MISMATCH.value in own.kinds else None,
             )
         )
     if shared_with_nop:
@@ -137,6 +157,24 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         folded = Triage(also_in=tuple(shared_with_nop), original_fails=str(fallback) if fallback else None)
         findings = [replace(f, triage=folded) if f.config == NOP else f for f in findings]
     return findings
+
+
+# a multi-pass config's warning blamed on a pass that shows it alone
+WARNED_ALONE = "single-pass results: the same warning under the pass alone"
+
+
+def _warned_alone(
+    warning: Outcome, step: Step, result: JobResult, steps: Sequence[Step]
+) -> tuple[str, Outcome] | None:
+    """The first of `step`'s passes whose single-pass config showed the same warning on the model,
+    with that config's outcome: the cause a multi-pass config's warning shares with it (warnings
+    are not localized)."""
+    alone = {s.single_pass: s.label for s in steps if s.single_pass}
+    for name in step.passes:
+        shown = result.outcomes.get(alone.get(name, ""))
+        if shown is not None and shown.same_failure(warning):
+            return name, shown
+    return None
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from ditox_ci.corpus.inputs import (
 )
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
+from ditox_ci.engine.fp64 import Reference
 from ditox_ci.engine.noise import PlainRun, measure_noise, random_output_positions, random_outputs
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.structure import checker_error
@@ -116,6 +117,8 @@ class ModelContext:
     saturated: dict[int, list[str]] = field(default_factory=dict)
     # how `feeds` were made
     draw: Draw | None = None
+    # the original in float64 on `feeds` (fp64.py), computed once a difference needs it
+    fp64: Reference | None = None
 
 
 class SkipModel(Exception):

@@ -16,7 +16,7 @@ from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.log import Log
 from ditox_ci.report.bugs import Bug, group_bugs, headline
-from ditox_ci.report.kinds import KNOWN, NEW, kind_gates
+from ditox_ci.report.kinds import KNOWN, NEW
 from ditox_ci.report.model import Report
 
 T = TypeVar("T")
@@ -59,13 +59,15 @@ class Check(Surface):
         return options.check and bool(self.context.sha)
 
     def publish(self, report: Report, texts: Texts) -> None:
-        new = [bug for bug in group_bugs(report.findings) if bug.status == "new"]
+        new = [bug for bug in group_bugs(report.findings, report.gate_tiers) if bug.status == "new"]
         # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on, and
         # informs: it never fails, as the job does not
         informs = self.fail_on == "never"
         failing, skips = report.failures("new" if informs else self.fail_on), report.skips()
         # each status grouped apart: one fingerprint may be known on one model and new on another
-        by_status = {s: group_bugs([f for f in failing if f.status == s]) for s in (NEW, KNOWN)}
+        by_status = {
+            s: group_bugs([f for f in failing if f.status == s], report.gate_tiers) for s in (NEW, KNOWN)
+        }
         title = "; ".join(headline(bugs, status) for status, bugs in by_status.items() if bugs)
         title = title or "no new bugs"
         if skips.too_many:  # it closes the gate like a new bug: the check says so
@@ -189,7 +191,7 @@ def _annotation(bug: Bug, path: str) -> dict[str, Any]:
         "path": path.lstrip("/")[:1000],
         "start_line": 1,
         "end_line": 1,
-        "annotation_level": "failure" if kind_gates(finding.kind) else "warning",
+        "annotation_level": "failure" if bug.gates else "warning",
         "title": f"{finding.kind} in {passes}"[:255],
         "message": f"{finding.model} ({finding.config}){seen}: {message}\nfingerprint {finding.fingerprint}",
     }

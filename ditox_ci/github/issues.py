@@ -143,7 +143,7 @@ class Issues(Surface):
                 )
 
     def publish(self, report: Report, texts: Texts) -> None:
-        open_by_fp = _group(f for f in report.findings if issue_worthy(f))
+        open_by_fp = _group(f for f in report.findings if issue_worthy(f, report.gate_tiers))
         fixed_by_fp = _group(f for f in report.findings if f.status == "fixed")
         if not open_by_fp and not (self.close_fixed and fixed_by_fp):
             return

@@ -178,7 +178,7 @@ class Texts:
         }
 
     def _bugs(self) -> dict[str, Any]:
-        return bug_context(self.report.findings, self.report.stats.get("baseline", {}))
+        return bug_context(self.report)
 
     def bugs_page(self, template: str, limit: int, **extra: Any) -> str:
         """A page over the report's bugs (`templates/<template>`), as many of them shown as fit in

@@ -52,7 +52,7 @@ from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_f
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, judged_as_the_sweep, write_bundle
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.evidence import Reduction
-from ditox_ci.report.kinds import kind_gates
+from ditox_ci.report.kinds import INVALID_MODEL, VALUES_KIND, kind_gates
 from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
 
 LOCALIZE_MODES = ("auto", "off")
@@ -146,12 +146,13 @@ class PoolJudge:
         self.scratch = scratch
         self.candidates = 0
 
-    def run(self, ref: ModelRef, step: Step) -> Outcome:
-        return self.judged(ref, step)[0]
+    def run(self, ref: ModelRef, step: Step, fresh: bool = False) -> Outcome:
+        """`fresh`: the model prepared anew, no verdict from the worker's cache (a repeat)."""
+        return self.judged(ref, step, fresh)[0]
 
-    def judged(self, ref: ModelRef, step: Step) -> tuple[Outcome, str]:
+    def judged(self, ref: ModelRef, step: Step, fresh: bool = False) -> tuple[Outcome, str]:
         """The outcome, and the runner that judged the model (the one that could run it)."""
-        results = list(self.pool.run([Job(ref, (step,))]))
+        results = list(self.pool.run([Job(ref, (step,), fresh=fresh)]))
         if results and results[0].status == INTERNAL_ERROR:
             raise InternalError(f"{ref.id} under {step.label}: {results[0].reason}")
         outcome = results[0].outcomes.get(step.label) if results else None
@@ -273,13 +274,17 @@ class _Pinpointer:
         # a model's findings (default, fixed-point, …) follow one another: load it once for all
         self.loaded: tuple[str, onnx.ModelProto, Feeds] | None = None
 
-    def _localize(self, result: JobResult, step: Step, failure: Outcome) -> Culprit:
+    def _localize(self, result: JobResult, step: Step, failure: Outcome, flaky: bool) -> Culprit:
         def probe(passes: Sequence[str]) -> Outcome:
             key = (result.ref.id, tuple(passes))
             if key not in self.probes:
                 self.probe_runs += 1
                 self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(passes), key[1]))
             return self.probes[key]
+
+        def rerun(passes: Sequence[str]) -> Outcome:  # a repeat: never the cached verdict
+            self.probe_runs += 1
+            return self.judge.run(result.ref, Step("probe:" + ",".join(passes), tuple(passes)), fresh=True)
 
         if self.options.opaque:
             return Culprit("unknown", (), OPAQUE_METHOD, 0)
@@ -288,7 +293,8 @@ class _Pinpointer:
             for s in self.steps.values()
             if s.single_pass and s.label in result.outcomes
         }
-        culprit = localize(step.passes, failure, probe, single=single, nop=result.outcomes.get(NOP))
+        nop = result.outcomes.get(NOP)
+        culprit = localize(step.passes, failure, probe, single=single, nop=nop, rerun=rerun, flaky=flaky)
         if self.options.passes_ordered:
             return culprit
         return replace(culprit, passes=tuple(sorted(culprit.passes)))
@@ -333,7 +339,10 @@ class _Pinpointer:
         if culprit.scope == "unknown":
             if self.options.deadline is not None and self.options.budget_left() <= 0:
                 return replace(finding, pinpointing=replace(finding.pinpointing, skipped="out of time"))
-            culprit = self._localize(result, step, failure)
+            tries = finding.triage.reproduce
+            culprit = self._localize(
+                result, step, failure, tries is not None and tries.reproduced < tries.tries
+            )
         # the fingerprint comes before reduction and never from it (see failure_fingerprint), and
         # whether or not the finding is reduced: a bug the base build shows too has the same id in
         # the PR check as in the nightly's plain sweep
@@ -363,7 +372,7 @@ class _Pinpointer:
             reduced, reduced_feeds = reduction.model, reduction.feeds
             pinpointing = replace(pinpointing, reduction=reduction.record)
         divergence = None
-        if failure.kind == "output-mismatch" and reduction is not None:
+        if VALUES_KIND in failure.kinds and reduction is not None:
             divergence = self.judge.divergence(
                 # one (rtol, atol) for every intermediate value: float32's where none was given
                 result.ref.id, reduced, reduced_feeds, target, *self.pool.config.settings.tolerances.scalar()
@@ -393,11 +402,12 @@ class _Pinpointer:
         return pinpointed
 
     def _only_the_checker(self, finding: Finding) -> bool:
-        """Whether the finding's change is by design and the checker refusing its result the bug:
-        without the checker's verdict the baseline would accept it."""
-        if finding.kind == "invalid-model" or not finding.measured.get("checker"):
+        """Whether the finding's other verdicts are by design and the checker refusing its result
+        the bug: without its `invalid-model` verdict the baseline would accept it."""
+        rest = finding.but_for_the_checker()
+        if INVALID_MODEL not in finding.verdicts or rest.verdicts == finding.verdicts:
             return False
-        return self.options.by_design(finding.but_for_the_checker())
+        return self.options.by_design(rest)
 
     def _standalone(
         self, finding: Finding, reduced: onnx.ModelProto, feeds: Feeds, step: Step, only_the_checker: bool

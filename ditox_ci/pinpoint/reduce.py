@@ -123,6 +123,10 @@ class Subgraphs:
         outputs = self.outputs(kept)
         if not outputs or any(n not in sample for n in fed + outputs for sample in self.recorded):
             return None
+        # only tensors are declared from what they hold: a cut through a sequence (a graph input
+        # of the original that is one) cannot be fed
+        if any(not isinstance(sample[n], np.ndarray) for n in fed + outputs for sample in self.recorded):
+            return None
         graph = helper.make_graph(
             nodes,
             self.model.graph.name or "reduced",

@@ -14,15 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction, ReductionEnd
-from ditox_ci.report.kinds import kind_gates
-from ditox_ci.report.model import FLAKY, Culprit, Finding
+from ditox_ci.report.kinds import TIERS, verdicts_gate
+from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 
 
 @dataclass(frozen=True)
 class Bug:
-    """The findings of one status that share a fingerprint, in report order."""
+    """The findings of one status that share a fingerprint, in report order; `gate_tiers` the
+    tiers of values verdicts that gate in their report."""
 
     findings: tuple[Finding, ...]
+    gate_tiers: tuple[str, ...] = TIERS
 
     @property
     def first(self) -> Finding:
@@ -50,9 +52,14 @@ class Bug:
         return self.first.culprit
 
     @property
+    def tier(self) -> str | None:
+        return self.first.tier
+
+    @property
     def gates(self) -> bool:
-        """A bug of a kind that gates (`kinds.kind_gates`): a failure, not a warning."""
-        return kind_gates(self.kind)
+        """A bug with a verdict that gates (`kinds.verdicts_gate`): a failure, not a warning nor a
+        values bug of a tier its report does not gate."""
+        return verdicts_gate(self.first.verdicts, self.first.tier, self.gate_tiers)
 
     @property
     def message(self) -> str:
@@ -122,13 +129,19 @@ class KnownGroup:
         return self.known_by.baseline_entry
 
 
-def group_bugs(findings: Iterable[Finding]) -> list[Bug]:
-    """One Bug per fingerprint; failures before warnings, then the most findings first."""
+def group_bugs(findings: Iterable[Finding], gate_tiers: tuple[str, ...] = TIERS) -> list[Bug]:
+    """One Bug per fingerprint; failures before warnings, wrong results before losses of precision
+    before ties, then the most findings first."""
     grouped: dict[str, list[Finding]] = {}
     for finding in findings:
         grouped.setdefault(finding.fingerprint, []).append(finding)
-    bugs = [Bug(tuple(group)) for group in grouped.values()]
-    return sorted(bugs, key=lambda bug: (not bug.gates, -len(bug.findings), bug.fingerprint))
+    bugs = [Bug(tuple(group), gate_tiers) for group in grouped.values()]
+    return sorted(bugs, key=_bug_order)
+
+
+def _bug_order(bug: Bug) -> tuple[bool, int, int, str]:
+    tier = TIERS.index(bug.tier) if bug.tier in TIERS else -1
+    return (not bug.gates, tier, -len(bug.findings), bug.fingerprint)
 
 
 def known_groups(findings: Iterable[Finding]) -> list[KnownGroup]:
@@ -188,13 +201,14 @@ def tally(new: Sequence[Bug], known: int, fixed: int, flaky: int) -> list[str]:
     return parts + ([f"{flaky} flaky, not blocking"] if flaky else [])
 
 
-def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[str, Any]:
+def bug_context(report: Report) -> dict[str, Any]:
     """What every bug-centric template takes: new bugs and warnings, fixed and flaky bugs, known
     groups, and the tally they open with."""
-    new = group_bugs(f for f in findings if f.status == "new")
+    findings, tiers = report.findings, report.gate_tiers
+    new = group_bugs((f for f in findings if f.status == "new"), tiers)
     known = [f for f in findings if f.status == "known"]
-    fixed = group_bugs(f for f in findings if f.status == "fixed")
-    flaky = group_bugs(f for f in findings if f.status == FLAKY)
+    fixed = group_bugs((f for f in findings if f.status == "fixed"), tiers)
+    flaky = group_bugs((f for f in findings if f.status == FLAKY), tiers)
     return {
         "tally": tally(new, len(known), len(fixed), len(flaky)),
         "flaky_bugs": flaky,
@@ -204,6 +218,6 @@ def bug_context(findings: Sequence[Finding], baseline: dict[str, Any]) -> dict[s
         "fixed_bugs": fixed,
         "known_groups": known_groups(known),
         "known_count": len(known),
-        "baseline": baseline,
+        "baseline": report.stats.get("baseline", {}),
     }
 

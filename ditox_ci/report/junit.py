@@ -46,7 +46,7 @@ def junit_xml(report: Report) -> str:
         case = ET.SubElement(suite, "testcase", classname=_text(model, 1000), name=_text(config, 1000))
         counts["tests"] += 1
         here = findings.get((model, config), [])
-        new = [f for f in here if f.gates]
+        new = [f for f in here if f.closes_gate(report.gate_tiers)]
         if new:
             counts["failures"] += 1
             for finding in new:

@@ -6,16 +6,26 @@ entry that names no kind accepts it, and the text of its SARIF rule. report.json
 the same names in the same order (tested), `report/sarif.py` makes one rule per member and
 `triage/baseline.py` reads the named-only kinds from here: adding a kind is one row.
 
-`closes_gate()` is the one "does this close the gate" predicate: under `fail_on` new (the command
-line's exit codes), a new finding of a kind that gates; under `any`, a known one too (FAIL_ON). A
-warning never gates, and neither does a finding of any other status (fixed, or flaky: seen once
-and never again, so there is nothing to reproduce it by).
+The members are listed most severe first: a judged result shows a *set* of verdicts (an optimized
+model may both be retyped and fail the checker), and the finding's kind, its headline, is the most
+severe of them (`headline`), in this order: the optimizer crashing, hanging or raising; an invalid
+model; ONNX Runtime refusing to load or run it; wrong values; a changed interface; a warning.
 
-    python -m ditox_ci.report.kinds    # the docs' table, as docs/cli.md must hold it
+A values verdict (`output-mismatch`) also has a tier, how wrong it is in a maintainer's units
+(`Tier`): a wrong result, a loss of precision, or a decision flipped on a tie.
+
+`closes_gate()` is the one "does this close the gate" predicate: under `fail_on` new (the command
+line's exit codes), a new finding with a verdict of a kind that gates (a values verdict only in a
+tier of `gate_tiers`); under `any`, a known one too (FAIL_ON). A warning never gates, and neither
+does a finding of any other status (fixed, or flaky: seen once and never again, so there is
+nothing to reproduce it by).
+
+    python -m ditox_ci.report.kinds    # the docs' tables, as docs/cli.md must hold them
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from enum import Enum
 
 # the statuses that may gate; `report.model.STATUSES` lists them all
@@ -86,27 +96,34 @@ class FindingKind(Enum):
         "ONNX Runtime fails, crashes or hangs running the optimized model",
         "ONNX Runtime fails running the optimized model.",
     )
+    OUTPUT_MISMATCH = (
+        "output-mismatch",
+        "an output differs beyond `--rtol`/`--atol` or, calibrated, beyond the model's own noise "
+        "floor (NaN equals NaN at the same position), and, where the original runs in float64, its "
+        "error against that float64 result is more than k times the original's own plus a floor "
+        "(see The float64 reference below; `evidence.rule` says which rule judged: `fp64`, "
+        "`noise-floor`, `tolerance` or `exact`; `evidence.fp64` why there was no float64 result). "
+        "Evidence has `max_abs`, `max_rel` (each "
+        "difference over its expected element's magnitude, never over less than the output's mean "
+        "magnitude or `--atol`: finite where the values are), `error_scale`, `mismatch_fraction`, "
+        "the worst index, sample and `output_index`, `fp64_error`, `original_fp64_error` and "
+        "`error_ratio` under the float64 rule, `ties`/`unexplained` for integer outputs, or a task "
+        "comparator's numbers; the finding's `tier` says how wrong it is. Sequence and optional "
+        "outputs compare presence, length, each element's dtype and shape, then each element with "
+        "the same tolerances (`element` names the worst). Every comparator runs (the tensor oracle, "
+        "then `--comparator` and the model's own task comparator): with more than one, "
+        "`evidence.comparators` holds each one's verdict and numbers and `evidence.comparator` "
+        "names the first that failed",
+        "The optimized model computes different values (a miscompilation).",
+    )
     INTERFACE_CHANGE = (
         "interface-change",
         "graph inputs/outputs changed count, element type or static shape (compared by position: a "
-        "pass may rename by design). When the result also fails the checker it is still the "
-        "interface change, with the checker's verdict in `evidence.checker`: a finding's kind comes "
-        "from its own result, never from whether the `nop` control failed (on a model whose control "
-        "failed too, `evidence.control` says how, as context)",
+        "pass may rename by design). The result is still checked, and loaded and run when it takes "
+        "as many inputs (a retyped input fed its value cast, as the pass means callers to), and its "
+        "values compared when its outputs kept their count, types and static shapes: what else it "
+        "shows is a verdict of the finding too",
         "The optimized model's inputs or outputs differ from the original's.",
-    )
-    OUTPUT_MISMATCH = (
-        "output-mismatch",
-        "an output differs beyond `--rtol`/`--atol` (NaN equals NaN at the same position); evidence "
-        "has `max_abs`, `max_rel` (each difference over its expected element's magnitude, never "
-        "over less than the output's mean magnitude or `--atol`: finite where the values are), "
-        "`error_scale`, `mismatch_fraction`, the worst index, sample and `output_index`, or a task "
-        "comparator's numbers. Sequence and optional outputs compare presence, length, each "
-        "element's dtype and shape, then each element with the same tolerances (`element` names "
-        "the worst). Every comparator runs (the tensor oracle, then `--comparator` and the model's "
-        "own task comparator): with more than one, `evidence.comparators` holds each one's verdict "
-        "and numbers and `evidence.comparator` names the first that failed, which gated",
-        "The optimized model computes different values (a miscompilation).",
     )
     WARNING = (
         "warning",
@@ -121,6 +138,61 @@ BY_NAME: dict[str, FindingKind] = {kind.value: kind for kind in FindingKind}
 FINDING_KINDS: tuple[str, ...] = tuple(BY_NAME)
 # what a baseline entry accepts only when it names them
 NAMED_ONLY_KINDS: tuple[str, ...] = tuple(kind.value for kind in FindingKind if not kind.accepted_by_default)
+VALUES_KIND = FindingKind.OUTPUT_MISMATCH.value
+INVALID_MODEL = FindingKind.INVALID_MODEL.value
+RUNTIME_LOAD_ERROR = FindingKind.RUNTIME_LOAD_ERROR.value
+
+
+def severity(kind: str) -> int:
+    """A kind's rank, 0 the most severe (the order of FindingKind); a kind this version does not
+    know ranks first, so a report from a newer writer cannot hide it behind a known one."""
+    known = BY_NAME.get(kind)
+    return -1 if known is None else FINDING_KINDS.index(known.value)
+
+
+def by_severity(kinds: Iterable[str]) -> tuple[str, ...]:
+    """`kinds` once each, the most severe first: a finding's verdicts as report.json lists them."""
+    return tuple(sorted(dict.fromkeys(kinds), key=severity))
+
+
+# a values error this share of the output's largest magnitude or more is a wrong result: beyond
+# it, float16 inference of the same model would not hide it (its precision is 2**-10 ≈ 1e-3)
+WRONG_RESULT_SCALE = 1e-3
+
+
+class Tier(Enum):
+    """How wrong a values verdict is: its value is its name in report.json, then what it means."""
+
+    description: str
+
+    def __new__(cls, name: str, description: str) -> Tier:
+        member = object.__new__(cls)
+        member._value_ = name
+        member.description = description
+        return member
+
+    WRONG_RESULT = (
+        "wrong-result",
+        "a result a user would call wrong: a shape, type, length or presence differs; or a value is "
+        f"off by at least {WRONG_RESULT_SCALE:g} of the output's largest magnitude; or a task "
+        "comparator fails (top-k, boxes, text); or an integer or boolean output differs where no tie "
+        "explains it",
+    )
+    PRECISION = (
+        "precision",
+        "float values worse than the original's own float32 error allows (against the float64 "
+        f"reference, or beyond the noise floor where it cannot run), by less than {WRONG_RESULT_SCALE:g} "
+        "of the output's largest magnitude",
+    )
+    TIES = (
+        "ties",
+        "only integer or boolean outputs differ (an ArgMax, a comparison), and only where the "
+        "decision is a tie within float32's rounding: the float64 reference, or it with the inputs "
+        "moved by a few units in the last place, decides the way the optimized model did",
+    )
+
+
+TIERS: tuple[str, ...] = tuple(tier.value for tier in Tier)
 
 
 def kind_gates(kind: str) -> bool:
@@ -130,13 +202,32 @@ def kind_gates(kind: str) -> bool:
     return known is None or known.gates
 
 
-def closes_gate(kind: str, status: str, fail_on: str = "new") -> bool:
+def verdicts_gate(
+    verdicts: str | Iterable[str], tier: str | None = None, gate_tiers: Collection[str] = TIERS
+) -> bool:
+    """Whether a finding with these verdicts (or this one kind) is a failure: one of them is of a
+    kind that gates, a values verdict only when its `tier` is one of `gate_tiers` (a tier this
+    version does not know gates, as an unknown kind does)."""
+    verdicts = (verdicts,) if isinstance(verdicts, str) else verdicts
+    return any(
+        kind_gates(kind) and (kind != VALUES_KIND or tier is None or tier not in TIERS or tier in gate_tiers)
+        for kind in verdicts
+    )
+
+
+def closes_gate(
+    verdicts: str | Iterable[str],
+    status: str,
+    fail_on: str = "new",
+    tier: str | None = None,
+    gate_tiers: Collection[str] = TIERS,
+) -> bool:
     """Whether a finding closes the gate (exit 1, a failing check, a failing Action job)."""
-    return status in FAIL_ON[fail_on] and kind_gates(kind)
+    return status in FAIL_ON[fail_on] and verdicts_gate(verdicts, tier, gate_tiers)
 
 
 def markdown_table() -> str:
-    """docs/cli.md's "Finding kinds" table."""
+    """docs/cli.md's "Finding kinds" table, most severe first."""
     rows = [
         "| kind | gates | a baseline entry without `kind` accepts it | meaning |",
         "|---|---|---|---|",
@@ -149,5 +240,14 @@ def markdown_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def tier_table() -> str:
+    """docs/cli.md's "Tiers" table."""
+    rows = ["| tier | meaning |", "|---|---|"]
+    rows += [f"| `{tier.value}` | {tier.description} |" for tier in Tier]
+    return "\n".join(rows) + "\n"
+
+
 if __name__ == "__main__":
     print(markdown_table(), end="")
+    print()
+    print(tier_table(), end="")

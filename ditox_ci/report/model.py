@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
-from ditox_ci.report.kinds import KNOWN, NEW, closes_gate
+from ditox_ci.report.kinds import (
+    INVALID_MODEL,
+    KNOWN,
+    NEW,
+    RUNTIME_LOAD_ERROR,
+    TIERS,
+    by_severity,
+    closes_gate,
+)
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
 
@@ -36,8 +45,10 @@ REPORT_KEYS = (
 )
 
 # `shared`: the same failure under most single passes but not in the nop control, one bug in the
-# code every pass goes through (`Culprit.seen_under` names those passes), not one per pass
-CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "unknown")
+# code every pass goes through (`Culprit.seen_under` names those passes), not one per pass;
+# `nondeterministic`: a failure that comes and goes, blamed on no pass (`passes`: the smallest pass
+# list that showed it; pinpoint/localize.py)
+CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "nondeterministic", "unknown")
 # flaky: a failure the sweep saw once that no re-run showed again (triage/reproduce.py): kept with
 # its evidence, listed apart, never closes the gate
 FLAKY = "flaky"
@@ -79,9 +90,12 @@ class Culprit:
 class Finding:
     """One failing (model, config): who it is, what was measured, what triage and pinpointing decided.
 
-    `measured` holds the sweep's numbers (the comparator's, which vary by comparator, the message,
-    what the nop control did); `triage` and `pinpointing` what later stages decided
-    (`report.evidence`). report.json holds all three in one `evidence` object (`evidence`)."""
+    `kind` is the headline of `verdicts`, every way the config's result failed that the model's nop
+    control does not show alike, the most severe first (`kinds.by_severity`); `tier` how wrong a
+    values verdict is (`kinds.Tier`; None without one). `measured` holds the sweep's numbers (the
+    comparator's, which vary by comparator, the message, what the nop control did); `triage` and
+    `pinpointing` what later stages decided (`report.evidence`). report.json holds all three in one
+    `evidence` object (`evidence`)."""
 
     fingerprint: str
     kind: str
@@ -93,11 +107,18 @@ class Finding:
     repro: str | None = None
     triage: Triage = field(default_factory=Triage)
     pinpointing: Pinpointing = field(default_factory=Pinpointing)
+    verdicts: tuple[str, ...] = ()
+    tier: str | None = None
 
-    @property
-    def gates(self) -> bool:
-        """Whether this finding closes the gate: new, and of a kind that gates (`kinds.closes_gate`)."""
-        return closes_gate(self.kind, self.status)
+    def __post_init__(self) -> None:
+        # none given, or a kind set anew (`replace(finding, kind=…)`): the kind's verdict alone
+        if self.kind not in self.verdicts:
+            object.__setattr__(self, "verdicts", (self.kind,))
+
+    def closes_gate(self, gate_tiers: Collection[str] = TIERS) -> bool:
+        """Whether this finding closes the gate: new, with a verdict that gates (a values verdict only
+        in one of `gate_tiers`: `kinds.closes_gate`)."""
+        return closes_gate(self.verdicts, self.status, tier=self.tier, gate_tiers=gate_tiers)
 
     @property
     def message(self) -> str:
@@ -105,9 +126,14 @@ class Finding:
 
     def but_for_the_checker(self) -> Finding:
         """This finding as it would read had the checker accepted the optimized model (no
-        `measured["checker"]`, the verdict a baseline entry that does not name `invalid-model`
-        refuses): what asks whether its change is by design and only the checker keeps it new."""
-        return replace(self, measured={key: v for key, v in self.measured.items() if key != "checker"})
+        `invalid-model` verdict, nor ONNX Runtime's refusal to load it, which most often refuses
+        the same node; no `measured["checker"]`): what asks whether the rest of its change is by
+        design, so that the checker refusing the result is the bug."""
+        rest = tuple(kind for kind in self.verdicts if kind not in (INVALID_MODEL, RUNTIME_LOAD_ERROR))
+        measured = {key: v for key, v in self.measured.items() if key != "checker"}
+        return replace(
+            self, kind=rest[0] if rest else self.kind, verdicts=rest or self.verdicts, measured=measured
+        )
 
     @property
     def evidence(self) -> dict[str, Any]:
@@ -116,9 +142,10 @@ class Finding:
         return evidence_json(self.measured, self.triage, self.pinpointing)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "fingerprint": self.fingerprint,
             "kind": self.kind,
+            "verdicts": list(self.verdicts),
             "model": self.model,
             "config": self.config,
             "culprit": self.culprit.to_json(),
@@ -126,6 +153,9 @@ class Finding:
             "evidence": self.evidence,
             "repro": self.repro,
         }
+        if self.tier is not None:
+            data["tier"] = self.tier
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
@@ -141,6 +171,8 @@ class Finding:
             repro=data.get("repro"),
             triage=triage,
             pinpointing=pinpointing,
+            verdicts=by_severity(data.get("verdicts") or (data["kind"],)),
+            tier=data.get("tier"),
         )
 
 
@@ -273,7 +305,14 @@ class Report:
     def failures(self, fail_on: str = "new") -> list[Finding]:
         """The findings that close the gate under `fail_on` (FAIL_ON): new ones, for the command
         line's exit code 1."""
-        return [f for f in self.findings if closes_gate(f.kind, f.status, fail_on)]
+        return [
+            f for f in self.findings if closes_gate(f.verdicts, f.status, fail_on, f.tier, self.gate_tiers)
+        ]
+
+    @property
+    def gate_tiers(self) -> tuple[str, ...]:
+        """The tiers of values verdicts that gate (`--gate-tiers`, which the sweep records)."""
+        return tuple(self.stats.get("gate_tiers") or TIERS)
 
     def closes_gate(self, fail_on: str = "new") -> bool:
         """The one gate rule, for exit codes, the Action's job and the check: a finding `fail_on`

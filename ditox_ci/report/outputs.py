@@ -10,7 +10,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import coverage_svg, never_fired
-from ditox_ci.report.kinds import kind_gates
+from ditox_ci.report.kinds import verdicts_gate
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, utf8_size
@@ -23,7 +23,7 @@ SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for wh
 
 
 def summary_context(report: Report) -> dict[str, Any]:
-    failures = [f for f in report.findings if kind_gates(f.kind)]
+    failures = [f for f in report.findings if verdicts_gate(f.verdicts, f.tier, report.gate_tiers)]
     skipped = [m for m in report.models if m.status != "ok"]
     reasons = Counter(m.reason.split(":")[0] for m in skipped)
     coverage = sorted(
@@ -32,7 +32,7 @@ def summary_context(report: Report) -> dict[str, Any]:
     return {
         "report": report,
         "failures": failures,
-        **bug_context(report.findings, report.stats.get("baseline", {})),
+        **bug_context(report),
         "skipped": skipped[:SKIPPED_SHOWN],
         "skipped_more": max(0, len(skipped) - SKIPPED_SHOWN),
         "skip_reasons": reasons.most_common(SKIPPED_SHOWN),

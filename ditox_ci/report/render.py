@@ -16,7 +16,7 @@ from ditox_ci.report import templates
 from ditox_ci.report.exercised import exercised_passes, never_fired_warnings
 from ditox_ci.report.standalone import mermaid, pip_line, script, small_values, standalone_of
 from ditox_ci.report.upstream import regression_test, regression_test_file, source_url
-from ditox_ci.report.words import KIND_TEXT, evidence_rows, what_happened
+from ditox_ci.report.words import KIND_TEXT, evidence_rows, how_wrong, what_happened
 
 
 def _page_helpers(env: jinja2.Environment) -> None:
@@ -34,7 +34,9 @@ def _page_helpers(env: jinja2.Environment) -> None:
         regression_test_file=regression_test_file,
     )
     # the first screen in plain words
-    env.globals.update(what_happened=what_happened, evidence_rows=evidence_rows, kind_text=KIND_TEXT)
+    env.globals.update(
+        what_happened=what_happened, evidence_rows=evidence_rows, kind_text=KIND_TEXT, how_wrong=how_wrong
+    )
     # the PR check's exercised passes, in the summary and the comment alike
     env.globals.update(exercised_passes=exercised_passes, never_fired_warnings=never_fired_warnings)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci import PROJECT_URL
-from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates
+from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates, verdicts_gate
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.report.upstream import pass_source
 
@@ -57,7 +57,7 @@ def _result(report: Report, finding: Finding, place: Place | None) -> dict[str, 
     return {
         "ruleId": _rule_id(finding.kind),
         "ruleIndex": FINDING_KINDS.index(finding.kind),
-        "level": _level(finding.kind),
+        "level": "error" if verdicts_gate(finding.verdicts, finding.tier, report.gate_tiers) else "note",
         "message": {
             "text": f"{finding.kind} in {passes} on model {finding.model} (config {finding.config})"
             + (f": {message}" if message else "")

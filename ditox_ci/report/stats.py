@@ -86,6 +86,8 @@ class SweepStats:
     models_planned: int | None = None
     # gate (exit 1) when a larger share of the corpus than this was skipped
     max_skipped: float | None = None
+    # the tiers of values verdicts that gate (`--gate-tiers`); None: every tier
+    gate_tiers: tuple[str, ...] | None = None
     # a merge's: each shard's wall time, and the shards that were interrupted
     shard_wall_s: tuple[float, ...] | None = None
     interrupted_shards: tuple[int, ...] | None = None
@@ -125,6 +127,8 @@ class SweepStats:
             stats[key] = dict(record) if isinstance(record, Mapping) else record
         if self.max_skipped is not None:
             stats["max_skipped"] = self.max_skipped
+        if self.gate_tiers is not None:
+            stats["gate_tiers"] = list(self.gate_tiers)
         if self.shard_wall_s is not None:
             stats["shard_wall_s"] = list(self.shard_wall_s)
         if self.interrupted_shards is not None:
@@ -155,6 +159,7 @@ class SweepStats:
             interrupted_by=str(data.get("interrupted_by", "")) if interrupted else None,
             models_planned=int(data["models_planned"]) if data.get("models_planned") is not None else None,
             max_skipped=float(data["max_skipped"]) if data.get("max_skipped") is not None else None,
+            gate_tiers=tuple(map(str, data["gate_tiers"])) if data.get("gate_tiers") is not None else None,
             shard_wall_s=tuple(map(float, data["shard_wall_s"])) if "shard_wall_s" in data else None,
             interrupted_shards=tuple(map(int, data["interrupted_shards"]))
             if "interrupted_shards" in data
@@ -182,6 +187,9 @@ class SweepStats:
             for key, record in shard.stages.items():
                 stages[key] = add_up(stages.get(key), record)
         limits = [shard.max_skipped for shard in shards if shard.max_skipped is not None]
+        # a tier any shard gated on gates the whole sweep (None: every tier)
+        tiers = [shard.gate_tiers for shard in shards]
+        gated = None if None in tiers else tuple(dict.fromkeys(t for some in tiers if some for t in some))
         return replace(
             first,
             wall_s=max(shard.wall_s for shard in shards),
@@ -199,6 +207,7 @@ class SweepStats:
             interrupted_by=next((shard.interrupted_by for shard in shards if shard.interrupted), None),
             models_planned=models_planned,
             max_skipped=min(limits) if limits else None,
+            gate_tiers=gated,
             shard_wall_s=tuple(shard.wall_s for shard in shards),
             stages=stages,
         )

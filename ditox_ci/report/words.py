@@ -46,6 +46,14 @@ EVIDENCE_LABELS = {
     "actual_value": "optimized value at the worst element",
     "worst_index": "index of the worst element",
     "error_scale": "typical magnitude of the expected output",
+    "rule": "rule that judged it (fp64, noise-floor, tolerance, exact)",
+    "fp64_error": "its largest error against the float64 reference",
+    "original_fp64_error": "the original's own largest error against float64",
+    "error_ratio": "its error over the original's own",
+    "fp64_bound": "largest error the float64 rule lets through",
+    "ties": "differing elements a float64 tie explains",
+    "unexplained": "differing elements no tie explains",
+    "fp64": "why there is no float64 reference",
     "noise_floor": "runtime's own run-to-run difference (noise floor)",
     "noise_ratio": "difference over the noise floor",
     "output_index": "output position",
@@ -192,6 +200,46 @@ def _effect(outcome: Sequence[Mapping[str, Any]]) -> tuple[str | None, str]:
             return name, f"output {span(name)} became {_shape(actual)} instead of {_shape(expected)}"
         return name, f"output {span(name)} ({_shape(expected)}) computes different values"
     return None, ""
+
+
+def how_wrong(finding: Finding) -> str:
+    """A values bug's severity in a maintainer's units, Markdown: its tier, then its error against
+    float64 next to the original's own (or over the output's magnitude and its noise floor, where
+    float64 did not judge it), and the share of elements it affects; a task comparator's verdict.
+    "" for a finding without a values verdict."""
+    if finding.tier is None:
+        return ""
+    measured = finding.measured
+    said = [finding.tier.replace("-", " ")]
+    failed_tasks = [
+        f"{md(str(name))}: {md(first_line(str(verdict.get('message', ''))))}"
+        for name, verdict in dict(measured.get("comparators") or {}).items()
+        if isinstance(verdict, Mapping) and verdict.get("passed") is False and name != "tensor"
+    ]
+    if "unexplained" in measured:
+        differing = int(measured.get("ties", 0)) + int(measured["unexplained"])
+        said.append(
+            f"{differing} element{'s' if differing != 1 else ''} differ, "
+            + (
+                "each a tie float32's rounding can flip"
+                if not measured["unexplained"]
+                else f"{measured['unexplained']} where float64 decides as the original does"
+            )
+        )
+    elif measured.get("rule") == "fp64":
+        ratio = measured.get("error_ratio")
+        times = "∞" if not isinstance(ratio, (int, float)) or ratio == float("inf") else rounded(float(ratio))
+        said.append(
+            f"{times}× the original's own error against float64 "
+            f"({rounded(measured.get('fp64_error'))} vs {rounded(measured.get('original_fp64_error'))})"
+        )
+    elif isinstance(measured.get("error_scale"), (int, float)):
+        said.append(f"off by {rounded(float(measured['error_scale']))} of the output's magnitude")
+        if isinstance(measured.get("noise_ratio"), (int, float)):
+            said.append(f"{rounded(float(measured['noise_ratio']))}× its noise floor")
+    if isinstance(measured.get("mismatch_fraction"), (int, float)) and "unexplained" not in measured:
+        said.append(f"{100 * float(measured['mismatch_fraction']):.{SIGNIFICANT_DIGITS}g}% of elements")
+    return ", ".join(said + failed_tasks)
 
 
 def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:

@@ -1,8 +1,10 @@
 """The baseline: known limitations, declared once in a reviewed YAML file, that do not block a PR.
 
 An entry matches a finding when every field it sets matches (kind, passes, model glob, message
-regex, fingerprint). An entry accepts only what it says: without `kind` it accepts every kind but
-those that are never by design unless named (optimizer crash, timeout and error), and with
+regex, fingerprint). An entry accepts only what it says: with `kind` only a finding each of whose
+verdicts it names (a retyped and invalid result needs both `interface-change` and
+`invalid-model`), without it every kind but those that are never by design unless named
+(optimizer crash, timeout and error), and with
 `passes` only findings whose culprit passes it covers, every one of them. The shipped default
 (`ditox_ci/data/baseline-default.yml`) covers passes the optimizer documents as not
 meaning-preserving; a user baseline is layered on top of it unless it says
@@ -40,7 +42,6 @@ import yaml
 from ditox_ci.errors import ConfigError, InternalError, UsageError
 from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
 from ditox_ci.report.model import Finding, Report
-from ditox_ci.report.text import first_line
 from ditox_ci.safeload import parse_yaml, read_text
 
 BASELINE_VERSION = 1
@@ -84,24 +85,6 @@ def finding_passes(finding: Finding) -> tuple[str, ...]:
     return ()
 
 
-INVALID_MODEL = "invalid-model"
-
-
-def _made_invalid(finding: Finding) -> bool:
-    """The finding's optimized model fails the checker (`measured["checker"]`, kept when an interface
-    change is the finding's kind) in a way the model's nop control does not: the config made an
-    invalid model, which an entry accepts only when it names `invalid-model`. An interface change
-    by design (rewrite_input_dtype's) must not hide an invalid Cast written beside it."""
-    checker = str(finding.measured.get("checker") or "")
-    if not checker:
-        return False
-    control = str(finding.measured.get("control") or "")
-    same_as_control = control.startswith(f"{INVALID_MODEL}: ") and first_line(
-        control.removeprefix(f"{INVALID_MODEL}: ")
-    ) == first_line(checker)
-    return not same_as_control
-
-
 @dataclass(frozen=True)
 class BaselineEntry:
     id: str
@@ -126,9 +109,9 @@ class BaselineEntry:
     def matches(self, finding: Finding) -> bool:
         if self.fingerprint and finding.fingerprint != self.fingerprint:
             return False
-        if finding.kind not in self.kinds if self.kinds else finding.kind in NAMED_ONLY_KINDS:
-            return False
-        if self.kinds and INVALID_MODEL not in self.kinds and _made_invalid(finding):
+        # every verdict of the finding: an entry for a by-design retyping does not hide an
+        # invalid model written beside it
+        if not self._accepts(finding.verdicts):
             return False
         if self.passes:
             culprits = set(finding_passes(finding))
@@ -137,6 +120,12 @@ class BaselineEntry:
         if not fnmatch.fnmatchcase(finding.model, self.model):
             return False
         return not (self.message and not re.search(self.message, finding.message))
+
+    def _accepts(self, verdicts: Iterable[str]) -> bool:
+        """Whether the entry's kinds take all of `verdicts` (none named: any but NAMED_ONLY_KINDS)."""
+        if self.kinds:
+            return all(kind in self.kinds for kind in verdicts)
+        return not any(kind in NAMED_ONLY_KINDS for kind in verdicts)
 
     def expired(self, today: dt.date) -> bool:
         return self.expires is not None and self.expires < today
@@ -338,12 +327,10 @@ def accepted_entry(
     passes = finding_passes(finding)
     stem = f"accepted-{finding.fingerprint[:12]}"
     number = next(n for n in itertools.count(1) if (stem if n == 1 else f"{stem}-{n}") not in taken)
-    # a result the checker also refuses: the entry must accept that too (`matches`)
-    kinds = (finding.kind, INVALID_MODEL) if _made_invalid(finding) else (finding.kind,)
     return BaselineEntry(
         id=stem if number == 1 else f"{stem}-{number}",
         reason=reason,
-        kinds=tuple(dict.fromkeys(kinds)),
+        kinds=finding.verdicts,  # each of them: `matches` asks for all
         passes=passes,
         model=_glob_escape(finding.model),
         fingerprint=finding.fingerprint,

@@ -15,10 +15,11 @@ rest of the report keeps schema_version 1 unchanged.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import replace
 
 from ditox_ci.report.evidence import KnownBy, KnownSource, Triage
-from ditox_ci.report.kinds import FindingKind, kind_gates
+from ditox_ci.report.kinds import TIERS, FindingKind, verdicts_gate
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
@@ -132,12 +133,13 @@ def classify(
     return replace(report, findings=tuple(findings), stats=stats)
 
 
-def issue_worthy(finding: Finding) -> bool:
+def issue_worthy(finding: Finding, gate_tiers: Collection[str] = TIERS) -> bool:
     """A real, open bug: not fixed, not flaky (nothing to reproduce it by), not by design
-    (baseline), not a warning. Infrastructure findings (the optimizer's own round trip fails,
-    whatever the passes) are bugs of the optimizer like any other and get an issue too."""
+    (baseline), not a warning nor of a tier that does not gate (`gate_tiers`). Infrastructure
+    findings (the optimizer's own round trip fails, whatever the passes) are bugs of the optimizer
+    like any other and get an issue too."""
     return (
         finding.status not in ("fixed", FLAKY)
-        and kind_gates(finding.kind)
+        and verdicts_gate(finding.verdicts, finding.tier, gate_tiers)
         and not (finding.triage.known_by and finding.triage.known_by.baseline_entry is not None)
     )

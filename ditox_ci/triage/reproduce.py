@@ -13,7 +13,7 @@ finding the base shows in any of its tries is known.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,6 +22,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.report.evidence import Tries
+from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.model import FLAKY, Finding
 
 # how often a finding is run again before it is called flaky (or, on the base, not reproduced)
@@ -78,9 +79,11 @@ def retry(
     return results
 
 
-def gating(finding: Finding, by_design: Callable[[Finding], bool]) -> bool:
+def gating(
+    finding: Finding, by_design: Callable[[Finding], bool], gate_tiers: Collection[str] = TIERS
+) -> bool:
     """Whether `finding` could close the gate as new: what re-running is for."""
-    return finding.gates and not by_design(finding)
+    return finding.closes_gate(gate_tiers) and not by_design(finding)
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,7 @@ def reproduce(
     by_design: Callable[[Finding], bool],
     deadline: float,
     log: Log,
+    gate_tiers: Collection[str] = TIERS,
 ) -> Reproduced:
     """Mark the gating findings that no re-run shows again `flaky`; see the module docstring."""
     started = time.monotonic()
@@ -106,7 +110,7 @@ def reproduce(
     wanted = {
         (f.model, f.config): outcomes[f.model, f.config]
         for f in findings
-        if gating(f, by_design) and (f.model, f.config) in outcomes
+        if gating(f, by_design, gate_tiers) and (f.model, f.config) in outcomes
     }
 
     def job_for(model: str, configs: Sequence[str]) -> Job:

@@ -15,30 +15,18 @@ the same version (as a head wheel built from a checkout of 0.4.2-and-more does):
 from __future__ import annotations
 
 import ctypes
-import fcntl
 import os
 from collections.abc import Sequence
 
 import onnx
 import onnxoptimizer
+from call_counter import next_call
 
 VERSION = "0.4.2"
 BROKEN_PASS = "eliminate_identity"
 FLAKY_PASS = "eliminate_deadend"
 NEW_PASS = "fuse_consecutive_squeeze_unsqueeze"
 IDLE_PASS = "eliminate_nop_squeeze"
-
-
-def _flaky_call() -> int:
-    """This call's number among every flaky call of the run (1-based), kept in a locked file."""
-    with open(os.environ["PLANTED_FLAKY_COUNT"], "a+") as counter:
-        fcntl.flock(counter, fcntl.LOCK_EX)
-        counter.seek(0)
-        number = int(counter.read() or 0) + 1
-        counter.seek(0)
-        counter.truncate()
-        counter.write(str(number))
-    return number
 
 
 def _restore_output_types(original: onnx.ModelProto, result: onnx.ModelProto) -> None:
@@ -54,7 +42,7 @@ def optimize(
     name = model.graph.name
     if name.startswith("flaky") and FLAKY_PASS in passes:
         crashes = {int(n) for n in os.environ.get("PLANTED_FLAKY_CRASHES", "").split(",") if n}
-        if _flaky_call() in crashes:
+        if next_call("PLANTED_FLAKY_COUNT") in crashes:
             ctypes.string_at(0)
     renamed = {NEW_PASS: "fuse_consecutive_squeezes", IDLE_PASS: "nop"}
     real = [renamed.get(p, p) for p in passes]

@@ -102,7 +102,7 @@ def test_merged_split_shards_equal_one_unsharded_run(
     root, whole, _ = runs
     dirs = [str(root / "shards" / f"shard-{index}") for index in range(SHARDS)]
     process = _cli("merge", *dirs, "--out", str(root / "merged"), cache=root / "cache")
-    gate = any(Finding.from_json(f).gates for f in whole["findings"])
+    gate = any(Finding.from_json(f).closes_gate() for f in whole["findings"])
     assert process.returncode == int(gate), process.stderr
     merged = json.loads((root / "merged" / "report.json").read_text())
     assert any(f["model"] == HEAVY and f["config"] == "nop" for f in whole["findings"])

@@ -52,9 +52,13 @@ def test_a_miscompiling_pass_on_a_model_whose_nop_fails_the_checker_is_found_and
     assert findings["default"]["fingerprint"] == findings["pass:eliminate_identity"]["fingerprint"]
 
 
-def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folded_into_nop(tmp_path: Path):
-    """The pass's result fails the checker like nop's does, and declares an output double: the
-    interface change is the finding, the pass's own, with the checker's verdict beside it."""
+RETYPED = "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+
+
+def test_a_retyped_result_on_a_model_whose_nop_fails_the_checker_is_not_folded_into_nop(tmp_path: Path):
+    """The pass's result fails the checker like nop's does, declares an output double, and ONNX
+    Runtime refuses it for that: its own verdicts are the refusal and the interface change, the
+    checker's is the round trip's (context); every one is judged, the most severe heads it."""
     args = ("--configs", "single", "--reduce-budget", "0")
     code, report, stderr = sweep_planted(tmp_path, sequence_output_model("retype_seq"), *args)
     assert code == 1, stderr
@@ -62,23 +66,33 @@ def test_an_interface_change_on_a_model_whose_nop_fails_the_checker_is_not_folde
     assert findings["nop"]["culprit"]["scope"] == "infrastructure"
     assert "pass:eliminate_identity" not in findings["nop"]["evidence"]["also_in"]
     retyped = findings["pass:eliminate_identity"]
-    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("interface-change", ["eliminate_identity"])
-    assert retyped["evidence"]["message"] == "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+    assert retyped["verdicts"] == ["runtime-load-error", "interface-change"]
+    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("runtime-load-error", ["eliminate_identity"])
+    assert retyped["evidence"]["other_verdicts"] == {"interface-change": RETYPED}
     assert "is required but missing" in retyped["evidence"]["checker"]
 
 
-def test_an_interface_change_is_the_finding_whether_or_not_the_nop_control_fails_the_checker(tmp_path: Path):
+def test_a_retyped_and_invalid_result_is_an_invalid_model_first_and_one_bug_whatever_the_control(
+    tmp_path: Path,
+):
     """The nop control passes the checker here; the pass's result declares an output double, which
-    the checker's inference contradicts: the same interface-change as where nop fails the checker,
-    with the same fingerprint, so one output is one bug whichever build's round trip it met."""
+    the checker's inference contradicts: invalid first, then ONNX Runtime's refusal, then the
+    interface change. Its fingerprint is that of the same result where nop fails the checker: one
+    output is one bug whichever build's round trip it met."""
     args = ("--configs", "single", "--reduce-budget", "0")
     code, report, stderr = sweep_planted(tmp_path, plain_model("retype_plain"), *args)
     assert code == 1, stderr
     [retyped] = [f for f in report["findings"] if f["config"] == "pass:eliminate_identity"]
-    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("interface-change", ["eliminate_identity"])
-    assert retyped["evidence"]["message"] == "graph output #0 ('y') element type changed: FLOAT -> DOUBLE"
+    assert retyped["verdicts"] == ["invalid-model", "runtime-load-error", "interface-change"]
+    assert (retyped["kind"], retyped["culprit"]["passes"]) == ("invalid-model", ["eliminate_identity"])
+    assert retyped["evidence"]["other_verdicts"]["interface-change"] == RETYPED
     assert "checker" in retyped["evidence"] and "control" not in retyped["evidence"]
     assert not [f for f in report["findings"] if f["config"] == "nop"]
+    (tmp_path / "seq").mkdir()
+    code, seq_report, stderr = sweep_planted(tmp_path / "seq", sequence_output_model("retype_plain"), *args)
+    assert code == 1, stderr
+    [on_seq] = [f for f in seq_report["findings"] if f["config"] == "pass:eliminate_identity"]
+    assert on_seq["fingerprint"] == retyped["fingerprint"]
 
 
 def test_a_real_bugs_fingerprint_does_not_depend_on_the_reduction_budget(tmp_path: Path):
@@ -188,8 +202,10 @@ def test_a_small_miscompilation_the_fixed_tolerances_let_through_is_found_agains
     assert code == 1, stderr
     [finding] = report["findings"]
     evidence = finding["evidence"]
-    assert finding["kind"] == "output-mismatch" and evidence["calibrated"] is True
-    assert evidence["noise_ratio"] > 10 and evidence["noise_floor"] > 0
+    # flagged against the noise floor, judged against float64: a thousand times the original's own error
+    assert finding["kind"] == "output-mismatch" and evidence["rule"] == "fp64"
+    assert evidence["error_ratio"] > 1000 and evidence["fp64_error"] > evidence["fp64_bound"]
+    assert finding["tier"] == "precision"  # 1e-4 of the output's magnitude
 
 
 def test_a_sequence_output_is_compared_element_by_element_with_the_tolerances(tmp_path: Path):
@@ -222,5 +238,6 @@ def test_a_probe_without_a_nop_step_gets_the_verdict_a_sweep_step_gets(tmp_path:
         path = tmp_path / f"{model.graph.name}.onnx"
         onnx.save(model, path)
         context = prepare(ModelRef(model.graph.name, "t", str(path)), EvalSettings())
-        verdicts[model.graph.name] = run_step(context, optimizer, step).kind
-    assert verdicts == {"retype_seq": "interface-change", "retype_plain": "interface-change"}
+        verdicts[model.graph.name] = run_step(context, optimizer, step).kinds
+    retyped = ("invalid-model", "runtime-load-error", "interface-change")
+    assert verdicts == {"retype_seq": retyped, "retype_plain": retyped}

@@ -45,7 +45,7 @@ def test_fuzz_keeps_its_budget_and_only_models_with_findings(tmp_path: Path) -> 
     in_ranges = {(name, seed) for name, (first, last) in ranges.items() for seed in range(first, last + 1)}
     assert seeds_run == in_ranges
 
-    failing = {f["model"].split("/")[0] for f in report["findings"] if Finding.from_json(f).gates}
+    failing = {f["model"].split("/")[0] for f in report["findings"] if Finding.from_json(f).closes_gate()}
     kept = {folder.name for folder in (out / "corpus").iterdir()}
     assert failing and kept == failing and len(kept) == fuzz["models_kept"] < fuzz["models"]
     assert sum(path.stat().st_size for path in out.rglob("*") if path.is_file()) < 20 * 2**20

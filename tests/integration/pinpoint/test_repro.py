@@ -606,7 +606,11 @@ def test_a_by_design_change_the_checker_refuses_reproduces_the_refusal_alone(tmp
     code, report, err = sweep(*flags, out=tmp_path / "out")
     assert code == 1, err
     (finding,) = report["findings"]
-    assert finding["kind"] == "interface-change" and "No opset import" in finding["evidence"]["checker"]
+    assert (finding["kind"], finding["verdicts"]) == (
+        "invalid-model",
+        ["invalid-model", "runtime-load-error", "interface-change"],
+    )
+    assert "No opset import" in finding["evidence"]["checker"]
     bundle = tmp_path / "out" / finding["repro"]
     present = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True)
     assert present.returncode == 1 and "BUG PRESENT: the optimized model is invalid" in present.stdout

@@ -37,6 +37,7 @@ GIVEN = ActionInputs(
     rtol=0.1,
     atol=0.1,
     max_skipped=0.1,
+    gate_tiers=("wrong-result",),
     jobs=1,
     runner="reference",
     timeout=1.0,

@@ -80,3 +80,31 @@ def test_another_cause_under_one_pass_and_the_controls_failure_keep_their_own_cu
     control = _result("m.onnx", {"nop": _crash("t_1"), **_under(PASSES, _crash("t_1"))})
     [finding] = findings_for(control, STEPS)
     assert finding.culprit.scope == "infrastructure"
+
+
+def _unused(count: int) -> Outcome:
+    message = f"optimizer introduced {count} unused initializer(s)"
+    return Outcome("warning", message, {"message": message, "ops_removed": ["Cast"], "ops_added": []})
+
+
+def test_a_warning_a_pass_shows_alone_is_one_warning_with_default_and_fixed_point():
+    """Warnings are not localized: default's and fixed-point's were each a cause of their own
+    (culprit unknown), three warnings for one. They are blamed on the first of their passes that
+    shows the same warning alone, and share its fingerprint."""
+    steps = (*STEPS, Step("fixed-point", PASSES, fixed_point=True))
+    outcomes = {"default": _unused(3), "fixed-point": _unused(2), "pass:c": _unused(1), "pass:d": _unused(1)}
+    findings = findings_for(_result("m.onnx", outcomes, steps), steps)
+    assert len(findings) == 4
+    by_config = {f.config: f for f in findings}
+    for config in ("default", "fixed-point"):
+        assert (by_config[config].culprit.scope, by_config[config].culprit.passes) == ("pass", ("c",))
+    assert (
+        by_config["default"].fingerprint
+        == by_config["fixed-point"].fingerprint
+        == by_config["pass:c"].fingerprint
+    )
+    assert len(group_bugs(findings)) == 2  # c's (with default and fixed-point) and d's
+    # another warning than any single pass shows stays the config's own, not localized
+    other = Outcome("warning", "precision: the outputs differ only on …", {"message": "precision: …"})
+    [alone] = findings_for(_result("m.onnx", {"default": other}, steps), steps)
+    assert alone.culprit.scope == "unknown"

@@ -7,7 +7,7 @@ import numpy as np
 from ditox_ci.compare import COMPARATORS
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.findings import findings_for
-from ditox_ci.engine.outcome import Outcome, magnitude_band
+from ditox_ci.engine.outcome import Outcome, Verdict, failure_fingerprint, magnitude_band
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import JobResult
 from ditox_ci.pinpoint.localize import localize
@@ -93,3 +93,30 @@ def test_a_candidate_keeps_a_mismatch_only_at_least_as_severe_never_as_a_mere_dr
     # a miscompilation cut free of the ops that damped it shows larger; a drift does not stand for it
     assert MISCOMPILED_SECOND.same_failure(mismatch([0.0, 0.004]), same_interface=False)
     assert not DRIFT_ON_FIRST.same_failure(MISCOMPILED_SECOND, same_interface=False)
+
+
+def test_a_runtime_refusal_beside_the_checkers_is_one_failure_with_it():
+    """A round trip that drops value types is one failure whether or not ONNX Runtime needs the types
+    of that model too: the refusal beside the checker's verdict does not make it another one, and
+    the fingerprint keys on the checker's words alone."""
+    dropped = "ValidationError: Field 'type' of 'value_info' is required but missing."
+    alone = Outcome.of([Verdict("invalid-model", dropped)], {})
+    refused = Outcome.of(
+        [
+            Verdict("runtime-load-error", "Model input (input_0) does not have type information."),
+            Verdict("invalid-model", dropped),
+        ],
+        {},
+    )
+    assert refused.kinds == ("invalid-model", "runtime-load-error")
+    assert refused.same_failure(alone) and alone.same_failure(refused)
+    assert failure_fingerprint(refused, ()) == failure_fingerprint(alone, ())
+    # beside another verdict, the checker's words (its first problem of several) do not count
+    retyped = Verdict("interface-change", "graph output #0 ('y') element type changed: FLOAT -> DOUBLE")
+    on_base = Outcome.of([Verdict("invalid-model", dropped), retyped], {})
+    on_head = Outcome.of(
+        [Verdict("invalid-model", "ValidationError: Inferred elem type differs"), retyped], {}
+    )
+    assert on_base.same_failure(on_head)
+    assert failure_fingerprint(on_base, ("p",)) == failure_fingerprint(on_head, ("p",))
+    assert failure_fingerprint(on_base, ("p",)) != failure_fingerprint(Outcome.of([retyped], {}), ("p",))

@@ -7,7 +7,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.pinpoint.reduce import Verdict, reduce, same_finding
+from ditox_ci.pinpoint.reduce import Subgraphs, Verdict, reduce, same_finding
 from ditox_ci.report.evidence import ReductionEnd
 
 FAILURE = Outcome("optimizer-error", "RuntimeError: boom", {"message": "RuntimeError: boom"})
@@ -75,3 +75,19 @@ def test_a_failure_that_turns_on_names_keeps_the_names_it_was_found_with() -> No
         "relu_with_a_long_name",
         "output_with_a_long_name",
     }
+
+
+def test_a_cut_through_a_sequence_is_never_built() -> None:
+    """A candidate that would be fed a sequence (the original's own sequence input) cannot be
+    declared from the values recorded for it: it is skipped, where it was an internal error."""
+    element = helper.make_tensor_type_proto(TensorProto.FLOAT, [2])
+    seq = helper.make_value_info("s", helper.make_sequence_type_proto(element))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    position = onnx.numpy_helper.from_array(np.array(0, np.int64), "zero")
+    nodes = [helper.make_node("SequenceAt", ["s", "zero"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [seq], [y], [position]))
+    recorded = [{"s": [np.ones(2, np.float32)], "a": np.ones(2, np.float32), "y": -np.ones(2, np.float32)}]
+    subgraphs = Subgraphs(model, recorded)
+    assert subgraphs.build([0]) is None  # fed the sequence
+    built = subgraphs.build([1])  # fed the tensor SequenceAt made
+    assert built is not None and [v.name for v in built[0].graph.input] == ["a"]

@@ -20,6 +20,7 @@ from ditox_ci.report.junit import junit_xml
 from ditox_ci.report.kinds import (
     FINDING_KINDS,
     NAMED_ONLY_KINDS,
+    TIERS,
     FindingKind,
     closes_gate,
     kind_gates,
@@ -34,7 +35,9 @@ from ditox_ci.triage.reproduce import gating
 from tests.helpers import ROOT
 
 
-def _report(kind: str, status: str) -> Report:
+def _report(
+    kind: str, status: str, tier: str | None = None, gate_tiers: tuple[str, ...] | None = None
+) -> Report:
     finding = Finding(
         fingerprint="0123456789abcdef",
         kind=kind,
@@ -43,7 +46,9 @@ def _report(kind: str, status: str) -> Report:
         culprit=Culprit("pass", ("eliminate_identity",), "single", 1),
         status=status,
         measured={"message": "it differs"},
+        tier=tier,
     )
+    tiers = {"gate_tiers": list(gate_tiers)} if gate_tiers is not None else {}
     return Report(
         tool={"name": "ditox-ci", "version": "0.1.0"},
         optimizer={"name": "onnxoptimizer", "version": "0.4.2", "passes": ["eliminate_identity"]},
@@ -52,7 +57,7 @@ def _report(kind: str, status: str) -> Report:
         models=(ModelEntry("m", "onnx-node", "0" * 64),),
         findings=(finding,),
         coverage={},
-        stats={"interrupted": False, "configs": ["pass:eliminate_identity"]},
+        stats={"interrupted": False, "configs": ["pass:eliminate_identity"], **tiers},
     )
 
 
@@ -92,6 +97,10 @@ def test_only_new_findings_of_a_kind_that_gates_close_the_gate() -> None:
     assert not closes_gate("warning", "new") and not closes_gate("output-mismatch", "flaky")
     # a kind a newer writer added is a failure until this version knows better
     assert closes_gate("optimizer-ate-the-model", "new")
+    # a finding gates by every verdict: a values verdict of a tier left out does not hide a crash
+    assert not closes_gate(("output-mismatch",), "new", tier="ties", gate_tiers=("wrong-result",))
+    assert closes_gate(("invalid-model", "output-mismatch"), "new", tier="ties", gate_tiers=("wrong-result",))
+    assert closes_gate(("output-mismatch",), "new", tier="a-newer-tier", gate_tiers=("wrong-result",))
 
 
 def _junit_failures(report: Report, tmp: Path) -> bool:
@@ -113,12 +122,28 @@ CONSUMERS: dict[str, Callable[[Report, Path], bool]] = {
     "SARIF level": lambda report, _: sarif_log(report)["runs"][0]["results"][0]["level"] == "error"
     if report.findings[0].status == "new"
     else False,
-    "comment's new failures": lambda report, _: bool(bug_context(report.findings, {})["new_failures"]),
-    "re-run as could-gate": lambda report, _: gating(report.findings[0], lambda finding: False),
+    "comment's new failures": lambda report, _: bool(bug_context(report)["new_failures"]),
+    "re-run as could-gate": lambda report, _: gating(
+        report.findings[0], lambda finding: False, report.gate_tiers
+    ),
     "worker outcome failed": lambda report, _: report.findings[0].status == "new"
     and Outcome(report.findings[0].kind).failed,
-    "issue worthy": lambda report, _: report.findings[0].status == "new" and issue_worthy(report.findings[0]),
+    "issue worthy": lambda report, _: (
+        report.findings[0].status == "new" and issue_worthy(report.findings[0], report.gate_tiers)
+    ),
 }
+
+
+@pytest.mark.parametrize("consumer", [name for name in CONSUMERS if name != "worker outcome failed"])
+@pytest.mark.parametrize("gate_tiers", [TIERS, ("wrong-result",), ("precision", "ties")])
+@pytest.mark.parametrize("tier", TIERS)
+def test_every_consumer_gates_a_values_bug_by_its_tier_as_the_report_says(
+    consumer: str, tier: str, gate_tiers: tuple[str, ...], tmp_path: Path
+) -> None:
+    """`--gate-tiers` (recorded in the report's stats) decides for every reader of the report: a
+    values bug of a tier it leaves out is shown but fails nothing."""
+    report = _report("output-mismatch", "new", tier, gate_tiers)
+    assert CONSUMERS[consumer](report, tmp_path) == (tier in gate_tiers)
 
 
 @pytest.mark.parametrize("consumer", CONSUMERS)
@@ -129,4 +154,3 @@ def test_every_consumer_gates_as_the_table_says(
 ) -> None:
     report = _report(kind, status)
     assert CONSUMERS[consumer](report, tmp_path) == closes_gate(kind, status)
-

@@ -184,18 +184,21 @@ def test_init_starts_a_baseline_of_todays_findings_and_never_overwrites_one(tmp_
 
 def test_an_interface_change_by_design_does_not_hide_an_invalid_model_written_beside_it():
     """rewrite_input_dtype retypes inputs by design; a default-domain Cast it writes into a model
-    without that opset is its own bug, which the entry for the retyping must not accept. A checker
-    failure the nop control shows too is the round trip's, reported once as infrastructure."""
+    without that opset is its own bug, which the entry for the retyping must not accept: an entry
+    accepts a finding only when it names each of its verdicts. A checker failure the nop control
+    shows alike is not the finding's verdict (it is the round trip's, reported once)."""
     baseline = load_baseline(None)
     retyped = make(kind="interface-change", passes=("rewrite_input_dtype",), message="inputs differ")
     assert baseline.match(retyped, TODAY)
-    no_opset = "ValidationError: No opset import for domain ''"
-    invalid = replace(retyped, measured={**retyped.measured, "checker": no_opset})
+    invalid = replace(retyped, kind="invalid-model", verdicts=("invalid-model", "interface-change"))
     assert baseline.match(invalid, TODAY) is None
-    dropped = "ValidationError: Field 'type' of 'value_info' is required but missing."
-    control = f"invalid-model: {dropped}\n\n==> Context"
-    as_control = replace(retyped, measured={**retyped.measured, "checker": dropped, "control": control})
-    assert baseline.match(as_control, TODAY).id == "rewrite-input-dtype-narrows-int64-inputs"
+    mine, _ = parse_baseline(
+        "entries:\n- {id: both, reason: r, kind: [interface-change, invalid-model]}\n"
+        "- {id: one, reason: r, kind: invalid-model}\n",
+        "b",
+    )
+    assert mine.match(invalid, TODAY).id == "both"
+    assert mine.match(replace(invalid, verdicts=("invalid-model",)), TODAY).id == "both"
 
 
 @pytest.mark.parametrize("empty", ["entries: []", "entries:"])
@@ -231,14 +234,14 @@ def test_init_accepts_one_bug_seen_on_several_models_and_each_is_known(tmp_path:
     assert {f.status for f in classified.findings} == {"known"}
 
 
-def test_an_accepted_finding_the_checker_also_refuses_is_known_by_its_entry(tmp_path: Path):
-    """An interface change whose result the checker refuses too: the entry written for it named the
-    interface change alone, which an entry without `invalid-model` never matches for such a result."""
-    retyped = make(kind="interface-change", passes=("eliminate_identity",), message="input retyped")
-    invalid = replace(retyped, measured={**retyped.measured, "checker": "ValidationError: bad"})
+def test_an_accepted_finding_with_several_verdicts_is_known_by_the_entry_written_for_it(tmp_path: Path):
+    """A retyped result the checker refuses too: the entry written for it names both verdicts, so
+    it matches the finding (one naming the headline alone never would)."""
+    retyped = make(kind="invalid-model", passes=("eliminate_identity",), message="input retyped")
+    invalid = replace(retyped, verdicts=("invalid-model", "interface-change"))
     path = tmp_path / "b.yml"
     (entry,) = update_baseline(path, [invalid], "accepted", None, TODAY).added
-    assert entry.kinds == ("interface-change", "invalid-model")
+    assert entry.kinds == ("invalid-model", "interface-change")
     assert load_baseline(path).match(invalid, TODAY) is not None
 
 
