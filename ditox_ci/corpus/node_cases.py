@@ -38,7 +38,7 @@ from onnx import numpy_helper
 
 from ditox_ci.corpus import SOURCE_NAMES, UNPACKERS, CorpusContext, ModelRef, ModelSize, register_source
 from ditox_ci.corpus.loading import node_count
-from ditox_ci.corpus.sources import INDEX_FILE, materialize_once, recorded_inputs_dir
+from ditox_ci.corpus.sources import INDEX_FILE, intact, materialize_once, recorded_inputs_dir
 from ditox_ci.errors import InternalError
 
 SOURCE = "onnx-node"
@@ -285,7 +285,7 @@ def unpack_cases(refs: Sequence[ModelRef], ctx: CorpusContext) -> None:
     """Write the cases of `refs` that this machine's cache lacks, importing only their modules."""
     root = node_root(ctx)
     missing = [ref.id.removeprefix(f"{SOURCE}:") for ref in refs]
-    missing = [name for name in missing if not (root / name / INDEX_FILE).is_file()]
+    missing = [name for name in missing if not ((root / name / INDEX_FILE).is_file() and intact(root / name))]
     if not missing:
         return
     module_of = {case.name: case.module for case in node_index(ctx)}

@@ -5,11 +5,14 @@ Named sources materialize their models once into the cache folder, in the ONNX b
 layout (`model.onnx` + `test_data_set_<k>/input_<i>.pb`), so every later run, worker and shard
 reads plain files. Materialization builds in a temporary folder and renames it into place with an
 index as its completion marker: a crash leaves no half-written corpus, and a second call does not
-regenerate anything.
+regenerate anything. A folder is reused only while its files are those it was made with
+(`intact`: a record of every file's sha256, checked by its size, inode and change time, and hashed
+again where those moved): a model swapped in a shared cache is made again, not swept as onnx's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -29,6 +32,9 @@ from ditox_ci.corpus import SOURCE_NAMES, UNPACKERS, CorpusContext, ModelRef, Mo
 from ditox_ci.log import printable
 
 INDEX_FILE = "index.json"
+# what a materialized folder held when it was made: every file's sha256, and the size, inode and
+# change time it had then (a change time cannot be set back by whoever writes the file)
+FILES_RECORD = ".ditox-files.json"
 ONNX_DATA_DIR = Path(onnx.__file__).parent / "backend" / "test" / "data"
 # `real` only holds data.json download stubs; they point at the `light` models, which we use.
 ONNX_DATA_FAMILIES = ("simple", "pytorch-converted", "pytorch-operator")
@@ -107,27 +113,80 @@ def models_from_path(spec: str) -> list[ModelRef]:
 Builder = Callable[[Path], list[dict[str, Any]]]
 
 
+def _stat_key(path: Path) -> list[int]:
+    found = path.stat()
+    return [found.st_size, found.st_ino, found.st_ctime_ns]
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files_below(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name != FILES_RECORD)
+
+
+def record_files(folder: Path) -> None:
+    """Write `folder`'s record of its files (FILES_RECORD)."""
+    record = {
+        path.relative_to(folder).as_posix(): {"sha256": _sha256_file(path), "stat": _stat_key(path)}
+        for path in _files_below(folder)
+    }
+    (folder / FILES_RECORD).write_text(json.dumps(record))
+
+
+def intact(folder: Path) -> bool:
+    """Whether `folder` holds the files it was made with and no other: each one's size, inode and
+    change time as recorded, else its sha256 (a cache restored from an archive has new inodes; its
+    record is then brought up to date). False without a record (made by an older ditox-ci)."""
+    try:
+        record = json.loads((folder / FILES_RECORD).read_text())
+        found = {path.relative_to(folder).as_posix(): path for path in _files_below(folder)}
+        if set(found) != set(record):
+            return False
+        moved = False
+        for name, path in found.items():
+            if _stat_key(path) == record[name]["stat"]:
+                continue
+            if _sha256_file(path) != record[name]["sha256"]:
+                return False
+            record[name]["stat"], moved = _stat_key(path), True
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if moved:
+        with contextlib.suppress(OSError):  # a read-only cache is checked by hash every time
+            (folder / FILES_RECORD).write_text(json.dumps(record))
+    return True
+
+
 def materialize_once(target: Path, build: Builder) -> list[dict[str, Any]]:
-    """The index of `target`, building it first with `build(tmp_dir)` unless already complete.
+    """The index of `target`, building it first with `build(tmp_dir)` unless already complete and
+    intact.
 
     `build` writes the models into an empty folder and returns one index entry per model; the
-    folder is renamed into place only after the index is written, so readers never see a partial
-    corpus, and concurrent builders (shards, workers) keep whichever finished first.
+    folder is renamed into place only after the index and the record of its files are written, so
+    readers never see a partial corpus, and concurrent builders (shards, workers) keep whichever
+    finished first. A folder whose files are not those it was made with is made again.
     """
     index = target / INDEX_FILE
-    if index.is_file():
+    if index.is_file() and intact(target):
         return list(json.loads(index.read_text()))
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         entries = build(staging)
         (staging / INDEX_FILE).write_text(json.dumps(entries, indent=1))
-        if target.exists() and not index.is_file():
-            shutil.rmtree(target)  # left by an older, interrupted layout: not ours to trust
+        record_files(staging)
+        if target.exists() and not intact(target):
+            shutil.rmtree(target)  # interrupted, from an older layout, or changed: not ours to trust
         try:
             os.rename(staging, target)
         except OSError:
-            if not index.is_file():
+            if not (index.is_file() and intact(target)):
                 raise
     finally:
         if staging.exists():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
@@ -21,6 +23,9 @@ from ditox_ci.report.model import Report
 
 T = TypeVar("T")
 ANNOTATIONS_PER_REQUEST = 50  # GitHub's limit per check-run create/update call
+# the newest runs of the check's name on the commit a lost create is looked for among (a re-run of
+# the same publish, and those of other jobs of the workflow, are the others)
+LOOKUP_RUNS = 20
 # An untrusted report's check never carries the gate's name: branch protection counts `neutral`
 # as passing, so a fork's neutral `ditox-ci` would satisfy a required `ditox-ci` check
 UNVERIFIED_SUFFIX = " (unverified)"
@@ -123,12 +128,21 @@ class Check(Surface):
         client = self.client
         sha = self.context.sha
         name = self.check_name
+        # this publish's own mark on the run it creates: a create whose answer was lost is looked up
+        # by it, never by its name, which an older run of the commit also has (it kept `success`)
+        mark = f"ditox-ci:{uuid.uuid4().hex}"
+
+        def runs() -> Iterator[CheckRun]:
+            return iter(client.repo.get_commit(sha).get_check_runs(check_name=name))
 
         def find() -> CheckRun | None:
+            return None if client.offline else next(runs(), None)
+
+        def created() -> CheckRun | None:
             if client.offline:
                 return None
-            runs = client.repo.get_commit(sha).get_check_runs(check_name=name)
-            return next(iter(runs), None)
+            newest = itertools.islice(runs(), LOOKUP_RUNS)
+            return next((run for run in newest if run.external_id == mark), None)
 
         def annotated(run: CheckRun) -> list[tuple[Any, ...]]:
             return [_annotation_key(_listed_annotation(a)) for a in run.get_annotations()]
@@ -162,8 +176,9 @@ class Check(Surface):
                 conclusion=conclusion,
                 output={**output, "annotations": batches[0]},
                 details_url=self.context.run_url or NotSet,
+                external_id=mark,
             ),
-            lookup=find,
+            lookup=created,
         )
         self.url = run.html_url if run is not None else ""
         for batch in batches[1:]:

@@ -22,8 +22,10 @@ from ditox_ci.github.text import (
     issue_title,
     last_seen_block,
     model_family,
+    scope_in,
     subject_in,
     with_last_seen,
+    with_scope,
     with_subject,
 )
 from ditox_ci.log import Log
@@ -87,10 +89,12 @@ class Issues(Surface):
             f"{lines}{f'- …and {more} more' + chr(10) if more else ''}\nThey are filed by the next runs.\n"
         )
 
-    def _bot_issues(self) -> dict[str, Issue]:
-        """The bot's issues by fingerprint: written by the bot's identity and carrying its hidden
-        marker, the oldest one per fingerprint. Listed by author (a maintainer may drop or rename
-        the label) and by label (in case `creator=` does not match an app's bot login)."""
+    def _bot_issues(self, optimizer: str) -> dict[str, Issue]:
+        """The bot's issues about `optimizer` by fingerprint: written by the bot's identity and
+        carrying its hidden markers, the oldest one per fingerprint; one whose scope marker names
+        another optimizer is another workflow's (`scope_marker`), one without a scope marker was
+        filed before there were any. Listed by author (a maintainer may drop or rename the label)
+        and by label (in case `creator=` does not match an app's bot login)."""
         client = self.client
         if client.offline:
             return {}
@@ -108,7 +112,7 @@ class Issues(Surface):
             found: dict[str, Issue] = {}
             for number in sorted(mine):
                 fingerprint = fingerprint_in(mine[number].body)
-                if fingerprint:
+                if fingerprint and scope_in(mine[number].body) in (optimizer, None):
                     found.setdefault(fingerprint, mine[number])
             return found
 
@@ -147,7 +151,8 @@ class Issues(Surface):
         fixed_by_fp = _group(f for f in report.findings if f.status == "fixed")
         if not open_by_fp and not (self.close_fixed and fixed_by_fp):
             return
-        existing = self._bot_issues()
+        optimizer = str(report.optimizer.get("name", ""))
+        existing = self._bot_issues(optimizer)
         to_file = [fp for fp in open_by_fp if fp not in existing]
         labels = [self.bot_label] + [
             f"{self.bot_label}:{open_by_fp[fp][0].kind}" for fp in to_file[: self.max_new_issues]
@@ -161,12 +166,12 @@ class Issues(Surface):
                 if opened >= self.max_new_issues:
                     self.held_back.append(issue_title(group[0]))
                     continue
-                self._file_issue(group, texts)
+                self._file_issue(group, texts, optimizer)
                 opened += 1
             elif issue.state == "closed":
                 self._reopen(issue, report, group, texts)
             else:
-                self._seen_again(issue, group, texts)
+                self._seen_again(issue, report, group, texts)
         if self.held_back:
             self.client.log.warning(
                 f"{len(self.held_back)} more issues were not opened this run "
@@ -178,7 +183,7 @@ class Issues(Surface):
             issue = existing.get(fingerprint)
             if issue is None or issue.state == "closed":
                 continue
-            unproven = _not_shown_fixed(issue, report)
+            unproven = _not_shown_fixed(issue, report, optimizer)
             if unproven:
                 self.client.log.info(f"   GitHub: #{issue.number} stays open: {unproven}")
                 continue
@@ -193,7 +198,7 @@ class Issues(Surface):
         models = {f.model for f in group}
         return last_seen_block(self.context.sha, _today(), len(models), families)
 
-    def _file_issue(self, group: list[Finding], texts: Texts) -> None:
+    def _file_issue(self, group: list[Finding], texts: Texts, optimizer: str) -> None:
         finding = group[0]
         families = {model_family(f.model) for f in group}
         body = with_last_seen(
@@ -203,7 +208,7 @@ class Issues(Surface):
         labels = [self.bot_label, f"{self.bot_label}:{finding.kind}"]
 
         def lookup() -> Issue | None:
-            return self._bot_issues().get(finding.fingerprint)
+            return self._bot_issues(optimizer).get(finding.fingerprint)
 
         issue = self.client.write(
             f"open issue {title!r}",
@@ -226,9 +231,9 @@ class Issues(Surface):
         self._comment_once(issue, group[0], "regressed", texts)
         self.client.write(f"reopen issue #{issue.number}", partial(issue.edit, state="open"))
         self.reopened.append(issue.number)
-        self._note_last_seen(issue, group, families_in(issue.body) or set())
+        self._note_last_seen(issue, report, group, families_in(issue.body) or set())
 
-    def _seen_again(self, issue: Issue, group: list[Finding], texts: Texts) -> None:
+    def _seen_again(self, issue: Issue, report: Report, group: list[Finding], texts: Texts) -> None:
         """Quiet on repeat: the body's last-seen line is edited; a comment only when the bug
         shows on a model family the issue has not seen before."""
         families = {model_family(f.model) for f in group}
@@ -237,11 +242,13 @@ class Issues(Surface):
         if fresh:
             finding = next(f for f in group if model_family(f.model) in fresh)
             self._comment_once(issue, finding, "new-family", texts)
-        self._note_last_seen(issue, group, (seen or set()) | families)
+        self._note_last_seen(issue, report, group, (seen or set()) | families)
 
-    def _note_last_seen(self, issue: Issue, group: list[Finding], families: set[str]) -> None:
-        # an issue filed before subject markers gets the model this run saw it on
+    def _note_last_seen(self, issue: Issue, report: Report, group: list[Finding], families: set[str]) -> None:
+        # an issue filed before subject and scope markers gets the model this run saw it on, and
+        # this sweep's optimizer
         marked = with_subject(issue.body or "", group[0].model, group[0].config)
+        marked = with_scope(marked, str(report.optimizer.get("name", "")))
         body = with_last_seen(marked, self._last_seen(group, families))
         if body != issue.body:
             self.client.write(
@@ -275,10 +282,16 @@ def _today() -> str:
     return dt.datetime.now(dt.timezone.utc).date().isoformat()
 
 
-def _not_shown_fixed(issue: Issue, report: Report) -> str | None:
-    """Why this run does not show `issue` fixed, or None when it does: it ran the issue's own model
-    and config (its subject marker, which the bot wrote) to completion without the bug. What a
-    previous report says about the fingerprint is no evidence: it may name any model that ran clean."""
+def _not_shown_fixed(issue: Issue, report: Report, optimizer: str) -> str | None:
+    """Why this run does not show `issue` fixed, or None when it does: it is this optimizer's issue
+    (its scope marker) and this run ran the issue's own model and config (its subject marker, which
+    the bot wrote) to completion without the bug. What a previous report says about the
+    fingerprint is no evidence: it may name any model that ran clean."""
+    if scope_in(issue.body) != optimizer:
+        return (
+            "the issue names no optimizer of its own (filed before ditox-ci recorded one); "
+            "a sweep that sees the bug again records it, or close it by hand"
+        )
     subject = subject_in(issue.body)
     if subject is None:
         return "the issue names no model of its own (filed before ditox-ci recorded one); close it by hand"

@@ -66,6 +66,36 @@ def subject_in(body: str | None) -> tuple[str, str] | None:
     return model, config
 
 
+_SCOPE_MARKER = re.compile(r"<!-- ditox-ci:scope optimizer=([0-9A-Za-z_=-]*) -->")
+
+
+def scope_marker(optimizer: str) -> str:
+    """Which optimizer's sweeps an issue belongs to (base64url): every workflow's token writes as
+    the same bot, so an issue another workflow filed (an onnxslim nightly beside the onnxoptimizer
+    one) is not this one's to note, reopen or close."""
+    return f"<!-- ditox-ci:scope optimizer={base64.urlsafe_b64encode(optimizer.encode()).decode()} -->"
+
+
+def scope_in(body: str | None) -> str | None:
+    """The optimizer an issue's scope marker names; None when it has none or a broken one."""
+    match = _SCOPE_MARKER.search(body or "")
+    if match is None:
+        return None
+    try:
+        return base64.urlsafe_b64decode(match.group(1)).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def with_scope(body: str, optimizer: str) -> str:
+    """`body` with a scope marker (an issue filed before they existed is adopted by the sweep that
+    sees its bug again); unchanged when it has one or the marker would not fit."""
+    if scope_in(body) is not None:
+        return body
+    marked = f"{scope_marker(optimizer)}\n{body}"
+    return marked if len(marked) <= BODY_LIMIT else body
+
+
 def with_subject(body: str, model: str, config: str) -> str:
     """`body` with a subject marker (an issue filed before they existed gets one when seen again);
     unchanged when it has one or the marker would not fit."""
@@ -75,8 +105,11 @@ def with_subject(body: str, model: str, config: str) -> str:
     return marked if len(marked) <= BODY_LIMIT else body
 
 
+# the note ends the body (`with_last_seen` appends it there): only a note that does is the bot's,
+# whatever an untrusted text above it quotes
 _LAST_SEEN = re.compile(
-    r"<!-- ditox-ci:last-seen families=([0-9A-Za-z_.,-]*) -->.*?<!-- /ditox-ci:last-seen -->", re.S
+    r"^<!-- ditox-ci:last-seen families=([0-9A-Za-z_.,-]*) -->\n[^\n]*\n<!-- /ditox-ci:last-seen -->\s*\Z",
+    re.M,
 )
 _FAMILIES_KEPT = 100
 # the most with_last_seen appends to an issue body: the note, its markers and every family kept
@@ -203,7 +236,8 @@ class Texts:
         (the findings' models: the issue's own model under another config is not another model)."""
         others = [model for model in dict.fromkeys(others) if model != finding.model]
         subject = subject_marker(finding.model, finding.config)
-        markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}"
+        scope = scope_marker(str(self.report.optimizer.get("name", "")))
+        markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}\n{scope}"
         same_bug = tuple(f for f in self.report.findings if f.fingerprint == finding.fingerprint)
 
         def render_with(self_contained: bool) -> str:

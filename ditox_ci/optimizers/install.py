@@ -8,7 +8,10 @@ optimizer the build provides is read from what it installed (an `onnxoptimizer` 
 onnxoptimizer, an `onnxsim` one as onnxsim, …).
 
 A wheel (by content) and an exact `name==version` pin are installed once per cache; anything else
-(an unpinned name, a checkout that may have changed) is installed afresh for each run. In the
+(an unpinned name, a checkout that may have changed) is installed afresh for each run. A cached
+build is used only when its files are those recorded when it was installed (`_COMPLETE`: every
+file's sha256): a folder planted in a shared cache, swapped files, or an install killed halfway
+is installed afresh, with a warning. In the
 Action this runs in the sweep stage: as the workspace's owner, with no credential in its
 environment, so a checkout's `setup.py` can read no token and leaves nothing owned by root.
 """
@@ -36,7 +39,9 @@ from ditox_ci.optimizers import ADAPTERS, OptimizerInfo, load_optimizer
 from ditox_ci.optimizers.spec import parse_spec
 
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==[A-Za-z0-9.+!_-]+$")
+# a finished install's record: its spec and every file's sha256 (bytecode caches aside)
 _COMPLETE = ".ditox-complete"
+_BYTECODE = "__pycache__"
 
 
 @dataclass(frozen=True)
@@ -67,12 +72,42 @@ def cache_key(spec: str) -> str | None:
     return f"{sys.implementation.cache_tag}-{digest[:16]}"
 
 
+def _files(folder: Path) -> dict[str, str]:
+    """Every file below `folder` by relative path, with its sha256; bytecode caches and the
+    record itself left out (Python writes the caches when it imports the build)."""
+    return {
+        path.relative_to(folder).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and _BYTECODE not in path.parts and path.name != _COMPLETE
+    }
+
+
+def _record(folder: Path, spec: str) -> None:
+    (folder / _COMPLETE).write_text(json.dumps({"spec": spec, "files": _files(folder)}), encoding="utf-8")
+
+
+def _unchanged(folder: Path) -> str | None:
+    """Why the cached build in `folder` is not the one installed there (None: it is): no record,
+    or files added, gone or changed since. Its bytecode caches go first: a planted `.pyc` whose
+    header matches its source would be loaded in the source's place."""
+    try:
+        recorded = json.loads((folder / _COMPLETE).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "it has no record of its files (an install killed halfway, or from an older ditox-ci)"
+    for cache in [p for p in folder.rglob(_BYTECODE) if p.is_dir()]:
+        shutil.rmtree(cache, ignore_errors=True)
+    found = _files(folder)
+    differ = {name for name in found if recorded.get(name) != found[name]}
+    changed = sorted(set(found) ^ set(recorded) | differ)
+    return f"{len(changed)} file(s) differ from its record, e.g. {changed[0]}" if changed else None
+
+
 def describe(spec: str, optimizer: str, path: str | None, flag: str = "--optimizer") -> OptimizerInfo:
     """Load the build in a child process (never in this one, which may have another build of the
     same module imported) and read its version and pass lists; a build that does not load fails
-    here, early."""
+    here, early. `-B`: nothing is written into the build's folder."""
     done = subprocess.run(
-        [sys.executable, "-m", "ditox_ci.optimizers.install", optimizer, path or ""],
+        [sys.executable, "-B", "-m", "ditox_ci.optimizers.install", optimizer, path or ""],
         capture_output=True,
         text=True,
         check=False,
@@ -166,21 +201,27 @@ def optimizer_build(
     root.mkdir(parents=True, exist_ok=True)
     key = cache_key(named)
     target = root / key if key else None
-    if target is not None and (target / _COMPLETE).is_file():
-        log.info(f"{flag} {text}: cached in {target}")
-        yield installed(target)
-        return
-    if target is not None:
-        shutil.rmtree(target, ignore_errors=True)  # an install that was killed halfway
+    if target is not None and target.is_dir():
+        why_not = _unchanged(target)
+        if why_not is None:
+            log.info(f"{flag} {text}: cached in {target}")
+            yield installed(target)
+            return
+        log.warning(f"{flag} {text}: the cached build in {target} is not used, {why_not}; installing again")
+        shutil.rmtree(target, ignore_errors=True)
     staging = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
         log.info(f"{flag} {text}: pip install --no-deps --target {staging} {named}")
         _pip_install(named, staging, flag)
-        (staging / _COMPLETE).write_text(text + "\n", encoding="utf-8")
+        _record(staging, text)
+        used = staging
         if target is not None:
-            with contextlib.suppress(OSError):  # another run may have won the race: use its copy
+            try:
                 os.replace(staging, target)
-        yield installed(target if target is not None else staging)
+                used = target
+            except OSError:  # another run won the race, or the old folder would not go: this install
+                pass
+        yield installed(used)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

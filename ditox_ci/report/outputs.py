@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,9 +83,9 @@ def prepare_out_dir(out_dir: Path, flag: str = "--out") -> Path:
     written (`/proc/x`, read-only) is the user's input to fix, found now rather than after a sweep."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        probe = out_dir / ".ditox-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        # a name of its own: two sweeps sharing a cache folder probe it at once
+        with tempfile.NamedTemporaryFile(dir=out_dir, prefix=".ditox-write-test-"):
+            pass
     except OSError as exc:
         raise InputError(
             f"{flag} {out_dir}: cannot write there ({exc.strerror or exc}); choose a writable folder"

@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 
 from ditox_ci import PROJECT_URL
-from ditox_ci.report.text import code, md, span, truncate
+from ditox_ci.report.text import code, link_target, md, span, truncate
 
 SOURCE_TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
 # what an environment gets beyond the filters: render.py's page helpers
@@ -56,6 +56,7 @@ def _environment(templates_override: str | None, extend: Extension | None) -> ji
     env.filters["code"] = code
     env.filters["truncate_text"] = truncate
     env.filters["span"] = span
+    env.filters["url"] = link_target
     env.globals["project_url"] = PROJECT_URL
     if extend is not None:
         extend(env)

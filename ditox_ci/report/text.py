@@ -10,6 +10,7 @@ upstream test and the pages all escape with these.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -44,18 +45,43 @@ def md(value: Any) -> str:
     return text.replace("@", "@\u200b")
 
 
+# where an HTML comment opens: the bot's hidden markers are HTML comments matched in the text of
+# what it wrote, so untrusted text must never hold one (a message quoting the last-seen marker
+# made the next sighting rewrite the issue body from there on); a zero-width space breaks it
+_COMMENT_OPEN = "<!--"
+_COMMENT_BROKEN = "<!\u200b--"
+
+
 def code(value: Any, language: str = "") -> str:
     """A fenced block whose fence is longer than any backtick run inside the text."""
     text = _INVISIBLE.sub("", str(value).replace("\r\n", "\n")).replace("@", "@\u200b")
+    text = text.replace(_COMMENT_OPEN, _COMMENT_BROKEN)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{language}\n{text}\n{fence}"
 
 
+# what a link's target keeps as it is (beside letters and digits); every other character is
+# percent-encoded, so a target can neither close its Markdown link (`)`, a blank, a line break) nor
+# open another link or an image (`[`, `!`, `<`, quotes)
+_URL_SAFE = ":/?#@$&+,;=%-._~"
+
+
+def link_target(value: Any) -> str:
+    """A URL for `[text](…)`: an http(s) URL with every character Markdown or HTML could read as its
+    own (parentheses, brackets, quotes, blanks, angle brackets, `!`) percent-encoded; "" for
+    anything else (`javascript:`, a relative path), which a template then shows without a link."""
+    url = str(value or "")
+    if not url.startswith(("https://", "http://")):
+        return ""
+    return urllib.parse.quote(url, safe=_URL_SAFE)
+
+
 def span(value: Any) -> str:
     """Untrusted text as an inline code span it cannot close (backticks become quotes)."""
     text = _INVISIBLE.sub("", str(value).replace("\r", " ").replace("\n", " "))
-    return "`" + text.replace("`", "'").replace("@", "@\u200b") + "`"
+    text = text.replace("`", "'").replace("@", "@\u200b").replace(_COMMENT_OPEN, _COMMENT_BROKEN)
+    return "`" + text + "`"
 
 
 def truncate(value: Any, limit: int) -> str:

@@ -62,11 +62,17 @@ def _upstream(report: Report) -> Upstream | None:
     return UPSTREAMS.get(str(report.optimizer.get("name", "")))
 
 
+# a pass name that can name a file of the repository: anything else (from a fork's report, or an
+# optimizer's own pass list) is no path, and no link is made of it
+_PASS_NAME = re.compile(r"[A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*")
+
+
 def pass_source(report: Report, finding: Finding) -> str | None:
     """The repository path of the culprit pass's source, where the optimizer's layout is known."""
     upstream = _upstream(report)
     if upstream and finding.culprit.scope in ("pass", "interaction") and finding.culprit.passes:
-        return upstream.source(finding.culprit.passes[0])
+        name = finding.culprit.passes[0]
+        return upstream.source(name) if _PASS_NAME.fullmatch(name) else None
     return None
 
 

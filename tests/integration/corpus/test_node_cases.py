@@ -49,3 +49,23 @@ def test_a_second_resolve_writes_nothing(tmp_path: Path) -> None:
     written = {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")}
     assert resolve_sources(["onnx-node:test_relu"], ctx) == [ref]
     assert {path: path.stat().st_mtime_ns for path in tmp_path.rglob("*")} == written
+
+
+def test_a_case_changed_in_a_shared_cache_is_made_again_not_swept_as_onnxs(tmp_path: Path) -> None:
+    """A cache folder is anyone's to write on a shared runner: a swapped `model.onnx` (or an input
+    added beside the recorded ones) was swept as onnx's own test case. Each case folder records its
+    files when it is made, and one that differs is made again."""
+    cache = CorpusContext(tmp_path / "cache")
+    resolve_sources(["onnx-node:test_abs"], cache)
+    folder = node_root(cache) / "test_abs"
+    made = _files(folder)
+    (folder / "model.onnx").write_bytes((node_root(cache) / "test_abs" / "model.onnx").read_bytes()[:-4])
+    resolve_sources(["onnx-node:test_abs"], cache)
+    assert _files(folder) == made
+    (folder / "test_data_set_0" / "input_1.pb").write_bytes(b"planted")
+    resolve_sources(["onnx-node:test_abs"], cache)
+    assert _files(folder) == made
+    # a folder that is as it was made is not made again
+    before = (folder / "model.onnx").stat().st_ino
+    resolve_sources(["onnx-node:test_abs"], cache)
+    assert (folder / "model.onnx").stat().st_ino == before

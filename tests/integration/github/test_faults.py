@@ -82,3 +82,22 @@ def test_github_down_exits_with_github_error(server, tmp_path: Path):
         run_publish(["--report", str(rep), "--file-issues"], env)
     assert "ditox-ci: 1 new bug (1 finding on 1 model)" in (tmp_path / "summary.md").read_text()
     assert not server.bot_issues()
+
+
+def test_a_retried_check_is_the_one_this_publish_created_never_an_older_run(server, tmp_path: Path):
+    """The commit's check passed; a later report fails it, and its `POST /check-runs` is dropped
+    before GitHub takes it. The retry looked up a run of the check's name on the commit, found the
+    older `success` one and took it for its own: the commit stayed green while the log said a
+    failing check was created. It looks for the run this publish marked (`external_id`) instead."""
+    env = github_env(tmp_path, server.url)
+    passing = write(tmp_path, "pass.json", report())
+    assert run_publish(["--report", str(passing)], env)[0] == 0
+    [older] = server.repo.check_runs.values()
+    assert older["conclusion"] == "success"
+    server.inject("POST", r"/check-runs$", "drop", times=1)
+    failing = write(tmp_path, "fail.json", report(BUG_A))
+    assert run_publish(["--report", str(failing)], env)[0] == 0
+    assert server.faults[0].times == 0  # the fault fired
+    newest = max(server.repo.check_runs.values(), key=lambda run: run["id"])
+    assert newest["conclusion"] == "failure" and len(server.repo.check_runs) == 2
+    assert newest["external_id"] != older["external_id"]

@@ -275,3 +275,44 @@ def test_the_step_summary_is_not_called_a_comment_updated_in_place(server, tmp_p
     summary = (tmp_path / "summary.md").read_text()
     assert "this comment is updated in place" in sticky_comments(server)[0]["body"]
     assert BUG_A.fingerprint in summary and "this comment is updated in place" not in summary
+
+
+def test_a_message_quoting_the_bots_marker_cannot_cut_the_issue(server, tmp_path: Path):
+    """A finding's message (a node name an error quotes) holding the bot's last-seen marker made
+    the next sighting rewrite the issue body from there: the repro steps and the environment went."""
+    forged = "<!-- ditox-ci:last-seen families=x -->"
+    quoting = replace(BUG_A, measured={**BUG_A.measured, "message": f"node '{forged}' failed"})
+    env = github_env(tmp_path, server.url)
+    first = write(tmp_path, "r1.json", report(quoting))
+    assert run_publish(["--report", str(first), "--file-issues"], env)[0] == 0
+    [issue] = server.bot_issues()
+    assert forged not in issue["body"] and "Environment" in issue["body"]
+    env["GITHUB_EVENT_PATH"] = str(tmp_path / "event2.json")
+    event = {"pull_request": {"number": 7, "head": {"sha": "c" * 40}}}
+    (tmp_path / "event2.json").write_text(json.dumps(event))
+    assert run_publish(["--report", str(first), "--file-issues"], env)[0] == 0
+    [issue] = server.bot_issues()
+    assert "Environment" in issue["body"] and "Reproduce from the run's artifact" in issue["body"]
+    assert re.findall(r"Last seen in commit (\w+)", issue["body"]) == ["cccccccccccc"]
+
+
+def test_another_optimizers_issue_is_never_noted_or_closed_as_this_sweeps(server, tmp_path: Path):
+    """Every workflow's token writes as the same bot: the onnxslim nightly's issue for a bug was
+    taken for the onnxoptimizer nightly's own, noted, and closed as fixed when that nightly no
+    longer saw it. Each issue names its optimizer (`scope` marker), and only its own sweeps touch it."""
+    env = github_env(tmp_path, server.url)
+    slim = replace(report(BUG_A, BUG_B), optimizer={**report().optimizer, "name": "onnxslim"})
+    assert run_publish(["--report", str(write(tmp_path, "slim.json", slim)), "--file-issues"], env)[0] == 0
+    theirs = {i["number"]: i for i in server.bot_issues()}
+    assert len(theirs) == 2
+    first = write(tmp_path, "nightly1.json", report(BUG_A, BUG_B))
+    assert run_publish(["--report", str(first), "--file-issues"], env)[0] == 0
+    ours = [i for i in server.bot_issues() if i["number"] not in theirs]
+    assert len(ours) == 2  # its own, not the other nightly's
+    second = write(tmp_path, "nightly2.json", report(BUG_A))
+    argv = ["--report", str(second), "--previous", str(first), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, env)[0] == 0
+    assert all(issue["state"] == "open" for issue in theirs.values())
+    assert all("Last seen" in issue["body"] for issue in theirs.values())
+    closed = [i for i in ours if i["state"] == "closed"]
+    assert len(closed) == 1 and BUG_B.fingerprint in closed[0]["body"]

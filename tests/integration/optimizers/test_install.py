@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 from wheels import repack_installed
 
+from ditox_ci.optimizers.install import cache_key
 from tests.helpers import run_cli
 
 
@@ -60,3 +61,48 @@ def test_a_wheel_is_installed_and_swept_as_the_optimizer_it_provides(
     assert missing.stderr.strip() == (
         f"ditox-ci: error: --optimizer {gone}: no such wheel file (in {tmp_path})"
     )
+
+
+def test_a_cached_build_that_is_not_what_was_installed_is_installed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shared cache folder is anyone's to write: a changed file of a cached build (or a build
+    planted under its key) was loaded as if ditox-ci had installed it. A cached build is used
+    only when its files are those recorded at its install; else it is installed again."""
+    monkeypatch.chdir(tmp_path)
+    wheel = repack_installed(tmp_path / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+pr7")
+    _relu(tmp_path / "models")
+    args = ("sweep", "--optimizer", str(wheel), "--models", "models", "--configs", "default", "--quiet")
+    env = {**os.environ, "DITOX_CACHE": str(tmp_path / "cache")}
+    assert run_cli(*args, "--out", "one", env=env).returncode == 0
+    (build,) = (tmp_path / "cache" / "builds").glob("*/onnxoptimizer")
+    planted = "raise SystemExit('planted')\n"
+    (build / "planted.py").write_text(planted)
+    version = next(build.parent.glob("*.dist-info/METADATA"))
+    version.write_text(version.read_text().replace("0.4.2+pr7", "0.4.1"))
+    again = run_cli(*args, "--out", "two", env=env)
+    assert again.returncode == 0, again.stderr
+    assert "is not used, 2 file(s) differ from its record" in again.stderr and "cached in" not in again.stderr
+    report = json.loads((tmp_path / "two" / "report.json").read_text())
+    assert report["optimizer"]["version"] == "0.4.2+pr7"
+    assert not (build / "planted.py").exists()  # the folder is the fresh install
+    third = run_cli(*args[:-1], "--out", "three", env=env)  # not --quiet: the info line
+    assert third.returncode == 0 and "cached in" in third.stderr, third.stderr
+
+
+def test_a_cache_folder_that_cannot_be_replaced_leaves_the_fresh_install_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Something at the build's place that will not go (here a file where its folder goes): the
+    fresh install was deleted and the old one loaded. The fresh install is used for this run."""
+    monkeypatch.chdir(tmp_path)
+    wheel = repack_installed(tmp_path / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+pr8")
+    _relu(tmp_path / "models")
+    builds = tmp_path / "cache" / "builds"
+    builds.mkdir(parents=True)
+    (builds / str(cache_key(str(wheel)))).write_text("not a build")
+    args = ("sweep", "--optimizer", str(wheel), "--models", "models", "--configs", "default", "--quiet")
+    done = run_cli(*args, "--out", "one", env={**os.environ, "DITOX_CACHE": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "one" / "report.json").read_text())
+    assert report["optimizer"]["version"] == "0.4.2+pr8"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ditox_ci.github.text import (
     fingerprint_in,
@@ -11,7 +12,9 @@ from ditox_ci.github.text import (
     repro_dir,
 )
 from ditox_ci.report.model import Culprit, Finding
-from ditox_ci.report.text import code, md
+from ditox_ci.report.render import environment
+from ditox_ci.report.text import code, link_target, md
+from tests.helpers import minimal_report
 
 
 def test_md_neutralises_html_mentions_links_and_bidi():
@@ -68,3 +71,31 @@ def test_hard_truncate_closes_fences_and_details():
     cut = hard_truncate(text, 300, "see artifact")
     assert len(cut) <= 300 and cut.count("```") == 2 and "</details>" in cut
     assert cut.rstrip().endswith("see artifact_")
+
+
+def test_a_link_target_cannot_close_its_link_or_open_another():
+    """A pass name from a fork's report (or an optimizer's pass list) went raw into `[source](…)`:
+    `x) ![i](https://evil.example/p.png` made a live image from any host under the bot's name."""
+    hostile = "https://github.com/onnx/optimizer/blob/v0.4.2/passes/x) ![i](https://evil.example/p.png"
+    target = link_target(hostile)
+    assert target.startswith("https://github.com/onnx/optimizer/blob/v0.4.2/passes/x")
+    assert not set("()[]<> !\"'`\n") & set(target)
+    assert link_target("javascript:alert(1)") == "" and link_target("../../etc") == ""
+
+
+def test_a_pass_name_that_is_no_identifier_makes_no_source_link():
+    hostile = "x) ![i](https://evil.example/p.png"
+    report = minimal_report()
+    report = replace(report, optimizer={**report.optimizer, "version": "0.4.2"})
+
+    def culprit_linked(name: str) -> str:
+        finding = Finding("f" * 16, "output-mismatch", "m", "default", Culprit("pass", (name,)))
+        page = '{% import "_macros.md.j2" as m with context %}{{ m.culprit_linked(f) }}'
+        return environment().from_string(page).render(f=finding, report=report)
+
+    linked = culprit_linked("fuse_bn_into_conv")
+    source = "https://github.com/onnx/optimizer/blob/v0.4.2/onnxoptimizer/passes/fuse_bn_into_conv.h"
+    assert f"([source]({source}))" in linked
+    for name in (hostile, "../../x"):
+        text = culprit_linked(name)
+        assert "[source]" not in text and "](" not in text, text
