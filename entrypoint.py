@@ -1,7 +1,9 @@
 """The Action's entrypoint: INPUT_* → `ditox-ci` stages; the exit code is the gate.
 
 Thin on purpose: the mapping lives in `ditox_ci.ci.inputs` and `ditox_ci.ci.action`, the work in
-the CLI (which also writes the step summary). A stage that exits
+the CLI (publish writes its part of the step summary; a sweep's or merge's, which run the
+optimizer's code or its results with no file command in their environment, is appended here, and
+whatever they wrote to the runner's file commands is put back). A stage that exits
 with 2 or more (bad input, missing shard, GitHub refusing) stops the job with that code; exit 1
 (new findings) does not, so the report is still published before the gate closes.
 
@@ -15,11 +17,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 
 from ditox_ci.ci import action
 from ditox_ci.ci.inputs import FETCHED_PREVIOUS, ActionInputs, read_inputs, report_path
-from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError
+from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError, OptimizerLoadError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
 
@@ -58,8 +61,23 @@ def _run(inputs: ActionInputs, env: dict[str, str], log: Log, workspace: Path) -
     for step in action.plan(inputs, sys.executable):
         child_env = action.stage_env(inputs, env, step)
         child_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+        # a stage that runs the optimizer under test leaves nothing in the runner's file commands
+        before = action.FileCommands.read(env) if step.as_workspace_owner else None
+        started = time.time()
         with log.group(step.title):
             code = stages.run(action.runnable(step), child_env, owner if step.as_workspace_owner else None)
+        if before is not None:
+            for path in before.restore():
+                log.warning(f"{step.title} wrote to the runner's file command {path}; it is put back")
+        summary = action.stage_summary(step, inputs, started)
+        if summary is not None:
+            log.summary(summary)
+        if stages.left_running:
+            log.error(
+                f"{step.title} left {stages.left_running} processes that would not end; no later "
+                "stage ran (the optimizer under test started them)"
+            )
+            return OptimizerLoadError.exit_code
         if stages.stopped_by is not None:
             name = signal.Signals(stages.stopped_by).name
             log.error(f"{step.title} stopped by {name}; no later stage ran")

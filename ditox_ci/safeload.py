@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +34,29 @@ MAX_JSON_ELEMENTS = 2_000_000
 MAX_INT_DIGITS = 40
 
 
+# what a file read as text may hold when its reader names no bound: a baseline, a config file or
+# an event payload is a few kilobytes
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+# opened without blocking (a FIFO planted at the path answers at once instead of hanging the job),
+# and never as a terminal's controlling one
+_READ = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
 def read_text(path: Path, what: str, missing: str, max_bytes: int | None = None) -> str:
-    """The UTF-8 text of `path`, or an InputError: "<what> <path> does not exist; <missing>",
-    "<what> <path> is unreadable (<why>)", or "... has more than <max_bytes> bytes" (read up to
-    there only: a file someone else may still be writing cannot grow past the check)."""
+    """The UTF-8 text of the regular file `path`, or an InputError: "<what> <path> does not exist;
+    <missing>", "<what> <path> is unreadable (<why>)", "... is not a regular file" (a FIFO would
+    block, `/dev/zero` never end), or "... has more than <max_bytes> bytes" (MAX_TEXT_BYTES by
+    default; read up to there only: a file someone else may still be writing cannot grow past the
+    check)."""
+    limit = MAX_TEXT_BYTES if max_bytes is None else max_bytes
     try:
-        with path.open("rb") as handle:
-            data = handle.read(-1 if max_bytes is None else max_bytes + 1)
-        if max_bytes is not None and len(data) > max_bytes:
-            too_big = f"{what} {path} has more than {max_bytes} bytes"
+        fd = os.open(path, _READ)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{what} {path} is not a regular file; {missing}")
+            data = handle.read(limit + 1)
+        if len(data) > limit:
+            too_big = f"{what} {path} has more than {limit} bytes"
             raise InputError(f"{too_big}; it is not a file ditox-ci wrote")
         return data.decode("utf-8")
     except FileNotFoundError:

@@ -61,23 +61,38 @@ def new_file(folder_fd: int, prefix: str) -> Iterator[tuple[str, BinaryIO]]:
         yield name, sink
 
 
+# why a write failed, in the one line it gets, by errno: a link on the way shows as ELOOP or
+# ENOTDIR, a full disk (or a file size limit, or a quota) as ENOSPC, EFBIG or EDQUOT
+_WRITE_FIXES = {
+    errno.ELOOP: "ditox-ci writes through no link",
+    errno.ENOTDIR: "ditox-ci writes through no link",
+    errno.ENOSPC: "free some space and run again",
+    errno.EFBIG: "free some space and run again",
+    errno.EDQUOT: "free some space and run again",
+}
+
+
 def written_or_input_error(path: Path, exc: OSError) -> InputError:
-    """The one line for a write that failed: a link on the way shows as ELOOP or ENOTDIR."""
-    return InputError(f"cannot write {path} ({exc.strerror}); ditox-ci writes through no link")
+    """The one line for a write that failed (exit 4: the folder does not take the file)."""
+    fix = _WRITE_FIXES.get(exc.errno or 0, "choose a writable folder")
+    return InputError(f"cannot write {path} ({exc.strerror or exc}); {fix}")
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """`path` holds the old bytes or the new ones, never half of them; a link planted at `path` is
     replaced, and a link on the way to it is an OSError."""
     with folder(path.parent) as fd:
-        with new_file(fd, path.name) as (name, sink):
-            sink.write(data)
-            sink.flush()
-            os.fsync(sink.fileno())
+        name = ""
         try:
+            with new_file(fd, path.name) as (name, sink):
+                sink.write(data)
+                sink.flush()
+                os.fsync(sink.fileno())
             os.replace(name, path.name, src_dir_fd=fd, dst_dir_fd=fd)
-        except OSError:
-            os.unlink(name, dir_fd=fd)
+        except OSError:  # a full disk, say: nothing of the attempt is left behind
+            if name:
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=fd)
             raise
 
 

@@ -10,8 +10,10 @@ wrote. The environment is passed in.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
+import stat
 import subprocess
 import uuid
 from collections.abc import Callable, Mapping
@@ -33,9 +35,9 @@ from ditox_ci.ci.inputs import (
 )
 from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.errors import OptimizerLoadError
-from ditox_ci.optimizers import ADAPTERS
+from ditox_ci.optimizers.install import adapter_lock
 from ditox_ci.report.model import Report
-from ditox_ci.safewrite import append_bytes, written_or_input_error
+from ditox_ci.safewrite import append_bytes, folder, written_or_input_error
 
 # `-P`: the working directory (the workspace, maybe a PR's checkout of the optimizer with its
 # source package `onnxoptimizer/`, maybe a planted `yaml.py`) never goes on the import path.
@@ -52,16 +54,6 @@ def wheel_warnings(*specs: str) -> list[str]:
         for spec in specs
         if spec.endswith(".whl") and spec.rsplit("-", 1)[-1].startswith("linux_")
     ]
-
-
-# A built-in adapter's packages beyond the image's own, hashed (the image has ONNX Runtime's already)
-ADAPTER_LOCKS = Path(__file__).resolve().parent.parent / "data" / "adapters"
-
-
-def adapter_lock(spec: str) -> Path | None:
-    """The lock the Action installs for built-in optimizer `spec`; None when the image has it."""
-    lock = ADAPTER_LOCKS / f"{spec}.lock"
-    return lock if spec in ADAPTERS and lock.is_file() else None
 
 
 def install_commands(spec: str, python: str) -> list[list[str]]:
@@ -165,6 +157,19 @@ def build_argv(env: Mapping[str, str]) -> list[list[str]]:
 # The runner hands a container action its job's credentials: the token, and the ACTIONS_* runtime
 # token and URLs (cache, artifacts, OIDC). Debug switches are the only ACTIONS_* a stage keeps.
 _KEPT_ACTIONS_VARIABLES = frozenset({"ACTIONS_STEP_DEBUG", "ACTIONS_RUNNER_DEBUG"})
+# What a stage's environment may hold besides: the workflow's `env:` may carry any secret under any
+# name (AWS_SECRET_ACCESS_KEY, HF_API_KEY, PYPI_PASSWORD, GH_PAT), so a stage gets only what it
+# needs by name: the system's, the runner's description of the job, ditox-ci's own settings, what
+# Python, pip (a checkout's build) and the numeric libraries read, and proxies.
+_KEPT_NAMES = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "TMPDIR", "CI", "HOSTNAME"}
+    | {"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"}
+)
+_KEPT_PREFIXES = ("LC_", "GITHUB_", "RUNNER_", "DITOX_", "PYTHON", "PIP_", "OMP_", "MKL_", "OPENBLAS_")
+# the runner's file commands: what a step writes there changes the job's later steps (GITHUB_ENV
+# can set LD_PRELOAD or BASH_ENV for upload-artifact, which holds the runtime token; GITHUB_PATH
+# the programs they find; an unclosed heredoc in GITHUB_OUTPUT corrupts this Action's outputs)
+FILE_COMMANDS = ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 
 
 def is_credential(name: str) -> bool:
@@ -177,11 +182,22 @@ def is_credential(name: str) -> bool:
     )
 
 
+def kept(name: str) -> bool:
+    """Whether a stage's environment keeps the variable `name` (never a credential, `is_credential`)."""
+    if is_credential(name):
+        return False
+    return name in _KEPT_NAMES or name in _KEPT_ACTIONS_VARIABLES or name.startswith(_KEPT_PREFIXES)
+
+
 def stage_env(inputs: ActionInputs, env: Mapping[str, str], step: Step) -> dict[str, str]:
-    """A stage's environment: no GitHub credential, except the token for the step that publishes
-    (as GITHUB_TOKEN, never on a command line); every Python it starts ignores the working directory.
-    """
-    child = {key: value for key, value in env.items() if not is_credential(key)}
+    """A stage's environment: only what it needs by name (`kept`), no GitHub credential, except the
+    token for the step that publishes (as GITHUB_TOKEN, never on a command line), and for a stage
+    that runs the optimizer under test none of the runner's file commands (the entrypoint writes
+    its step summary, `append_summary`); every Python it starts ignores the working directory."""
+    child = {key: value for key, value in env.items() if kept(key)}
+    if step.as_workspace_owner:
+        for name in FILE_COMMANDS:
+            child.pop(name, None)
     child["PYTHONSAFEPATH"] = "1"
     if step.needs_token and inputs.github_token:
         child["GITHUB_TOKEN"] = inputs.github_token
@@ -233,6 +249,69 @@ def hand_over(out: Path, workspace: Path) -> None:
     os.lchown(root, owner.st_uid, owner.st_gid)
 
 
+# the file commands as root opens them: through no link, never blocking, and only regular files
+_FILE_COMMAND_OPEN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class FileCommands:
+    """What the runner's file commands held before a stage: each regular file's bytes by path."""
+
+    held: Mapping[Path, bytes]
+
+    @classmethod
+    def read(cls, env: Mapping[str, str]) -> FileCommands:
+        held = {}
+        for name in FILE_COMMANDS:
+            if env.get(name):
+                with contextlib.suppress(OSError):
+                    held[Path(env[name])] = _read_regular(Path(env[name]))
+        return cls(held)
+
+    def restore(self) -> list[Path]:
+        """Put back every file a stage changed (the stage's own writes, by the optimizer under test
+        or what it left running, do not survive it); the files put back."""
+        restored = []
+        for path, data in self.held.items():
+            with contextlib.suppress(OSError):
+                if _read_regular(path) == data:
+                    continue
+                with folder(path.parent) as folder_fd:
+                    fd = os.open(path.name, os.O_WRONLY | _FILE_COMMAND_OPEN, dir_fd=folder_fd)
+                with os.fdopen(fd, "wb") as sink:
+                    if stat.S_ISREG(os.fstat(fd).st_mode):
+                        os.ftruncate(fd, 0)
+                        sink.write(data)
+                        restored.append(path)
+        return restored
+
+
+def _read_regular(path: Path) -> bytes:
+    with folder(path.parent) as folder_fd:
+        fd = os.open(path.name, os.O_RDONLY | _FILE_COMMAND_OPEN, dir_fd=folder_fd)
+    with os.fdopen(fd, "rb") as source:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file: {path}")
+        return source.read()
+
+
+# the stages whose summary the entrypoint writes to the step summary (they get no GITHUB_STEP_SUMMARY)
+SUMMARY_STAGES = ("ditox-ci sweep", "ditox-ci merge")
+
+
+def stage_summary(step: Step, inputs: ActionInputs, started: float) -> str | None:
+    """The summary a sweep or merge stage wrote for this run (`out/summary.md`, written since
+    `started`), for the entrypoint to append to the step summary; None for another stage or when
+    it wrote none."""
+    if step.title not in SUMMARY_STAGES:
+        return None
+    path = Path(inputs.out) / "summary.md"
+    with contextlib.suppress(OSError):
+        if path.stat().st_mtime >= started:
+            return _read_regular(path).decode("utf-8", "backslashreplace")
+    return None
+
+
 def gate(report: Report, fail_on: str) -> int:
     """The job's exit code for a finished report: 1 when its gate closes under `fail_on`."""
     return 1 if report.closes_gate(fail_on) else 0
@@ -280,6 +359,8 @@ class StageRunner:
     def __init__(self) -> None:
         self.running: subprocess.Popen[bytes] | None = None
         self.stopped_by: int | None = None
+        # processes the last stage left that would not end (`end_leftovers`): no later stage runs
+        self.left_running = 0
         for signum in (signal.SIGTERM, signal.SIGINT):
             signal.signal(signum, self._forward)
         become_subreaper()
@@ -304,5 +385,5 @@ class StageRunner:
             return self.running.wait()
         finally:
             self.running = None
-            end_leftovers()
+            self.left_running = end_leftovers()
 

@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import os
 import signal
+import time
 from pathlib import Path
 
 # prctl(PR_SET_CHILD_SUBREAPER): what a stage leaves running when it exits becomes this process's
@@ -31,15 +32,23 @@ def _children() -> list[int]:
     return found
 
 
-def end_leftovers() -> None:
+# how long the entrypoint keeps killing what a stage left: a chain of processes hands each one's
+# children to it in turn, one round each (a 130-deep chain outlived a limit of 100 rounds)
+LEFTOVERS_S = 30.0
+
+
+def end_leftovers(within_s: float = LEFTOVERS_S) -> int:
     """Kill what the finished stage left running (a process the optimizer started can rewrite
     out/report.json after the sweep, or run on into publish, which holds the token): stages run
     one at a time, so between them every child of this process is a leftover. Killing one hands
-    its own children to this process, hence the loop; each is reaped."""
-    for _round in range(100):
+    its own children to this process, hence the rounds, until none is left or `within_s` is
+    spent; each is reaped. Returns how many are still running then (0: none), which the caller
+    must not ignore."""
+    deadline = time.monotonic() + within_s
+    while True:
         leftovers = _children()
-        if not leftovers:
-            return
+        if not leftovers or time.monotonic() > deadline:
+            return len(leftovers)
         for pid in leftovers:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

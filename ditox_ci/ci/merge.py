@@ -26,6 +26,8 @@ from ditox_ci.report.stats import SweepStats
 
 # What must be identical in every shard for the shards to be parts of one sweep.
 _SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")
+# the report's environment keys that name what judged the models
+JUDGED_BY = ("onnx", "onnxruntime")
 # what an entry without a config list ran, in reports that do not list the sweep's configs
 _ALL_CONFIGS = "*"
 
@@ -69,11 +71,23 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
             if report.optimizer.get(key) != first.optimizer.get(key):
                 theirs, ours = report.optimizer.get(key), first.optimizer.get(key)
                 _other_build(report, first, f"optimizer {key}", theirs, ours)
-        # a build's commit: the installed files' hashes are no test (a build made in each shard
-        # job compiles its own bytecode), but two commits are two builds of one version number
-        commits = [str((r.optimizer.get("build") or {}).get("git_describe") or "") for r in (report, first)]
-        if all(commits) and commits[0] != commits[1]:
-            _other_build(report, first, "the build", *commits)
+        # a build's commit and pass list: the installed files' hashes are no test (a build made in
+        # each shard job compiles its own bytecode), but two commits are two builds of one version
+        # number; a shard whose description of its build is gone is not known to be the same one
+        builds = [r.optimizer.get("build") or {} for r in (report, first)]
+        for key in ("version", "git_describe", "passes_sha256"):
+            theirs, ours = (str(build.get(key) or "") for build in builds)
+            if theirs != ours:
+                _other_build(report, first, f"the build ({key})", theirs, ours)
+        # the same oracle: another onnx or ONNX Runtime judges the same model differently
+        for key in JUDGED_BY:
+            theirs, ours = report.environment.get(key), first.environment.get(key)
+            if theirs != ours:
+                raise MergeError(
+                    f"shard {report.shard.get('index')} was judged by {key} {theirs!r}, shard "
+                    f"{first.shard.get('index')} by {ours!r}; every shard must run the same onnx and "
+                    "ONNX Runtime (the same image or lock)"
+                )
 
 
 def _other_build(report: Report, first: Report, what: str, theirs: Any, ours: Any) -> NoReturn:

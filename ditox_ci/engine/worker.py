@@ -58,7 +58,7 @@ from ditox_ci.engine.messages import (
 )
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.errors import InternalError, OptimizerLoadError
 from ditox_ci.report.model import INTERNAL_ERROR
 
 # what the sweep, pinpointing and triage take from here, beside the pool itself
@@ -194,6 +194,25 @@ def worker_count(jobs: int, memory_limit_mb: int, warn: Callable[[str], None]) -
     return workers
 
 
+# how often a worker's start is tried again when the forkserver it comes from died: the optimizer
+# may kill its worker's parent (or the OOM killer may pick it), and the next start then reads a
+# closed pipe until multiprocessing has found it dead and started another
+START_ATTEMPTS = 5
+START_BACKOFF_S = 0.2
+
+
+def _start(process: Any) -> None:
+    """Start a worker, through a new forkserver when the old one died under it."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            process.start()
+            return
+        except (EOFError, ConnectionError) as exc:
+            if attempt == START_ATTEMPTS:
+                raise InternalError(f"cannot start a worker process ({type(exc).__name__}: {exc})") from exc
+            time.sleep(START_BACKOFF_S * attempt)
+
+
 class WorkerPool:
     """`run(jobs)` yields one JobResult per job, in completion order, whatever the workers do."""
 
@@ -235,7 +254,7 @@ class WorkerPool:
         process = self._context.Process(  # type: ignore[attr-defined]
             target=child_main, args=(child_conn, state, self.config, str(stderr_path)), daemon=True
         )
-        process.start()
+        _start(process)
         child_conn.close()
         return _Slot(process=process, conn=parent_conn, state=state, stderr_path=stderr_path)
 

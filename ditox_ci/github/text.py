@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,11 @@ _FINGERPRINT_MARKER = re.compile(r"<!-- ditox-ci:fingerprint=([0-9A-Za-z_-]+) --
 
 
 def sticky_marker(key: str) -> str:
-    return f"<!-- ditox-ci:sticky key={_marker_safe(key)} -->"
+    """The sticky comment's marker for `comment_key`: the key itself when it is plain, else a hash
+    of it (two keys that differ only in characters a marker cannot hold, `ditox (ort)` and
+    `ditox [ort]`, shared one comment)."""
+    named = key if _marker_safe(key) == key else "sha256-" + hashlib.sha256(key.encode()).hexdigest()[:32]
+    return f"<!-- ditox-ci:sticky key={named} -->"
 
 
 def fingerprint_marker(fingerprint: str) -> str:

@@ -31,8 +31,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.requirements import Requirement
-
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import ADAPTERS, OptimizerInfo, load_optimizer
@@ -57,6 +55,17 @@ class Installation:
     @property
     def label(self) -> str:
         return f"{self.spec} ({self.info.version})"
+
+
+# A built-in adapter's packages beyond the image's own, hashed (the image has ONNX Runtime's already)
+ADAPTER_LOCKS = Path(__file__).resolve().parent.parent / "data" / "adapters"
+
+
+def adapter_lock(spec: str) -> Path | None:
+    """The lock of built-in optimizer `spec`'s release (what the Action installs as root for
+    `optimizer: <spec>`, and what `--base-optimizer <spec>` installs); None when the image has it."""
+    lock = ADAPTER_LOCKS / f"{spec}.lock"
+    return lock if spec in ADAPTERS and lock.is_file() else None
 
 
 def cache_key(spec: str) -> str | None:
@@ -119,6 +128,9 @@ def describe(spec: str, optimizer: str, path: str | None, flag: str = "--optimiz
 
 
 def _pip_install(spec: str, target: Path, flag: str) -> None:
+    """pip installs `spec` into `target`: a requirement, wheel or checkout, or (a path ending in
+    `.lock`) a built-in adapter's lock, every file's sha256 checked."""
+    source = ["--require-hashes", "-r", spec] if spec.endswith(".lock") else [spec]
     command = [
         sys.executable,
         "-m",
@@ -130,7 +142,7 @@ def _pip_install(spec: str, target: Path, flag: str) -> None:
         "--quiet",
         "--target",
         str(target),
-        spec,
+        *source,
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -168,12 +180,6 @@ def provided_optimizer(folder: Path, spec: str, flag: str, fallback: str | None)
     )
 
 
-def distribution_of(builtin: str) -> str:
-    """The distribution on PyPI whose release a built-in optimizer's name means."""
-    adapter = ADAPTERS.get(builtin)
-    return Requirement(adapter.requirement).name if adapter is not None else builtin
-
-
 @contextlib.contextmanager
 def optimizer_build(
     text: str, cache_dir: Path, log: Log, flag: str = "--optimizer", module: str | None = None
@@ -181,8 +187,10 @@ def optimizer_build(
     """The build `text` names, installed (or found in the cache) for the duration of the block.
 
     A built-in name or an import path is loaded as it is. For `--base-optimizer`, a built-in name
-    is that optimizer's latest release from PyPI (the base is never the build under test), and
-    `module` (the build under test's optimizer) is what a base build of a custom optimizer provides.
+    is that optimizer's release as ditox-ci pins it, never resolved at run time: its adapter's lock
+    (every file's sha256), or the image's own copy (onnxoptimizer, ONNX Runtime: requirements.lock
+    pins them with their hashes); `module` (the build under test's optimizer) is what a base build
+    of a custom optimizer provides.
     """
     spec = parse_spec(text, flag)
     text = spec.text  # what was checked is what is loaded or installed
@@ -190,8 +198,13 @@ def optimizer_build(
         info = describe(text, text, None, flag) if module is not None else load_optimizer(text).info
         yield Installation(text, text, None, info)
         return
-    # a built-in's latest release is its distribution's (`onnxruntime-extended` is `onnxruntime`)
-    named = text if spec.kind != "builtin" else distribution_of(text)
+    named = text
+    if spec.kind == "builtin":
+        lock = adapter_lock(text)
+        if lock is None:  # the image's own release, which requirements.lock pins with its hashes
+            yield Installation(text, text, None, describe(text, text, None, flag))
+            return
+        named = str(lock)
 
     def installed(folder: Path) -> Installation:
         optimizer = text if spec.kind == "builtin" else provided_optimizer(folder, text, flag, module)

@@ -15,6 +15,7 @@ from ditox_ci.report.kinds import verdicts_gate
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, utf8_size
+from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
 SKIPPED_SHOWN = 50
 # the name a workflow uploads a report folder under unless told otherwise: the texts send readers
@@ -64,17 +65,23 @@ class WrittenOutputs:
 
 
 def write_outputs(report: Report, out_dir: Path) -> WrittenOutputs:
-    """Write report.json, summary.md and coverage.svg into `out_dir`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    """Write report.json, summary.md and coverage.svg into `out_dir`, each whole or not at all; a
+    folder that does not take them (a full disk) is an InputError naming the file."""
     path = out_dir / "report.json"
-    write_report(report, path)
-    # a message may quote a file name whose bytes are not UTF-8: written as \xff, never a crash
-    text = {"encoding": "utf-8", "errors": "backslashreplace"}
     summary = render_summary(report)
     summary_path = out_dir / "summary.md"
-    summary_path.write_text(summary, **text)
+    # a message may quote a file name whose bytes are not UTF-8: written as \xff, never a crash
+    files = [(path, None), (summary_path, summary)]
     if report.coverage:
-        (out_dir / "coverage.svg").write_text(coverage_svg(report), **text)
+        files.append((out_dir / "coverage.svg", coverage_svg(report)))
+    for target, text in files:
+        try:
+            if text is None:
+                write_report(report, target)
+            else:
+                write_bytes_atomic(target, text.encode("utf-8", "backslashreplace"))
+        except OSError as exc:
+            raise written_or_input_error(target, exc) from None
     return WrittenOutputs(path, summary_path, summary)
 
 

@@ -41,8 +41,9 @@ import yaml
 
 from ditox_ci.errors import ConfigError, InternalError, UsageError
 from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
-from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.safeload import parse_yaml, read_text
+from ditox_ci.safewrite import written_or_input_error
 
 BASELINE_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-default.yml"
@@ -382,7 +383,7 @@ def update_baseline(
     if not added:
         return UpdateResult((), known)
     block = yaml.safe_dump([e.to_yaml() for e in added], sort_keys=False, allow_unicode=True)
-    text = path.read_text() if exists else ""
+    text = read_text(path, "baseline", "fix the path") if exists else ""
     appendable = _appendable(text)
     if appendable is not None:
         start, item_indent = appendable
@@ -394,9 +395,17 @@ def update_baseline(
         header = "" if exists else _NEW_FILE_HEADER
         new_text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     parse_baseline(new_text, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(new_text)
+    _write(path, new_text)
     return UpdateResult(tuple(added), known)
+
+
+def _write(path: Path, text: str) -> None:
+    """`path` holds the old baseline or the new one, never a part of it (a full disk left a 0-byte
+    baseline, which the next run read as valid with no entries)."""
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise written_or_input_error(path, exc) from None
 
 
 _NEW_FILE_HEADER = (
@@ -443,6 +452,5 @@ def init_baseline(
         raise ConfigError(f"baseline {path} exists already; add to it with `ditox-ci baseline update`")
     result = update_baseline(path, findings, reason, None, today, optimizer)
     if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_NEW_FILE_HEADER + f"version: {BASELINE_VERSION}\nentries: []\n")
+        _write(path, _NEW_FILE_HEADER + f"version: {BASELINE_VERSION}\nentries: []\n")
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -39,7 +40,9 @@ def optimize(
     wrong_then_segv*: also segfaults when one process optimizes the same model with the same passes
     a second time, as a worker does when a Job asks where the mismatch it just found starts.
     noisy*: writes a line to stderr the way ONNX Runtime logs (colour, timestamp), then optimizes.
-    retype*: BROKEN_PASS declares the first graph output double instead of float."""
+    retype*: BROKEN_PASS declares the first graph output double instead of float.
+    orphan*: kills the process its worker was forked from (the forkserver), then segfaults, as an
+    optimizer that kills its parent (or the OOM killer picking the forkserver) would."""
     name = model.graph.name
     if name.startswith("noisy"):
         os.write(2, f"{LOG_STAMP}[E:fake] noise from {name}\x1b[m\n".encode())
@@ -48,6 +51,9 @@ def optimize(
         _calls[model.SerializeToString(), tuple(passes)] += 1
         if _calls[model.SerializeToString(), tuple(passes)] > 1:
             ctypes.string_at(0)
+    if name.startswith("orphan") and rewriting:
+        os.kill(os.getppid(), signal.SIGKILL)
+        ctypes.string_at(0)
     if name.startswith("segv") and rewriting:
         os.write(2, f"{LOG_STAMP}[E:fake] {name} is about to crash\x1b[m\n".encode())
         ctypes.string_at(0)

@@ -25,8 +25,9 @@ def run_action(
     run_dir = workspace / f"runner-{len(list(workspace.glob('runner-*')))}"
     run_dir.mkdir()
     output, summary = run_dir / "github_output", run_dir / "step_summary"
-    output.touch()
-    summary.touch()
+    commands = {name: run_dir / name.lower() for name in ("GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE")}
+    for path in (output, summary, *commands.values()):
+        path.touch()
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(workspace),
@@ -42,6 +43,7 @@ def run_action(
         "GITHUB_RUN_ID": "42",
         "GITHUB_OUTPUT": str(output),
         "GITHUB_STEP_SUMMARY": str(summary),
+        **{name: str(path) for name, path in commands.items()},
         "DITOX_CACHE": str(workspace / "cache"),
         "INPUT_GITHUB_TOKEN": TOKEN,
         "INPUT_JOBS": "1",

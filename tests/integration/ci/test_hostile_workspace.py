@@ -4,7 +4,10 @@ planted there may run, nor may the optimizer under test see a credential (threat
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 from pathlib import Path
 
 from wheels import repack_installed
@@ -120,3 +123,86 @@ def test_what_the_optimizer_prints_never_reaches_the_log_as_a_command(tmp_path: 
     assert [line for line in commands if not line.startswith(ours)] == []
     assert not [line for line in commands if "imported" in line or "worker" in line or "forged" in line]
     assert "  | ::add-mask::imported" in log  # quoted, so it still shows
+
+
+# An optimizer that writes the runner's file commands by their paths (it is given none of them:
+# it finds them beside the workspace, as any process of the runner's user can).
+WRITES_FILE_COMMANDS = """\
+from pathlib import Path
+
+import onnxoptimizer
+
+RUNNER = Path(__file__).resolve().parent / "runner-0"
+
+
+def optimize(model, passes, fixed_point):
+    for name, line in (("github_env", "LD_PRELOAD=/tmp/evil.so"), ("github_path", "/tmp/evil-bin"),
+                       ("github_output", "report<<EOF"), ("step_summary", "forged")):
+        with open(RUNNER / name, "a") as sink:
+            sink.write(line + "\\n")
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
+
+# An optimizer that starts a chain of 130 processes, each the child of the one before, that would
+# outlive its stage.
+STARTS_A_CHAIN = """\
+import subprocess
+import time
+from pathlib import Path
+
+import onnxoptimizer
+
+CHAIN = Path(__file__).resolve().parent / "chain.sh"
+SCRIPT = "n=$1; if [ $n -gt 0 ]; then sh $0 $((n-1)) & fi; sleep 300"
+
+
+def optimize(model, passes, fixed_point):
+    if not CHAIN.exists():
+        CHAIN.write_text(SCRIPT)
+        subprocess.Popen(["sh", str(CHAIN), "130"], start_new_session=True)
+        time.sleep(2)  # the whole chain is up before the stage ends
+    return onnxoptimizer.optimize(model, list(passes), fixed_point)
+"""
+
+
+def _chain_processes() -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"chain.sh" in (entry / "cmdline").read_bytes():
+                found.append(entry.name)
+        except OSError:
+            continue
+    return found
+
+
+def test_what_the_optimizers_stage_writes_to_the_runners_file_commands_is_put_back(tmp_path: Path) -> None:
+    """The optimizer's stage appended to GITHUB_ENV, GITHUB_PATH and GITHUB_OUTPUT (LD_PRELOAD for
+    the job's later steps, upload-artifact among them; an unclosed heredoc in the Action's
+    outputs). They are put back as they were before the stage, and the sweep's summary (which the
+    entrypoint writes now) is the step summary."""
+    write_models(tmp_path / "models")
+    (tmp_path / "writes.py").write_text(WRITES_FILE_COMMANDS)
+    process, outputs, summary = run_sweep(tmp_path, optimizer="writes.py:optimize")
+    assert process.returncode == 0, process.stderr
+    runner = tmp_path / "runner-0"
+    assert (runner / "github_env").read_text() == "" and (runner / "github_path").read_text() == ""
+    assert outputs["report"] == "ditox-report/report.json" and "EOF" not in outputs
+    assert "forged" not in summary and "## ditox-ci sweep" in summary
+    assert "wrote to the runner's file command" in process.stderr
+
+
+def test_a_chain_of_processes_the_optimizer_starts_does_not_outlive_its_stage(tmp_path: Path) -> None:
+    """Each process of a chain the entrypoint kills hands it the next: it gave up silently after
+    100 rounds, and a 130-deep chain left 30 processes running into the next stage."""
+    write_models(tmp_path / "models")
+    (tmp_path / "chain.py").write_text(STARTS_A_CHAIN)
+    try:
+        process, _, _ = run_sweep(tmp_path, optimizer="chain.py:optimize")
+        left = _chain_processes()
+    finally:
+        for pid in _chain_processes():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
+    assert process.returncode == 0, process.stderr
+    assert (tmp_path / "chain.sh").exists() and left == []

@@ -99,6 +99,18 @@ def test_a_crash_keeps_only_its_own_models_stderr_without_timestamps(tmp_path: P
     assert "noise from noisy" not in outcome.evidence["stderr"]
 
 
+def test_an_optimizer_that_kills_its_workers_parent_costs_its_own_model_only(tmp_path: Path) -> None:
+    """The forkserver every worker is forked from died with the worker (killed by the optimizer, or
+    by the OOM killer): the next worker's start read a closed pipe, EOFError, exit 70, no report.
+    The pool starts its next worker through a new forkserver and goes on."""
+    orphan, fine = _ref(tmp_path, "orphan"), _ref(tmp_path, "fine")
+    with _pool() as pool:
+        crashed, judged = pool.run([Job(orphan, (UNCHANGED,)), Job(fine, (FLIPPED, UNCHANGED))])
+
+    assert crashed.outcomes[UNCHANGED.label].kind == "optimizer-crash"
+    assert judged.status == "ok" and set(judged.outcomes) == {FLIPPED.label, UNCHANGED.label}
+
+
 def test_a_models_next_job_goes_to_the_idle_worker_that_holds_it_prepared(tmp_path: Path) -> None:
     """A localization probe sent to another worker prepared (loaded, fed and ran) the original again."""
     first, second = _ref(tmp_path, "first"), _ref(tmp_path, "second")

@@ -8,6 +8,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 from pathlib import Path
 
 import onnx
@@ -15,7 +16,8 @@ import pytest
 from onnx import TensorProto, helper
 from wheels import repack_installed
 
-from ditox_ci.optimizers.install import cache_key
+from ditox_ci.log import Log
+from ditox_ci.optimizers.install import adapter_lock, cache_key, optimizer_build
 from tests.helpers import run_cli
 
 
@@ -106,3 +108,20 @@ def test_a_cache_folder_that_cannot_be_replaced_leaves_the_fresh_install_in_use(
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "one" / "report.json").read_text())
     assert report["optimizer"]["version"] == "0.4.2+pr8"
+
+
+@pytest.mark.parametrize("name", ["onnxoptimizer", "onnxruntime-extended", "onnxsim"])
+def test_a_builtin_base_is_the_release_ditox_ci_pins_never_one_resolved_now(name: str, tmp_path: Path):
+    """`base_optimizer: onnxsim` installed the newest release on PyPI, unpinned and unhashed
+    (the threat model says PyPI inputs are pinned by version and hash). A built-in base is its
+    adapter's lock (every file's sha256), or the image's own copy where the image has it."""
+    log = Log({}, quiet=True)
+    with optimizer_build(name, tmp_path / "cache", log, "--base-optimizer", "onnxoptimizer") as base:
+        lock = adapter_lock(name)
+        if lock is None:
+            assert base.path is None and base.optimizer == name
+            assert base.info.version == importlib.metadata.version(name.removesuffix("-extended"))
+        else:
+            pinned = re.search(rf"^{name}==(\S+)", lock.read_text(), re.M)
+            assert pinned is not None and base.info.version == pinned.group(1)
+            assert base.path is not None and Path(base.path, name).is_dir()

@@ -319,6 +319,34 @@ def test_only_the_publish_stage_gets_the_token_and_no_stage_other_credentials() 
         assert stage_env(inputs, RUNNER_ENV, step) == safe, step.title
 
 
+def test_a_stage_keeps_only_what_it_needs_by_name_and_the_optimizers_no_file_command() -> None:
+    """Secrets were dropped by known names only: AWS_SECRET_ACCESS_KEY, HF_API_KEY, PYPI_PASSWORD or
+    GH_PAT given in the workflow's `env:` reached the optimizer. And the optimizer's stage could
+    write the runner's file commands (GITHUB_ENV: LD_PRELOAD for upload-artifact)."""
+    secrets = {"AWS_SECRET_ACCESS_KEY": "a", "HF_API_KEY": "h", "PYPI_PASSWORD": "p", "GH_PAT": "g"}
+    runner = {
+        "PATH": "/usr/bin",
+        "HOME": "/github/home",
+        "LC_ALL": "C.UTF-8",
+        "GITHUB_WORKSPACE": "/github/workspace",
+        "RUNNER_TEMP": "/tmp",
+        "DITOX_JOBS": "2",
+        "PIP_INDEX_URL": "https://pypi.example/simple",
+        "GITHUB_ENV": "/github/file_commands/set_env",
+        "GITHUB_STEP_SUMMARY": "/github/file_commands/step_summary",
+    }
+    inputs = read_inputs({**RUNNER_ENV, "INPUT_OPTIMIZER": "onnxsim"})
+    install, sweep, publish = plan(inputs, "py")
+    env = {**RUNNER_ENV, **secrets, **runner}
+    for step in (install, sweep, publish):
+        child = stage_env(inputs, env, step)
+        assert not set(secrets) & set(child), step.title
+        assert set(runner) - {"GITHUB_ENV", "GITHUB_STEP_SUMMARY"} <= set(child)
+        commands = {"GITHUB_ENV", "GITHUB_STEP_SUMMARY"} & set(child)
+        assert commands == (set() if step.as_workspace_owner else {"GITHUB_ENV", "GITHUB_STEP_SUMMARY"})
+    assert sweep.as_workspace_owner and not publish.as_workspace_owner
+
+
 def test_every_python_a_stage_starts_ignores_the_working_directory() -> None:
     inputs = read_inputs({"INPUT_OPTIMIZER": "onnxscript"})
     for step in plan(inputs, "py"):

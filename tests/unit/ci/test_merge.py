@@ -479,6 +479,23 @@ def test_shards_of_two_commits_of_one_version_are_refused() -> None:
         build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": files, "git_describe": commit}
         return replace(shard, optimizer={**shard.optimizer, "build": build})
 
-    with pytest.raises(MergeError, match=r"tested the build 'v0\.4\.2-3-gbbbb', shard 0 'v0\.4\.2"):
+    refused = r"tested the build \(git_describe\) 'v0\.4\.2-3-gbbbb', shard 0 'v0\.4\.2"
+    with pytest.raises(MergeError, match=refused):
         merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2-3-gbbbb", "a")])
     assert len(merge_reports([built(0, "v0.4.2", "a"), built(1, "v0.4.2", "b")]).models) == 2
+
+
+def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is_refused() -> None:
+    """A shard whose `build` was dropped, or one judged by another onnx or ONNX Runtime (its
+    verdicts are another oracle's), merged as if it were part of the same sweep."""
+    first = _shard(0, 2, ["m0"])
+    build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": "a", "git_describe": "v0.4.2"}
+    first = replace(first, optimizer={**first.optimizer, "build": build})
+    second = _shard(1, 2, ["m1"])
+    with pytest.raises(MergeError, match=r"shard 1 tested the build \(version\) '', shard 0 '0\.4\.2'"):
+        merge_reports([first, replace(second, optimizer={**second.optimizer, "build": None})])
+    with_build = replace(second, optimizer={**second.optimizer, "build": build})
+    other_runtime = replace(with_build, environment={**with_build.environment, "onnxruntime": "1.20.0"})
+    with pytest.raises(MergeError, match=r"judged by onnxruntime '1\.20\.0'"):
+        merge_reports([first, other_runtime])
+    assert len(merge_reports([first, with_build]).models) == 2

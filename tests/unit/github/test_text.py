@@ -10,6 +10,7 @@ from ditox_ci.github.text import (
     hard_truncate,
     issue_title,
     repro_dir,
+    sticky_marker,
 )
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.report.render import environment
@@ -99,3 +100,13 @@ def test_a_pass_name_that_is_no_identifier_makes_no_source_link():
     for name in (hostile, "../../x"):
         text = culprit_linked(name)
         assert "[source]" not in text and "](" not in text, text
+
+
+def test_comment_keys_that_differ_only_in_punctuation_are_two_comments():
+    """`ditox (ort)` and `ditox [ort]` made one marker (each character a marker cannot hold became
+    `_`): two publishing jobs edited one comment in turn. A plain key keeps its marker."""
+    assert sticky_marker("ditox (ort)") != sticky_marker("ditox [ort]")
+    assert sticky_marker("default") == "<!-- ditox-ci:sticky key=default -->"
+    assert sticky_marker("x" * 81) != sticky_marker("x" * 82)
+    forged = sticky_marker("a --> <b>")
+    assert forged.count("-->") == 1 and "<b>" not in forged

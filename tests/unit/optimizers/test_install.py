@@ -1,4 +1,4 @@
-"""Which optimizer an installed build is, and what a built-in's name installs as a base."""
+"""Which optimizer an installed build is."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.errors import OptimizerLoadError
-from ditox_ci.optimizers.install import distribution_of, provided_optimizer
+from ditox_ci.optimizers.install import provided_optimizer
 
 
 def _installed(folder: Path, *imports: str) -> Path:
@@ -38,19 +38,3 @@ def test_a_build_of_two_known_optimizers_or_none_is_refused_without_a_fallback(t
     with pytest.raises(OptimizerLoadError, match="none of them"):
         provided_optimizer(_installed(tmp_path / "none", "mine"), "x", "--optimizer", None)
     assert provided_optimizer(tmp_path / "none", "x", "--base-optimizer", "mine:optimize") == "mine:optimize"
-
-
-@pytest.mark.parametrize(
-    ("builtin", "distribution"),
-    [
-        ("onnxoptimizer", "onnxoptimizer"),
-        ("onnxruntime", "onnxruntime"),
-        ("onnxruntime-extended", "onnxruntime"),  # pip was asked for a package of that name
-        ("onnx-ir", "onnx-ir"),
-        ("onnxslim", "onnxslim"),
-    ],
-)
-def test_a_builtin_name_as_the_base_is_its_distributions_latest_release(
-    builtin: str, distribution: str
-) -> None:
-    assert distribution_of(builtin) == distribution
