@@ -25,6 +25,7 @@ from ditox_ci.report.kinds import (
     closes_gate,
     kind_gates,
     markdown_table,
+    tier_table,
 )
 from ditox_ci.report.model import STATUSES, Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.report.sarif import sarif_log
@@ -66,11 +67,19 @@ def test_the_schema_lists_the_kinds_of_the_table_in_its_order() -> None:
     assert tuple(finding["kind"]["enum"]) == FINDING_KINDS == tuple(kind.value for kind in FindingKind)
 
 
+def test_the_schema_lists_the_tiers_of_the_table_in_its_order() -> None:
+    schema = report_schema()
+    assert tuple(schema["$defs"]["finding"]["properties"]["tier"]["enum"]) == TIERS
+    gate_tiers = schema["properties"]["stats"]["properties"]["gate_tiers"]["items"]
+    assert gate_tiers == {"$ref": "#/$defs/finding/properties/tier"}
+
+
 def test_the_docs_hold_the_table_as_it_is_generated() -> None:
     """`python -m ditox_ci.report.kinds` prints the table docs/cli.md must hold."""
     docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = docs[docs.index("### Finding kinds") :]
     assert markdown_table() in section.split("\n\n", 2)[1] + "\n"
+    assert tier_table() in docs[docs.index("### Tiers") :]
 
 
 def test_sarif_has_one_rule_per_kind_with_its_text_and_level() -> None:
