@@ -4,11 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 OUT ?= ditox-report
-MODELS ?= onnx-node onnx-data packaged
+MODELS ?= onnx-node onnx-data exported packaged
 SWEEP_ARGS ?=
 MODELS_STAMP := $(VENV)/.models-$(shell cksum < ditox_ci/data/packaged-models.yml | cut -d' ' -f1)
 
-.PHONY: install models sweep test test-unit test-integration image-test lint bench clean
+.PHONY: install models exported-models sweep test test-unit test-integration image-test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,14 @@ $(MODELS_STAMP): $(STAMP) ditox_ci/data/packaged-models.yml
 	touch $@
 
 models: $(MODELS_STAMP)
+
+# Makes ditox_ci/data/exported/ again (committed; only to change or re-pin it): torch, transformers,
+# scikit-learn and skl2onnx in a virtual environment of their own, not ditox-ci's
+EXPORT_VENV ?= .venv-export
+exported-models:
+	test -x $(EXPORT_VENV)/bin/python || $(PYTHON) -m venv $(EXPORT_VENV)
+	$(EXPORT_VENV)/bin/python -m pip install --quiet -r scripts/exported-models/requirements.txt
+	PYTHONHASHSEED=0 $(EXPORT_VENV)/bin/python scripts/exported-models/export.py
 
 sweep: $(MODELS_STAMP)
 	$(BIN)/ditox-ci sweep --models $(MODELS) --out $(OUT) $(SWEEP_ARGS); code=$$?; \

@@ -151,7 +151,9 @@ def _exercise(
         return plan
     with log.group("exercise new and changed passes"):
         out = Path(options.out) / EXERCISED_DIR
-        done = exercise(targets, plan.steps, pool, out, options.seed, options.exercise_budget, log)
+        done = exercise(
+            targets, plan.steps, pool, out, options.seed, options.exercise_budget, log, among=plan.info.passes
+        )
     finished.results.extend(done.results)
     finished.findings.extend(done.findings)
     finished.exercise_stats = done.stats

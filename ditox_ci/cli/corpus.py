@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--models",
         nargs="+",
         metavar="SRC",
-        help="paths or named sources (default: onnx-node onnx-data)",
+        help="paths or named sources (default: onnx-node onnx-data exported)",
     )
     listing.add_argument(
         "--cache-dir",

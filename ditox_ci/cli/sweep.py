@@ -197,7 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--models",
         nargs="+",
         metavar="SRC",
-        help="paths or named sources (default: onnx-node onnx-data)",
+        help="paths or named sources (default: onnx-node onnx-data exported)",
     )
     parser.add_argument("--shard", help="I/N: run shard I (0-based) of N (default 0/1)")
     parser.add_argument(

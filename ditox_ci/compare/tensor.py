@@ -127,6 +127,23 @@ def _compare_sequences(expected: Any, actual: Any, rtol: float, atol: float) -> 
     return worst
 
 
+def _compare_maps(expected: Any, actual: Any, rtol: float, atol: float) -> dict[str, Any] | None:
+    """Map outputs (a ZipMap's class probabilities): the same keys, then their values as one array
+    in key order, with the same tolerances as a tensor's."""
+    if not isinstance(expected, dict) or not isinstance(actual, dict):
+        kinds = {"expected_type": type(expected).__name__, "actual_type": type(actual).__name__}
+        return {"reason": "type", **kinds}
+    if set(expected) != set(actual):
+        only = sorted(map(repr, set(expected) ^ set(actual)))[:5]
+        return {"reason": "keys", "keys_in_one_only": only}
+    keys = sorted(expected, key=repr)
+    values = [np.asarray([side[key] for key in keys]) for side in (expected, actual)]
+    metrics = compare_arrays(values[0], values[1], rtol, atol)
+    if metrics and metrics.get("worst_index"):
+        metrics = {**metrics, "key": repr(keys[metrics["worst_index"][0]])}
+    return metrics
+
+
 def _widened(
     a: np.ndarray, b: np.ndarray, rtol: float, atol: float
 ) -> tuple[np.ndarray, np.ndarray, float, float]:
@@ -179,6 +196,8 @@ def compare_arrays(expected: Any, actual: Any, rtol: float, atol: float) -> dict
     error is independently of the output's units; the same-failure matcher bands it."""
     if isinstance(expected, list) or isinstance(actual, list) or expected is None or actual is None:
         return _compare_sequences(expected, actual, rtol, atol)
+    if isinstance(expected, dict) or isinstance(actual, dict):
+        return _compare_maps(expected, actual, rtol, atol)
     a, b = np.asarray(expected), np.asarray(actual)
     if a.shape != b.shape:
         return {"reason": "shape", "expected_shape": list(a.shape), "actual_shape": list(b.shape)}
@@ -443,6 +462,35 @@ def _noise_at(noise: Any, sample: int, position: int) -> float | None:
     return None if value is None else float(value)
 
 
+def _quantum_at(quanta: Sequence[float | None], position: int) -> float | None:
+    return quanta[position] if position < len(quanta) else None
+
+
+# the slack on one quantization step: the step itself is a float32 product of the scale
+STEP_SLACK = 1e-4
+
+
+def _numbers(value: Any) -> np.ndarray | None:
+    """A float or integer tensor as float64 (a quantized value is either); else None."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "iu":
+        return value.astype(np.float64)
+    return float64_array(value)
+
+
+def within_one_step(expected: Any, actual: Any, metrics: Mapping[str, Any], step: float | None) -> bool:
+    """Whether a values difference of a quantized output is no more than one step of its scale
+    everywhere: two roundings of one quantized value, not a wrong one."""
+    if not step or metrics.get("reason") != "values":
+        return False
+    a, b = _numbers(expected), _numbers(actual)
+    if a is None or b is None or a.shape != b.shape:
+        return False
+    both = np.isfinite(a) & np.isfinite(b)
+    if not np.array_equal(np.isfinite(a), np.isfinite(b)):
+        return False
+    return bool(np.all(np.abs(a[both] - b[both]) <= step * (1 + STEP_SLACK)))
+
+
 def _number(value: float | None) -> str:
     """A figure for a message: four significant digits (the evidence keeps every digit)."""
     return "n/a" if value is None else f"{value:.4g}"
@@ -457,6 +505,9 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
     # per sample, per output: the float64 reference values (engine/fp64.py) that judge again what
     # the tolerances or the noise floor flag; None or absent: no reference
     reference = options.get("reference") or []
+    # per output: the step of its quantized values (engine/noise.quantization_steps); None or absent:
+    # not a quantized value
+    quanta = options.get("quanta") or []
 
     def compare(
         expected: Sequence[Outputs], actual: Sequence[Outputs], names: Sequence[str]
@@ -481,7 +532,7 @@ def tensor(options: Mapping[str, Any]) -> CompareFunc:
                     calibration = noise_check(a, b, output_noise, output_atol)
                 if metrics is None and calibration and calibration["noise_ratio"] > NOISE_MARGIN:
                     metrics = beyond_noise(a, b, calibration["noise_floor"], output_atol)
-                if metrics is None:
+                if metrics is None or within_one_step(a, b, metrics, _quantum_at(quanta, position)):
                     continue
                 values = _reference_at(reference, sample, position) if metrics["reason"] == "values" else None
                 if values is not None:

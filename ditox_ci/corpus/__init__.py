@@ -22,7 +22,7 @@ from ditox_ci.errors import InputError
 from ditox_ci.log import Log
 from ditox_ci.registry import Registry
 
-DEFAULT_SOURCES = ("onnx-node", "onnx-data")
+DEFAULT_SOURCES = ("onnx-node", "onnx-data", "exported")
 
 
 @dataclass(frozen=True)
@@ -161,5 +161,5 @@ def resolve_sources(
 # The built-in sources and input generators register themselves on import and need the names
 # defined above; importing them here makes every source and generator known wherever the corpus
 # package is imported, worker processes included.
-from ditox_ci.corpus import hub, node_cases, packaged, task_inputs  # noqa: E402, F401
+from ditox_ci.corpus import exported, hub, node_cases, packaged, task_inputs  # noqa: E402, F401
 from ditox_ci.corpus.sources import models_from_path  # noqa: E402

@@ -327,6 +327,7 @@ def _compare(
             **settings.tolerances.oracle_options(),
             "noise": context.noise,
             "reference": reference,
+            "quanta": context.quanta,
         }
     else:
         options = context.ref.meta.get("comparator_options", {})

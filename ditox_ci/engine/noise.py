@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from ditox_ci.compare.tensor import float64_array
 from ditox_ci.engine import runner
@@ -119,6 +120,46 @@ def _draws(node: onnx.NodeProto, functions: Mapping[tuple[str, str], onnx.Functi
     if function is not None:
         inner.append(function)
     return any(_draws(sub, functions) for graph in inner for sub in graph.node)
+
+
+# unary ops under which |f(a) - f(b)| <= |a - b| (1-Lipschitz), or that only move values around
+NARROWING_OPS = frozenset({
+    "Identity", "Relu", "Neg", "Abs", "Tanh", "Sigmoid", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+    "Flatten", "Expand", "Slice", "MaxPool",
+})
+
+
+def quantization_steps(model: onnx.ModelProto) -> list[float | None]:
+    """Per graph output, the step of its quantized values, where the graph says it: a
+    DequantizeLinear's one-element constant scale, or 1 for QuantizeLinear's integers, seen through
+    ops that bring no two values further apart (NARROWING_OPS); else None.
+    Two computations of a quantized value that round apart differ by one step (a QLinear kernel
+    against float arithmetic and a Q, two QDQ pairs folded into one), so the tensor oracle takes a
+    difference within one step for rounding."""
+    fed = {value.name for value in model.graph.input}  # an initializer a caller can override is no constant
+    constants = {tensor.name: tensor for tensor in model.graph.initializer if tensor.name not in fed}
+    producer = {name: node for node in model.graph.node for name in node.output}
+    steps: list[float | None] = []
+    for output in model.graph.output:
+        node = producer.get(output.name)
+        # back through ops that move no two values further apart than they were
+        while node is not None and _onnx_op(node) in NARROWING_OPS and node.input:
+            node = producer.get(node.input[0])
+        step: float | None = None
+        if node is not None and _onnx_op(node) == "QuantizeLinear":
+            step = 1.0
+        elif node is not None and _onnx_op(node) == "DequantizeLinear":
+            scale = constants.get(node.input[1]) if len(node.input) > 1 else None
+            values = numpy_helper.to_array(scale) if scale is not None else None
+            if values is not None and values.size == 1 and np.isfinite(values).all():
+                step = abs(float(values.reshape(-1)[0]))
+        steps.append(step)
+    return steps
+
+
+def _onnx_op(node: onnx.NodeProto) -> str:
+    """The op type of an ONNX-domain node; "" for another domain's."""
+    return node.op_type if node.domain in ("", "ai.onnx") else ""
 
 
 def random_output_positions(model: onnx.ModelProto) -> set[int]:

@@ -32,7 +32,13 @@ from ditox_ci.corpus.inputs import (
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.engine import runner
 from ditox_ci.engine.fp64 import Reference
-from ditox_ci.engine.noise import PlainRun, measure_noise, random_output_positions, random_outputs
+from ditox_ci.engine.noise import (
+    PlainRun,
+    measure_noise,
+    quantization_steps,
+    random_output_positions,
+    random_outputs,
+)
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.structure import checker_error
 from ditox_ci.engine.values import Feeds
@@ -119,6 +125,8 @@ class ModelContext:
     draw: Draw | None = None
     # the original in float64 on `feeds` (fp64.py), computed once a difference needs it
     fp64: Reference | None = None
+    # per output: the step of its quantized values where the graph says (noise.quantization_steps)
+    quanta: list[float | None] = field(default_factory=list)
 
 
 class SkipModel(Exception):
@@ -321,4 +329,5 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         runner=info["runner"],
         noise=noise,
         draw=draw,
+        quanta=quantization_steps(model),
     )

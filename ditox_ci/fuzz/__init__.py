@@ -3,13 +3,30 @@
 Importing this package registers every generator family in GENERATORS.
 """
 
-from ditox_ci.fuzz import chains, fusions, graphs, nops, shapes
+import importlib
+
 from ditox_ci.fuzz.base import GENERATORS, GeneratedModel, Generator, generate, register
 from ditox_ci.fuzz.corpus import generate_within, write_corpus
 
-FAMILIES = tuple(
-    module.__name__.rsplit(".", 1)[-1] for module in (chains, fusions, graphs, nops, shapes)
+# the generator modules, one family each: importing one registers its generators
+FAMILIES = (
+    "chains",
+    "fusions",
+    "graphs",
+    "ir_passes",
+    "nops",
+    "ort_fusions",
+    "ort_rules",
+    "quantized",
+    "rewrites",
+    "shapes",
+    "sim",
+    "slim",
+    "stages",
+    "transformers",
 )
+for _family in FAMILIES:
+    importlib.import_module(f"ditox_ci.fuzz.{_family}")
 
 __all__ = ["FAMILIES", "GENERATORS", "GeneratedModel", "Generator", "generate", "generate_within",
            "register", "write_corpus"]

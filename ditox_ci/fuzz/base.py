@@ -47,7 +47,10 @@ class Generator:
     """`build(builder, near_miss)` fills a GraphBuilder; the rest is shared.
 
     `fires` is False for a pass that cannot change any model (`nop`); `near_misses` is False for a
-    pass that fires on every model it is given, so no look-alike exists.
+    pass that fires on every model it is given, so no look-alike exists. `optimizers` are the
+    built-in optimizers whose pass of this name the pattern follows (each of its models fires
+    there); another optimizer with a pass of the name gets the models too, and may decline some
+    (onnxsim's older copy of onnx-optimizer's passes reads no Squeeze axes input).
     """
 
     target_pass: str
@@ -56,6 +59,7 @@ class Generator:
     opsets: tuple[int, int] = DEFAULT_OPSETS
     fires: bool = True
     near_misses: bool = True
+    optimizers: tuple[str, ...] = ("onnxoptimizer",)
 
     def __call__(self, rng: np.random.Generator, near_miss: bool | None = None,
                  seed: int = 0) -> GeneratedModel:
@@ -99,11 +103,15 @@ def _execution_problem(model: onnx.ModelProto, feeds: list[dict[str, np.ndarray]
         onnx.checker.check_model(model, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         return f"invalid model: {exc}"
+    data = model.SerializeToString()
     try:
-        session = runner.load_session(model.SerializeToString())
+        try:
+            session = runner.load_session(data)
+        except runner.RuntimeLoadError:  # no ORT kernel (a boolean Where): the sweep's fallback too
+            session = runner.load_session(data, runner="reference")
         results = runner.run_all(session, feeds)
     except (runner.RuntimeLoadError, runner.RuntimeRunError) as exc:
-        return f"ONNX Runtime: {exc}"
+        return f"running it: {exc}"
     for outputs in results:
         for value in outputs:
             if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
@@ -127,12 +135,15 @@ GENERATORS: Registry[Generator] = Registry("fuzz generator")
 
 
 def register(target_pass: str, *, opsets: tuple[int, int] = DEFAULT_OPSETS, fires: bool = True,
-             near_misses: bool = True) -> Callable[[BuildFunc], BuildFunc]:
-    """Register `build` as the generator for `target_pass`; its module name is the family."""
+             near_misses: bool = True,
+             optimizers: tuple[str, ...] = ("onnxoptimizer",)) -> Callable[[BuildFunc], BuildFunc]:
+    """Register `build` as the generator for `target_pass`; its module name is the family. One
+    build may serve several passes (decorators stacked): the same pattern under two names."""
 
     def decorate(build: BuildFunc) -> BuildFunc:
         family = build.__module__.rsplit(".", 1)[-1]
-        GENERATORS[target_pass] = Generator(target_pass, family, build, opsets, fires, near_misses)
+        generator = Generator(target_pass, family, build, opsets, fires, near_misses, optimizers)
+        GENERATORS[target_pass] = generator
         return build
 
     return decorate

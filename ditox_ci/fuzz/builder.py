@@ -6,13 +6,17 @@ names come from a counter, so one seed always gives the same model bytes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
+
+# the opset a node of another domain gets when a generator names none (`GraphBuilder.domains`):
+# ONNX Runtime's contrib ops and the ai.onnx.ml version whose LabelEncoder ORT fuses
+DOMAIN_VERSIONS = {"com.microsoft": 1, "ai.onnx.ml": 4}
 
 # Unary ops used as surrounding context: defined everywhere, finite on finite input, and none of
 # them is a pattern any pass rewrites on its own (Relu/Ceil/Floor/Log/Exp/Sqrt/Identity are).
@@ -43,6 +47,13 @@ class GraphBuilder:
         self.outputs: list[str] = []
         self.annotations: list[onnx.ValueInfoProto] = []
         self.name_nodes = True
+        # opsets of the domains other than ONNX's that the nodes use
+        self.domains: dict[str, int] = {}
+        self.functions: list[onnx.FunctionProto] = []
+        # False: the model declares no intermediate shapes (a pass that infers them has work)
+        self.keep_value_info = True
+        # edits of the finished model that a graph cannot say (an unused opset import …)
+        self.finish: list[Callable[[onnx.ModelProto], None]] = []
         self._counter = 0
 
     def fresh(self, stem: str) -> str:
@@ -98,6 +109,9 @@ class GraphBuilder:
         `out` names the (single) output instead of a counter name.
         """
         names = [out] if out else [self.fresh("v") for _ in range(outputs)]
+        domain = attrs.get("domain")
+        if domain and domain not in self.domains:
+            self.domains[domain] = DOMAIN_VERSIONS.get(domain, 1)
         node_name = self.fresh(op_type.lower()) if self.name_nodes else ""
         self.nodes.append(helper.make_node(op_type, list(inputs), names, name=node_name, **attrs))
         return names[0] if outputs == 1 else names
@@ -132,18 +146,25 @@ class GraphBuilder:
         untyped = [onnx.ValueInfoProto(name=name) for name in self.outputs]
         graph = helper.make_graph(self.nodes, graph_name, inputs, untyped, self.initializers,
                                   value_info=self.annotations)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        opsets = [helper.make_opsetid("", self.opset)]
+        opsets += [helper.make_opsetid(domain, version) for domain, version in self.domains.items()]
+        model = helper.make_model(graph, opset_imports=opsets, functions=self.functions)
         # Exporters record intermediate shapes and several passes only fire when they are known
         # (onnxoptimizer does not infer them), so the model keeps the inferred value_info.
         inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
-        outputs = {info.name: info for info in inferred.graph.value_info}
+        # a graph input may be an output as it is (a pass that must add an Identity for it)
+        outputs = {info.name: info for info in inferred.graph.input}
+        outputs.update({info.name: info for info in inferred.graph.value_info})
         del inferred.graph.output[:]
         inferred.graph.output.extend(outputs[name] for name in self.outputs)
         # A type without a shape fails the full checker; such a value just stays unannotated.
         keep = [info for info in inferred.graph.value_info
-                if info.name not in self.outputs and info.type.tensor_type.HasField("shape")]
+                if self.keep_value_info and info.name not in self.outputs
+                and info.type.tensor_type.HasField("shape")]
         del inferred.graph.value_info[:]
         inferred.graph.value_info.extend(keep)
+        for edit in self.finish:
+            edit(inferred)
         return inferred
 
     def feeds(self, count: int) -> list[dict[str, np.ndarray]]:

@@ -146,3 +146,15 @@ def _reduce(b: GraphBuilder, op: str, x: str, axes: list[int]) -> str:
     if b.opset >= input_from:
         return b.op(op, [x, b.const(np.array(axes, np.int64), "axes")], keepdims=0)
     return b.op(op, [x], axes=axes, keepdims=0)
+
+
+@register("fuse_consecutive_squeeze_unsqueeze", opsets=(11, 21), optimizers=("onnxsim",))
+def squeeze_unsqueeze(b: GraphBuilder, near: bool) -> None:
+    """Unsqueeze(Squeeze(x, axes), axes): x itself (the size-1 axes put back where they were);
+    near-miss: the Unsqueeze puts them elsewhere."""
+    shape = b.dims(3, 2, 4)
+    axis = int(b.rng.integers(3))
+    shape[axis] = 1
+    x = b.wrap(b.input(shape, b.float_dtype()))
+    squeezed = _axes_op(b, "Squeeze", x, [axis])
+    b.output(b.wrap(_axes_op(b, "Unsqueeze", squeezed, [(axis + 1) % 3 if near else axis])))

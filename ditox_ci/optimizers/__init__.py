@@ -17,6 +17,9 @@ onnxoptimizer shape. A module (built-in adapter or custom) may declare:
   ONNX Runtime with its own optimizations on (an adapter over ORT's optimizer must: see NOISE_FLOORS).
 - `RUNTIME_LOADS_INPUT = True`: it loads its input in ONNX Runtime, so an original ONNX Runtime
   cannot load is one it cannot optimize either: a skip, never a finding of the optimizer's.
+- `CANNOT_FIRE = {pass: why}`: passes it offers that change no valid model on this machine (a
+  fusion registered for CUDA only, a pass that needs an option the adapter does not set), so a
+  coverage that never sees them fire says why instead of counting them as missed.
 Imports happen lazily so a worker can put a different optimizer installation first on sys.path.
 """
 
@@ -75,6 +78,8 @@ class OptimizerInfo:
     # a pass list runs each pass once, in its order, on what the passes before it left (onnxoptimizer's
     # GeneralPassManager): a list that changes nothing holds no pass that would (engine/screen.py)
     sequential_passes: bool = False
+    # (pass, why) for the passes that change no valid model here (the adapter's CANNOT_FIRE)
+    cannot_fire: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -92,6 +97,8 @@ class OptimizerInfo:
             data["runtime_loads_input"] = True
         if self.sequential_passes:  # additive, as the one before
             data["sequential_passes"] = True
+        if self.cannot_fire:  # additive, as the one before
+            data["cannot_fire"] = dict(self.cannot_fire)
         return data
 
     @classmethod
@@ -108,6 +115,7 @@ class OptimizerInfo:
             noise_floor=str(data.get("noise_floor", NOISE_FLOORS[0])),
             runtime_loads_input=bool(data.get("runtime_loads_input", False)),
             sequential_passes=bool(data.get("sequential_passes", False)),
+            cannot_fire=tuple((str(name), str(why)) for name, why in data.get("cannot_fire", {}).items()),
         )
 
     def describe_passes(self, limit: int = 200) -> str:
@@ -327,6 +335,16 @@ def _pass_names(name: str, function: str, call: Callable[[], Any]) -> tuple[str,
     return tuple(names)
 
 
+def _cannot_fire(module: ModuleType, name: str, passes: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The module's CANNOT_FIRE for the passes it offers, in their order."""
+    declared = getattr(module, "CANNOT_FIRE", {})
+    if not isinstance(declared, dict) or not all(isinstance(v, str) for v in (*declared, *declared.values())):
+        raise OptimizerLoadError(
+            f"optimizer '{name}': CANNOT_FIRE must map pass names to why, got {declared!r:.200}"
+        )
+    return tuple((pass_name, declared[pass_name]) for pass_name in passes if pass_name in declared)
+
+
 def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOptimizer:
     """An optimizer from its adapter module's declarations (see the module docstring)."""
     available = getattr(module, "get_available_passes", None)
@@ -358,6 +376,7 @@ def _from_module(module: ModuleType, name: str, func: OptimizeFunc) -> LoadedOpt
         distributions=distributions,
         noise_floor=noise_floor,
         runtime_loads_input=bool(getattr(module, "RUNTIME_LOADS_INPUT", False)),
+        cannot_fire=_cannot_fire(module, name, passes),
     )
     return LoadedOptimizer(
         info=info,

@@ -99,17 +99,41 @@ def coverage_table(report: Report) -> CoverageTable:
     )
 
 
+def cannot_fire(report: Report) -> dict[str, str]:
+    """{pass: why} for the passes the optimizer offers that change no valid model here (its
+    adapter's CANNOT_FIRE, recorded in the report)."""
+    declared = report.optimizer.get("cannot_fire", {})
+    return {str(name): str(why) for name, why in declared.items()} if isinstance(declared, dict) else {}
+
+
 def never_fired(report: Report, table: CoverageTable | None = None) -> list[str]:
-    """Passes that were checked on at least one model and changed none (`table`: the report's
-    `coverage_table`, when the caller has it already)."""
+    """Passes that were checked on at least one model and changed none, but for those that cannot
+    fire here (`table`: the report's `coverage_table`, when the caller has it already)."""
     table = table or coverage_table(report)
+    inert = cannot_fire(report)
     return [
         name
         for name in table.passes
         if sum(table.changed[name].values()) == 0
         and report.coverage.get(name, {}).get("models_changed", 0) == 0
         and report.coverage.get(name, {}).get("models_checked", 1) > 0
+        and name not in inert
     ]
+
+
+def firing(report: Report) -> str:
+    """One line: how many of the passes checked changed a model, and how many passes the optimizer
+    offers that cannot fire here; "" for a report without single-pass coverage."""
+    inert = cannot_fire(report)
+    checked = [name for name, counts in report.coverage.items() if counts.get("models_checked", 0)]
+    checked = [name for name in checked if name not in inert]
+    if not checked:
+        return ""
+    fired = sum(1 for name in checked if report.coverage[name].get("models_changed", 0))
+    line = f"{fired} of {len(checked)} passes checked changed a model ({fired / len(checked):.0%})"
+    if inert:
+        line += f"; {len(inert)} more cannot fire here"
+    return line
 
 
 def _bin(count: int) -> int:
@@ -135,8 +159,8 @@ def _text(x: float, y: float, text: str, extra: str = "") -> str:
 class _Layout:
     """Where everything goes, from the longest texts it has to hold."""
 
-    def __init__(self, report: Report, table: CoverageTable, silent: set[str]) -> None:
-        labels = [name + (" — never fired" if name in silent else "") for name in table.passes]
+    def __init__(self, report: Report, table: CoverageTable, silent: set[str], inert: set[str]) -> None:
+        labels = [_label(name, silent, inert) for name in table.passes]
         self.label_w = max((_text_w(label) for label in labels), default=0) + 2 * _PAD
         self.totals = {
             name: "{}/{}".format(
@@ -168,9 +192,13 @@ class _Layout:
 def coverage_svg(report: Report) -> str:
     table = coverage_table(report)
     silent = set(never_fired(report, table))
-    layout = _Layout(report, table, silent)
-    fired = len(table.passes) - len(silent)
+    offered_inert = cannot_fire(report)
+    inert = {name for name in offered_inert if name in table.passes}
+    layout = _Layout(report, table, silent, inert)
+    fired = len(table.passes) - len(silent) - len(inert)
     footer = [f"{fired} of {len(table.passes)} passes changed at least one model."]
+    if offered_inert:
+        footer.append(f"{len(offered_inert)} cannot fire here (report.json: optimizer.cannot_fire says why).")
     if table.family_models:
         footer.append("A family's (n): its models checked. A cell: models changed/checked.")
     callout = textwrap.wrap("Never fired: " + ", ".join(sorted(silent)), layout.wrap) if silent else []
@@ -193,8 +221,9 @@ def coverage_svg(report: Report) -> str:
         )
     for row, name in enumerate(table.passes):
         y = layout.grid_y + row * _CELL_H
-        label = name + (" — never fired" if name in silent else "")
-        colour = f' fill="{_NEVER_FIRED}" font-weight="bold"' if name in silent else ""
+        label = _label(name, silent, inert)
+        colour = f' fill="{_NEVER_FIRED}" font-weight="bold"' if name in silent else \
+            f' fill="{_ZERO_TEXT}"' if name in inert else ""
         parts.append(_text(layout.label_w - _PAD, y + 14, label, f' class="pass" text-anchor="end"{colour}'))
         for col, family in enumerate(table.families):
             parts.append(_cell(table, name, family, layout.grid_x + col * layout.cell_w, y, layout.cell_w))
@@ -208,6 +237,10 @@ def coverage_svg(report: Report) -> str:
         y += line_h
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
+
+
+def _label(name: str, silent: set[str], inert: set[str]) -> str:
+    return name + (" — never fired" if name in silent else " — cannot fire here" if name in inert else "")
 
 
 def _cell(table: CoverageTable, name: str, family: str, x: float, y: float, cell_w: float) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ditox_ci.errors import InputError
 from ditox_ci.report.bugs import bug_context
-from ditox_ci.report.coverage import coverage_svg, never_fired
+from ditox_ci.report.coverage import cannot_fire, coverage_svg, firing, never_fired
 from ditox_ci.report.kinds import verdicts_gate
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import render
@@ -40,6 +40,8 @@ def summary_context(report: Report) -> dict[str, Any]:
         "skip_reasons": reasons.most_common(SKIPPED_SHOWN),
         "coverage": coverage,
         "never_fired": never_fired(report),
+        "cannot_fire": sorted(cannot_fire(report).items()),
+        "firing": firing(report),
     }
 
 

@@ -75,12 +75,15 @@ def passes_to_exercise(head: OptimizerInfo, base: OptimizerInfo, changed: Sequen
     return targets
 
 
-def generators_for(name: str) -> tuple[str, ...]:
-    """The pass's own generator, else those of the passes closest to it by name, else all."""
+def generators_for(name: str, among: Collection[str] = ()) -> tuple[str, ...]:
+    """The pass's own generator, else those of the passes closest to it by name, else all; of the
+    generators for `among` (the optimizer's other passes) where it has some, since every built-in
+    optimizer's passes have theirs."""
     if name in GENERATORS:
         return (name,)
-    close = difflib.get_close_matches(name, sorted(GENERATORS), n=CLOSE_GENERATORS, cutoff=CLOSE_CUTOFF)
-    return tuple(close) or tuple(sorted(GENERATORS))
+    pool = sorted(g for g in GENERATORS if g in among) or sorted(GENERATORS)
+    close = difflib.get_close_matches(name, pool, n=CLOSE_GENERATORS, cutoff=CLOSE_CUTOFF)
+    return tuple(close) or tuple(pool)
 
 
 @dataclass(frozen=True)
@@ -110,14 +113,16 @@ def exercise(
     seed: int,
     budget_s: float,
     log: Log,
+    among: Collection[str] = (),
 ) -> Exercise:
     """Make models for `targets` ({pass: why}) into `out_dir` until `budget_s` is spent (or
     MODELS_PER_PASS for each), and run
     each through `pool` with the nop control and every target the sweep's `steps` run alone; a
-    model without a finding is deleted once judged (its seed makes it again)."""
+    model without a finding is deleted once judged (its seed makes it again). A pass without a
+    generator of its own borrows those of the passes of `among` (the optimizer's) closest by name."""
     started = time.monotonic()
     runnable = _runnable(targets, steps)
-    generators = list(dict.fromkeys(g for name in runnable for g in generators_for(name)))
+    generators = list(dict.fromkeys(g for name in runnable for g in generators_for(name, among)))
     shutil.rmtree(out_dir, ignore_errors=True)
     limit = MODELS_PER_PASS * len(runnable)
     corpus = StreamedCorpus(out_dir, seed, generators, limit, started + budget_s)
@@ -136,7 +141,7 @@ def exercise(
         ExercisedPass(
             name,
             why,
-            generators_for(name) if name in runnable else (),
+            generators_for(name, among) if name in runnable else (),
             coverage.get(name, {}).get("models_checked", 0),
             coverage.get(name, {}).get("models_changed", 0),
             "" if name in runnable else f"the sweep runs no pass:{name} alone (add `single` to --configs)",

@@ -25,7 +25,7 @@ from call_counter import next_call
 VERSION = "0.4.2"
 BROKEN_PASS = "eliminate_identity"
 FLAKY_PASS = "eliminate_deadend"
-NEW_PASS = "fuse_consecutive_squeeze_unsqueeze"
+NEW_PASS = "fuse_consecutive_squeezes_v2"
 IDLE_PASS = "eliminate_nop_squeeze"
 
 

@@ -17,6 +17,12 @@ DISTRIBUTIONS = ("onnx-ir", "ml_dtypes")
 PASS_ORDER_MATTERS = True
 FIXED_POINT = "repeat: the pass list runs as a PassManager until nothing changes"
 FIXED_POINT_STEPS = 32
+CANNOT_FIRE = {
+    "topological_sort": (
+        "a valid model's nodes are sorted already: only a model the checker refuses ('must be "
+        "topologically sorted') is changed"
+    ),
+}
 
 # AddInitializersToInputs / RemoveInitializersFromInputs change the graph's inputs by design and
 # CheckerPass changes nothing: none of them is a pass to guard.

@@ -71,6 +71,23 @@ RULES = {
     ),
     2: ("ClipQuantRewrite", "ReluQuantRewrite", "GemmTransposeFusion"),
 }
+# what ORT 1.32 registers that changes no valid model through this adapter on a CPU (the
+# registrations in graph_transformer_utils.cc, the gates in each transformer's code)
+CANNOT_FIRE = {
+    "FreeDimensionOverrideTransformer": (
+        "acts only on the free dimension overrides of the session options, which ditox-ci does not set"
+    ),
+    "EnsureUniqueDQForNodeUnit": (
+        "also runs once before the levels whatever is disabled, the control's session included, so "
+        "its config is the control's"
+    ),
+    "GroupQueryAttentionFusion": "registered for the CUDA execution provider only",
+    "GroupQueryAttentionPreNormFusion": "registered for the CUDA and WebGPU execution providers only",
+    "SwiGluFusion": "registered for the CUDA execution provider only",
+    "BiasDropoutFusion": "registered for the CUDA execution provider only",
+    "MatMulActivationFusion": "registered for the DirectML execution provider only",
+    "BiasSoftmaxFusion": "matches only an Add placed on the CUDA or ROCm execution provider",
+}
 RULE_BASED = re.compile(r"Level(\d+)_RuleBasedTransformer")
 _APPLYING_LEVEL = re.compile(r"Applying \d+ graph transformer\(s\) for level (\d+)")
 _APPLYING = re.compile(r"Applying graph transformer (\S+) on step 1\.")

@@ -25,6 +25,12 @@ FIXED_POINT = "repeat: the optimize() loop runs until nothing changes (twice oth
 DEFAULT_LOOP_STEPS = 2
 FIXED_POINT_LOOP_STEPS = 32
 RULE_PREFIX = "rule:"
+CANNOT_FIRE = {
+    "rule:dropout_inference": (
+        "its pattern is a Dropout with a training_mode attribute, which no Dropout version has: only "
+        "a model the checker refuses matches"
+    ),
+}
 
 _LOOP_PASSES: dict[str, Callable[[], ir.passes.PassBase]] = {
     "fold_constants": lambda: _constant_folding.FoldConstantsPass(

@@ -5,8 +5,15 @@ Passes are slim's optimization stages (`constant_folding`, `dead_node_eliminatio
 elimination patterns under the name `--skip_fusion_patterns` takes (`FusionConvBN`,
 `EliminationSlice`, …); a pass list turns exactly those on. slim always runs its stages in its
 own order and repeats them until the graph stops changing, so the list is a set and `fixed_point`
-changes nothing. The control is slim's round trip with every stage off: it still drops
-initializers from the graph inputs (`freeze`, in place on its input) and rewrites output dims.
+changes nothing.
+
+No stage or pattern runs without slim's graph round trip (onnx-graphsurgeon's import, a cleanup that
+drops dead nodes and unused graph inputs, a topological sort, its export: an empty producer
+version, no doc strings), so every config, the control included, goes through it: `graph_fusion` is
+never skipped, and with no pattern on it is that round trip alone. A config then differs from the
+control only by what its passes do (with the control skipping `graph_fusion`, every pattern
+"changed" 958 of 1,023 operator models). The control also drops initializers from the graph inputs
+(`freeze`, in place on its input) and rewrites output dims.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ FIXED_POINT = "always: slim repeats its enabled stages until the graph stops cha
 
 SHAPE_INFERENCE = "shape_inference"
 GRAPH_FUSION = "graph_fusion"
-# slim's stages but graph_fusion, which is the patterns: it runs when one of them is on
+# slim's stages but graph_fusion, which is the patterns and the round trip every config shares
 STAGES = tuple(key for key in OptimizationSettings.stats() if key != GRAPH_FUSION)
 
 
@@ -45,11 +52,9 @@ def optimize(model: onnx.ModelProto, passes: Sequence[str], fixed_point: bool) -
     unknown = chosen - set(get_available_passes())
     if unknown:
         raise ValueError(f"onnxslim has no pass {', '.join(sorted(unknown))}")
-    patterns = [name for name in _patterns() if name in chosen]
-    skipped = [name for name in STAGES if name not in chosen] + ([] if patterns else [GRAPH_FUSION])
     slimmed = onnxslim.slim(
         model,
-        skip_optimizations=skipped,
+        skip_optimizations=[name for name in STAGES if name not in chosen],
         skip_fusion_patterns=[name for name in _patterns() if name not in chosen],
         no_shape_infer=SHAPE_INFERENCE not in chosen,
     )

@@ -97,6 +97,21 @@ def test_sequence_outputs_compare_element_by_element_with_the_tolerances():
     }
 
 
+def test_a_zipmaps_sequence_of_maps_compares_keys_then_values_with_the_tolerances():
+    """ONNX Runtime gives a ZipMap's output as a list of dicts; until 2026-11-28 a dict was compared
+    as one opaque object, so probabilities 1e-7 apart were a mismatch."""
+    expected = [{0: np.float32(0.25), 1: np.float32(0.75)}, {0: np.float32(0.5), 1: np.float32(0.5)}]
+    within = [{0: np.float32(0.2500001), 1: np.float32(0.75)}, dict(expected[1])]
+    assert compare_arrays(expected, within, 1e-4, 1e-5) is None
+    beyond = [dict(expected[0]), {0: np.float32(0.5), 1: np.float32(0.4)}]
+    metrics = compare_arrays(expected, beyond, 1e-4, 1e-5)
+    assert metrics["reason"] == "values" and metrics["element"] == 1 and metrics["key"] == "1"
+    assert metrics["max_abs"] == pytest.approx(0.1)
+    renamed = [dict(expected[0]), {"0": np.float32(0.5), 1: np.float32(0.5)}]
+    keys = {"reason": "keys", "keys_in_one_only": ["'0'", "0"], "element": 1}
+    assert compare_arrays(expected, renamed, 1, 1) == keys
+
+
 def test_optional_outputs_compare_presence_then_value():
     assert compare_arrays(None, None, 0, 0) is None
     assert compare_arrays(None, np.zeros(1), 0, 0)["reason"] == "optional"
@@ -212,3 +227,20 @@ def test_a_noise_limit_is_a_float_repro_py_can_spell_and_never_infinite():
     float8 = np.zeros(2, ml_dtypes.float8_e4m3fn)
     assert Tolerances().of(float8, widened=False) == (1e-3, 1e-4)
     assert Tolerances().of(float8)[1] == 2.0**-9
+
+
+def test_a_quantized_output_may_round_one_step_apart_but_not_two():
+    """ORT's QLinear kernels and its folded QDQ pairs round a quantized value another way than
+    float arithmetic followed by a Q: one step of the output's scale apart, which the float32
+    tolerances called a miscompilation (DoubleQDQPairsRemover, 50 findings in a 3-minute fuzz)."""
+    compare = COMPARATORS["tensor"]({"quanta": [0.05, 1.0, None]})
+    plain = np.array([0.1], np.float32)
+    expected = [[np.array([0.1, 0.2, 0.3], np.float32), np.array([10, 20], np.uint8), plain]]
+    one_step = [[np.array([0.15, 0.2, 0.25], np.float32), np.array([11, 19], np.uint8), plain]]
+    assert compare(expected, one_step, ["dq", "q", "plain"]).passed
+    two_steps = [[np.array([0.2, 0.2, 0.3], np.float32), np.array([10, 20], np.uint8), plain]]
+    assert not compare(expected, two_steps, ["dq", "q", "plain"]).passed
+    names = ["dq", "q", "plain"]
+    assert not compare(expected, [[*one_step[0][:2], np.array([0.11], np.float32)]], names).passed
+    # a NaN where the original has a number is no rounding
+    assert not compare(expected, [[np.array([0.1, np.nan, 0.3], np.float32), *one_step[0][1:]]], names).passed

@@ -109,3 +109,32 @@ def test_a_negative_dim_is_drawn_at_the_dynamic_size_like_a_symbolic_one(tmp_pat
     context = prepare(ModelRef("negative", "t", str(tmp_path / "negative.onnx")), EvalSettings(dynamic_dim=4))
     assert context.feeds[0]["x"].shape == (4, 3, 4)
     assert list(context.outputs[0][0]) == [4, 3, 4]
+
+
+def test_the_step_of_a_quantized_output_is_read_off_the_graph():
+    from onnx import TensorProto, helper
+    from pytest import approx
+
+    from ditox_ci.engine.noise import quantization_steps
+
+    scale = helper.make_tensor("s", TensorProto.FLOAT, [], [0.02])
+    zero = helper.make_tensor("z", TensorProto.UINT8, [], [3])
+    fed = helper.make_tensor("f", TensorProto.FLOAT, [], [0.5])
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+        helper.make_node("DequantizeLinear", ["q", "s", "z"], ["dq"]),
+        helper.make_node("Relu", ["dq"], ["through"]),
+        helper.make_node("Exp", ["dq"], ["widened"]),
+        helper.make_node("DequantizeLinear", ["q", "f", "z"], ["overridable"]),
+    ]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [2]) for name in
+               ("q", "dq", "through", "widened", "overridable")]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                     helper.make_tensor_value_info("f", TensorProto.FLOAT, [])],
+        outputs, [scale, zero, fed],
+    )
+    steps = quantization_steps(helper.make_model(graph))
+    # Exp can move two values one step apart much further; an initializer that is also an input
+    # may be fed anything
+    assert steps == [1.0, approx(0.02), approx(0.02), None, None]

@@ -185,16 +185,28 @@ def test_a_comment_with_only_a_warning_does_not_list_it_under_new_bugs():
     assert "### New warnings\n" in comment and "### New bugs" not in comment
 
 
-def test_the_summary_points_at_fuzz_for_silent_passes_only_where_fuzz_has_generators():
-    """fuzz's generators are onnxoptimizer's passes: onnxslim's FusionConvBN has none."""
-    cases = (("onnxoptimizer", "fuse_bn_into_conv", True), ("onnxslim", "FusionConvBN", False))
-    for name, silent_pass, says in cases:
+def test_the_summary_points_at_fuzz_for_the_optimizer_of_its_silent_passes():
+    """fuzz's generators were onnxoptimizer's passes only; now each built-in optimizer's passes have
+    them, so the pointer names the optimizer, and a pass that cannot fire here is not called silent."""
+    for name, silent_pass in (("onnxoptimizer", "fuse_bn_into_conv"), ("onnxslim", "FusionConvBN")):
         report = _report([], 2)
         silent = {silent_pass: {"models_changed": 0, "models_checked": 2}}
         report = replace(report, optimizer={**report.optimizer, "name": name}, coverage=silent)
         summary = render_summary(report)
         assert "**Never fired (1):**" in summary
-        assert ("`ditox-ci fuzz` targets them" in summary) is says
+        assert f"`ditox-ci fuzz --optimizer {name}`" in summary
+    inert = {"SwiGluFusion": "registered for the CUDA execution provider only"}
+    report = _report([], 2)
+    report = replace(
+        report,
+        optimizer={**report.optimizer, "name": "onnxruntime-extended", "cannot_fire": inert},
+        coverage={"SwiGluFusion": {"models_changed": 0, "models_checked": 2},
+                  "ConvBNFusion": {"models_changed": 1, "models_checked": 2}},
+    )
+    summary = render_summary(report)
+    assert "Never fired" not in summary
+    assert "Cannot fire here (1)" in summary and "`SwiGluFusion`: registered for the CUDA" in summary
+    assert "1 of 1 passes checked changed a model (100%); 1 more cannot fire here." in summary
 
 
 def test_a_baseline_entry_that_matches_nothing_any_more_reads_as_such_among_the_fixed():

@@ -7,10 +7,12 @@ import io
 import json
 import xml.etree.ElementTree as ET
 from collections import Counter
+from dataclasses import replace
 
 import cairosvg
 from PIL import Image
 
+from ditox_ci.corpus.exported import load_manifest as load_exported_manifest
 from ditox_ci.corpus.node_cases import SHIPPED_INDEX
 from ditox_ci.corpus.sources import LIGHT_FAMILY, ONNX_DATA_FAMILIES
 from ditox_ci.report.coverage import coverage_svg, never_fired
@@ -197,15 +199,34 @@ def test_the_last_column_gives_each_pass_its_denominator_and_a_legend_says_what_
     assert len([r for r in root.iter(f"{SVG}rect") if r.get("class") == "legend"]) == 6
 
 
-def test_a_default_sweep_s_picture_has_a_dozen_columns_and_fits_its_canvas() -> None:
-    """The default corpus is onnx-node (its families from the shipped index) and onnx-data."""
+def test_a_default_sweep_s_picture_has_a_column_per_family_and_fits_its_canvas() -> None:
+    """The default corpus is onnx-node (its families from the shipped index), onnx-data and exported
+    (its families from its manifest)."""
     cases = json.loads(SHIPPED_INDEX.read_text())["cases"]
     families = Counter(case["family"] for case in cases) + Counter(dict.fromkeys(ONNX_DATA_FAMILIES, 50))
     families[LIGHT_FAMILY] = 9
+    families += Counter(model.family for model in load_exported_manifest()[1])
     passes = [f"a_pass_named_like_eliminate_consecutive_idempotent_ops_{i}" for i in range(48)]
     coverage = {name: {"models_changed": 1, "models_checked": families.total()} for name in passes}
     changed = {name: {family: i % 3 for family in families} for i, name in enumerate(passes)}
     checked = {name: dict(families) for name in passes}
     svg = coverage_svg(_report(coverage, changed, checked))
-    assert len(_texts(svg, "family")) == len(families) + 1 <= 13
+    assert len(_texts(svg, "family")) == len(families) + 1 <= 18
     assert _ink_outside_canvas(svg) == 0
+
+
+def test_a_pass_that_cannot_fire_here_is_labelled_so_never_silent_and_the_footer_counts_all():
+    """A fuzz run makes no config for a pass that cannot fire (SwiGluFusion is not in its table);
+    a sweep's single configs do (BiasSoftmaxFusion is): both are counted under the picture."""
+    coverage = {
+        "BiasSoftmaxFusion": {"models_changed": 0, "models_checked": 4},
+        "ConvBNFusion": {"models_changed": 2, "models_checked": 4},
+    }
+    report = _report(coverage, {"BiasSoftmaxFusion": {"node/nn": 0}, "ConvBNFusion": {"node/nn": 2}})
+    inert = {"BiasSoftmaxFusion": "matches only an Add on CUDA", "SwiGluFusion": "CUDA only"}
+    report = replace(report, optimizer={"name": "onnxruntime-extended", "cannot_fire": inert})
+    svg = coverage_svg(report)
+    assert _texts(svg, "pass") == ["BiasSoftmaxFusion — cannot fire here", "ConvBNFusion"]
+    footer = " ".join(t.text or "" for t in ET.fromstring(svg).iter(f"{SVG}text"))
+    assert "1 of 2 passes changed at least one model." in footer and "2 cannot fire here" in footer
+    assert "Never fired" not in footer and never_fired(report) == []

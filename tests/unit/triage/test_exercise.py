@@ -18,9 +18,13 @@ def test_passes_the_base_lacks_are_new_and_touched_ones_changed() -> None:
 
 def test_a_pass_gets_its_own_generator_else_the_closest_by_name_else_all() -> None:
     assert generators_for("fuse_bn_into_conv") == ("fuse_bn_into_conv",)
-    close = generators_for("fuse_consecutive_squeeze_unsqueeze")
+    among = [name for name, g in GENERATORS.items() if "onnxoptimizer" in g.optimizers]
+    close = generators_for("fuse_consecutive_unsqueeze_squeeze", among)
     assert "fuse_consecutive_squeezes" in close and "fuse_consecutive_unsqueezes" in close
     assert len(close) <= 3
+    # the other optimizers' generators are no candidates for onnxoptimizer's new pass
+    assert "fuse_consecutive_squeeze_unsqueeze" not in close
+    assert generators_for("zz_nothing_alike", among) == tuple(sorted(among))
     assert generators_for("zz_nothing_alike") == tuple(sorted(GENERATORS))
 
 

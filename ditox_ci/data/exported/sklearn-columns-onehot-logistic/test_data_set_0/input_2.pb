@@ -1,0 +1,1 @@
+2blue2red2green2green2blueBcolour
