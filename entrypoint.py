@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from ditox_ci.ci import action
-from ditox_ci.ci.inputs import FETCHED_PREVIOUS, ActionInputs, read_inputs, report_path
+from ditox_ci.ci.inputs import FETCHED, ActionInputs, read_inputs, report_path
 from ditox_ci.errors import EXIT_NEW_FINDINGS, FatalError, OptimizerLoadError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
@@ -43,7 +43,7 @@ def main() -> int:
     try:
         return _run(inputs, env, log, workspace)
     finally:
-        for written in (Path(inputs.out), FETCHED_PREVIOUS):
+        for written in (Path(inputs.out), *FETCHED.values()):
             action.hand_over(written, workspace)
 
 

@@ -1,17 +1,20 @@
-"""The sweep against the work it cannot avoid, measured in one run: the ratio to that limit, where
-the time goes, and what a shard job pays before and after its models (target: ratio ≤ 1.3).
+"""The sweep against the work it cannot avoid, measured in one run: the ratio to the makespan bound,
+where the time goes, and what a shard job pays before and after its models (target: the median of
+three sweeps within 1.15× the bound).
 
-The limit is the oracle's own work, done here in one process and timed piece by piece, for every
-model of the slice (the onnx wheel's data models and three light networks) and the sweep's configs (nop,
-default, every single pass): the original run on each of the oracle's samples plus its noise-floor
-run, each optimizer call once, and each distinct optimized model (neither the original's bytes nor
-a model judged before) run on the same samples. That work divided by the sweep's workers is the
-limit; the sweep is `sweep` over the same models with as many workers and no localization,
-timed from call to report. The fixed cost per shard job is a fresh `ditox-ci sweep` process over
-one two-node model: interpreter, imports, plan, workers' start, report. Printed too: the CPU the
-sweep's own process spends (plan, pool, report, beside its workers), the sweep's
-jobs run in this one process without the pool (what the pool adds is the difference to the time
-inside jobs), and the costliest model's own unavoidable work (no schedule ends before it), and the
+The unavoidable work is the oracle's own, done here in one process and timed piece by piece, for
+every model of the slice (the onnx wheel's data models and three light networks) and the sweep's
+configs (nop, default, every single pass): the original run on each of the oracle's samples plus
+its noise-floor run, each optimizer call once, and each distinct optimized model (neither the
+original's bytes nor a model judged before) run on the same samples. The makespan bound is the
+larger of that work divided by the sweep's workers and, for the model where it is largest, the
+model's serial part (its original's runs, which every config waits for) plus the rest of its work
+divided by the workers: no schedule ends sooner. The sweep is `sweep` over the same models with as
+many workers and no localization, timed from call to report, three times. The fixed cost per shard
+job is a fresh `ditox-ci sweep` process over one two-node model: interpreter, imports, plan,
+workers' start, report. Printed too: the CPU the sweep's own process spends (plan, pool, report,
+beside its workers), the sweep's jobs run in this one process without the pool (what the pool adds
+is the difference to the time inside jobs), and the costliest model's own unavoidable work, and the
 floor of any engine that makes the oracle's checks: the work and the checks alone, spread over the
 workers (the costliest model split at no cost) or with that model on one worker.
 Loading, feeding, serializing, hashing, checking and comparing are the oracle's too but not
@@ -54,7 +57,9 @@ LIGHT = ("squeezenet", "shufflenet", "inception_v1")
 SOURCES = ("onnx-data:[sp]*", *(f"onnx-data:light/{name}" for name in LIGHT))
 CONFIGS = ("nop", "default", "single")
 WORKERS = 2
-TARGET = 1.3
+TARGET = 1.15
+RUNS = 3
+SERIAL = ("runtime: originals", "runtime: noise floor")
 
 
 class Clock:
@@ -154,7 +159,7 @@ def _checked(data: bytes) -> None:
         onnx.checker.check_model(model)
 
 
-def _fixed_cost(folder: Path) -> float:
+def fixed_cost(folder: Path) -> float:
     """Wall seconds of a fresh `ditox-ci sweep` process over one model of two nodes."""
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])],
@@ -189,19 +194,26 @@ def main() -> None:
     settings, optimizer, clock = EvalSettings(), load_optimizer("onnxoptimizer"), Clock()
     own_checks: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="ditox-bench-overhead-") as tmp:
-        out = f"{tmp}/out"
-        options = SweepOptions(models=sources, configs=CONFIGS, jobs=WORKERS, localize="off", out=out)
-        start, cpu_start = time.perf_counter(), time.process_time()
-        report = sweep(options, Log({}, quiet=True))
-        sweep_s, parent_cpu_s = time.perf_counter() - start, time.process_time() - cpu_start
-        # each model's own unavoidable work, and its checks: no schedule ends before the costliest one's
+        walls = []
+        for run in range(RUNS):
+            out = f"{tmp}/out-{run}"
+            options = SweepOptions(models=sources, configs=CONFIGS, jobs=WORKERS, localize="off", out=out)
+            start, cpu_start = time.perf_counter(), time.process_time()
+            report = sweep(options, Log({}, quiet=True))
+            walls.append(time.perf_counter() - start)
+            parent_cpu_s = time.process_time() - cpu_start
+        sweep_s = sorted(walls)[RUNS // 2]
+        # each model's own unavoidable work, its serial part and its checks
         own: dict[str, float] = {}
+        serial: dict[str, float] = {}
         for ref in refs:
             before, checks_before = _spent(clock), _spent(clock, checks=True)
+            serial_before = sum(clock.spent[kind] for kind in SERIAL)
             _limit_of_model(ref, optimizer, settings, clock)
             own[ref.id] = _spent(clock) - before
+            serial[ref.id] = sum(clock.spent[kind] for kind in SERIAL) - serial_before
             own_checks[ref.id] = _spent(clock, checks=True) - checks_before
-        fixed_s = _fixed_cost(Path(tmp))
+        fixed_s = fixed_cost(Path(tmp))
         one_process_s = _in_one_process(refs, optimizer, settings)
     work = _spent(clock)
     oracle = _spent(clock, checks=True)
@@ -212,15 +224,24 @@ def main() -> None:
     unavoidable = ["optimizer", "runtime: originals", "runtime: noise floor", "runtime: optimized"]
     _table(clock.spent, work, unavoidable)
     _table(clock.spent, work, sorted(kind for kind in clock.spent if kind.startswith("oracle")))
-    verdict = "ok" if sweep_s / limit <= TARGET else f"ABOVE TARGET {TARGET}"
-    print(f"limit (work / {WORKERS} workers): {limit:.1f}s; sweep: {sweep_s:.1f}s")
-    print(f"sweep / limit: {sweep_s / limit:.2f}× ({verdict})")
-    per_worker_s = in_jobs / WORKERS
+    critical = max(own, key=lambda model: serial[model] + (own[model] - serial[model]) / WORKERS)
+    path_s = serial[critical] + (own[critical] - serial[critical]) / WORKERS
+    bound = max(limit, path_s)
     print(
-        f"sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({per_worker_s / sweep_s:.0%} busy), "
-        f"{sweep_s - per_worker_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
+        f"makespan bound {bound:.1f}s: the larger of work / {WORKERS} workers {limit:.1f}s and the "
+        f"critical model's serial part + the rest of its work / {WORKERS}: {serial[critical]:.1f}s + "
+        f"{own[critical] - serial[critical]:.1f}s / {WORKERS} = {path_s:.1f}s ({critical})"
     )
-    print(f"(sweep - its wall outside jobs) / limit: {per_worker_s / limit:.2f}×")
+    ratios = ", ".join(f"{wall / bound:.2f}×" for wall in walls)
+    verdict = "ok" if sweep_s / bound <= TARGET else f"ABOVE TARGET {TARGET}"
+    print(f"sweep / bound, {RUNS} runs: {ratios}; median {sweep_s / bound:.2f}× ({verdict})")
+    per_worker_s = in_jobs / WORKERS
+    last_s = walls[-1]
+    print(
+        f"the last sweep: {in_jobs:.1f}s inside jobs over {WORKERS} workers ({per_worker_s / last_s:.0%} "
+        f"busy), {last_s - per_worker_s:.1f}s of wall outside them (plan, workers' start, waits, report)"
+    )
+    print(f"(the last sweep - its wall outside jobs) / bound: {per_worker_s / bound:.2f}×")
     print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.2f}s")
     print(f"the sweep's own process (plan, pool, report; not its workers): {parent_cpu_s:.2f}s of CPU")
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")

@@ -13,6 +13,7 @@ BENCHES = (
     "bench_screen",
     "bench_localize",
     "bench_shard",
+    "bench_reuse",
     "bench_fuzz",
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
+from ditox_ci.engine.reuse import Reuse, reuse_table, verdict_key
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
@@ -45,7 +46,7 @@ from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
 # what the sweep's own process keeps of the machine's free memory (the report, the results so far)
 PARENT_SHARE_MB = 1024
 # the options that name a file or folder
-PATH_OPTIONS = ("out", "baseline", "previous", "cache_dir")
+PATH_OPTIONS = ("out", "baseline", "previous", "reuse_from", "cache_dir")
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,10 @@ class SweepOptions(RunOptions):
     base_optimizer: str | None = None
     baseline: str | None = None
     previous: str | None = None
+    # verdicts of passing results are reused from this stored report, else from --previous's
+    # (engine/reuse.py); off: every result judged
+    reuse: bool = True
+    reuse_from: str | None = None
     shard: Shard = field(default_factory=Shard)
     out: str = "ditox-report"
     localize: str = "auto"
@@ -224,6 +229,8 @@ class SweepSetup:
     worker_config: WorkerConfig
     # --base-optimizer's build, installed (or found in the cache) with the one under test
     base: Installation | None = None
+    # per model id, the verdicts a stored report lets the workers reuse (`reusable_verdicts`)
+    reuse: Mapping[str, Reuse] = field(default_factory=dict)
 
     @property
     def info(self) -> OptimizerInfo:
@@ -255,4 +262,29 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
                 base = stack.enter_context(installing)
         timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
         config = worker_config(options, build, timeout_s)
-        yield SweepSetup(options, build, baseline, previous, started, config, base)
+        reuse = reusable_verdicts(options, previous, config, log)
+        yield SweepSetup(options, build, baseline, previous, started, config, base, reuse)
+
+
+def reusable_verdicts(
+    options: SweepOptions, previous: Report | None, config: WorkerConfig, log: Log
+) -> dict[str, Reuse]:
+    """The verdicts a stored report (`--reuse-from`, else `--previous`) lets this sweep reuse, per
+    model: none when it was judged by other settings or versions (`reuse.verdict_key`), which is
+    said, or with `--no-reuse`."""
+    source = options.reuse_from or options.previous
+    if not options.reuse or not source:
+        return {}
+    stored = previous if source == options.previous and previous is not None else read_report(Path(source))
+    key = verdict_key(config.settings, config.comparators)
+    if stored.stats.get("verdict_key") != key:
+        runtime = stored.environment.get("onnxruntime")
+        made_by = f"ditox-ci {stored.tool.get('version')}, onnxruntime {runtime}"
+        log.notice(
+            f"not reusing verdicts from {source}: it was judged with other settings or versions "
+            f"({made_by}, or none recorded); every result is judged here"
+        )
+        return {}
+    table = reuse_table((m.id, m.runner, m.verdicts) for m in stored.models if m.verdicts is not None)
+    log.info(f"reusing the passing verdicts of {len(table)} models from {source} (--no-reuse: judge all)")
+    return table

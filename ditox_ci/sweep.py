@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,9 @@ from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.reuse import Reuse, passed_digests, verdict_key
 from ditox_ci.engine.shard import combine_results
-from ditox_ci.engine.worker import JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
+from ditox_ci.engine.worker import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
@@ -34,11 +35,12 @@ from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
-from ditox_ci.report.model import INTERNAL_ERROR
+from ditox_ci.report.model import INTERNAL_ERROR, Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
+from ditox_ci.triage.baseline import Baseline
 from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
 from ditox_ci.triage.reproduce import reproduce
@@ -80,6 +82,13 @@ class _Finished:
     exercise_stats: dict[str, Any] | None = None
 
 
+def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse]) -> Iterator[Job]:
+    """Each job with what its model may reuse from a stored report (engine/reuse.py)."""
+    for job in jobs:
+        found = table.get(job.ref.id)
+        yield job if found is None else replace(job, reuse=found)
+
+
 def _sweep_models(
     pool: WorkerPool,
     plan: SweepPlan,
@@ -87,12 +96,14 @@ def _sweep_models(
     log: Log,
     stream: ModelStream | None,
     on_result: Callable[[JobResult], None] | None,
+    reuse: Mapping[str, Reuse],
 ) -> None:
-    """Every job through the pool; each model's findings once all of its parts are back."""
+    """Every job through the pool, each with what it may reuse; each model's findings once all of
+    its parts are back."""
     parts_total = sum(count for count in plan.parts.values() if count > 1)
     with log.group("sweep"), Progress(log, len(plan.parts), "models", parts_total) as progress:
         finished_parts: dict[str, list[JobResult]] = defaultdict(list)
-        for part in pool.run(plan.jobs):
+        for part in pool.run(_with_reuse(plan.jobs, reuse)):
             finished_parts[part.ref.id].append(part)
             if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
                 progress.part_done(findings=len(finished.findings))
@@ -117,20 +128,27 @@ def _judge_on_base(
     head: BuildIdentity,
     workers: int,
     deadline: float,
+    baseline: Baseline,
     log: Log,
 ) -> None:
     """Findings the base build shows too are older than the change under test (`check_on_base`);
-    the base's identity is recorded beside it, with a warning when it looks like the head's."""
+    the base's identity is recorded beside it, with a warning when it looks like the head's. A
+    finding the baseline knows is known whatever the base does: it is not run there."""
+    today = datetime.date.today()
+    by_baseline: list[Finding] = []
+    checking: list[Finding] = []
+    for finding in finished.findings:
+        (checking if baseline.match(finding, today) is None else by_baseline).append(finding)
     with log.group("base optimizer"):
-        checked = check_on_base(
-            finished.findings, finished.results, plan.steps, config, base, workers, deadline, log
-        )
+        checked = check_on_base(checking, finished.results, plan.steps, config, base, workers, deadline, log)
         build = identify(base.info, base.optimizer, base.path)
         warning = look_alike(head, build)
         if warning:
             log.warning(warning)
-    stats = {**checked.stats, "build": build.to_json(), **({"look_alike": warning} if warning else {})}
-    finished.findings, finished.base_stats = list(checked.findings), stats
+    stats = {**checked.stats, "known_by_baseline": len(by_baseline), "build": build.to_json()}
+    if warning:
+        stats["look_alike"] = warning
+    finished.findings, finished.base_stats = [*checked.findings, *by_baseline], stats
 
 
 def _exercise(
@@ -219,6 +237,8 @@ def _pinpoint_findings(
 
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
+    outcomes = result.outcomes.values()
+    judged = result.status == "ok" and result.judged_as
     return ModelEntry(
         id=result.ref.id,
         source=result.ref.source,
@@ -229,6 +249,8 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
         cost_s=round(result.wall_s, 4),
         configs=plan.configs_of(result.ref.id),
         runner=str(result.info.get("runner", "")),
+        verdicts=Verdicts(result.judged_as, passed_digests(outcomes)) if judged else None,
+        reused=sum(1 for outcome in outcomes if outcome.reused),
     )
 
 
@@ -240,9 +262,11 @@ def _report(
     workers: int,
     started: float,
     interrupted: Interrupted | None,
+    key: str,
     log: Log,
 ) -> Report:
-    """The report of what finished; an interrupted sweep's says so."""
+    """The report of what finished, its verdicts filed under `key` (reuse.verdict_key); an
+    interrupted sweep's says so."""
     results = sorted(finished.results, key=lambda r: r.ref.id)
     coverage = coverage_of(results, plan.steps)
     models = tuple(_model_entry(result, plan) for result in results)
@@ -253,6 +277,9 @@ def _report(
         runtime_runs=counts.runtime_runs,
         cache_hits=counts.cache_hits,
         screened_steps=counts.screened,
+        reused_verdicts=sum(entry.reused for entry in models),
+        optimizer_s=round(counts.optimizer_s, 2),
+        verdict_key=key,
         worker_restarts=counts.restarts,
         models_total=len(results),
         models_skipped=sum(1 for r in results if r.status != "ok"),
@@ -335,14 +362,14 @@ def _sweep_planned(
     try:
         base = setup.base
         with WorkerPool(config, workers) as pool:
-            _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result)
+            _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result, setup.reuse)
             if base is not None and stream is None:
                 plan = _exercise(options, plan, base, pool, finished, log)
             pinpointing = _pinpoint_options(setup, stream)
             # re-runs (on the base, then here) take at most the reduction budget beyond their first try
             if base is not None:
                 deadline = time.monotonic() + pinpointing.budget_left()
-                _judge_on_base(finished, plan, config, base, head, workers, deadline, log)
+                _judge_on_base(finished, plan, config, base, head, workers, deadline, setup.baseline, log)
             # re-running, localization and reduction go through the same workers, so the pool stays open
             if pinpointing.budget_left() > 0 and finished.findings:
                 _reproduce(finished, plan, pool, pinpointing, options.gate_tiers, log)
@@ -351,4 +378,5 @@ def _sweep_planned(
             settled()
     except Interrupted as stop:
         interrupted = stop
-    return _report(options, plan, head, finished, workers, setup.started, interrupted, log)
+    key = verdict_key(config.settings, config.comparators)
+    return _report(options, plan, head, finished, workers, setup.started, interrupted, key, log)

@@ -23,10 +23,10 @@ from types import FrameType
 from typing import Any
 
 from ditox_ci.ci.inputs import (
-    FETCHED_PREVIOUS,
-    FETCHED_REPORT,
+    FETCHED,
     MODES,
     PUBLISH_FLAGS,
+    REPORT_FILE,
     SWEEP_FLAGS,
     WORKFLOW_PREFIX,
     ActionInputs,
@@ -120,30 +120,37 @@ STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
 }
 
 
-def _previous_steps(inputs: ActionInputs, python: str) -> list[Step]:
-    if not inputs.previous.startswith(WORKFLOW_PREFIX) or inputs.mode == "merge":
-        return []
-    workflow, _, branch = inputs.previous[len(WORKFLOW_PREFIX) :].partition("@")
-    argv = ["previous", "--workflow", workflow, "--artifact", inputs.artifact]
-    argv += ["--out", str(FETCHED_PREVIOUS)]
-    return [_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True)]
+def _download_steps(inputs: ActionInputs, python: str) -> list[Step]:
+    """A `ditox-ci previous` download for each report input given as `workflow:…` that a stage of
+    the mode reads (`previous`: sweep and publish; `reuse_from`: the sweep)."""
+    reads = {"previous": inputs.mode != "merge", "reuse_from": "sweep" in MODES[inputs.mode]}
+    steps = []
+    for name, into in FETCHED.items():
+        given = str(getattr(inputs, name))
+        if not given.startswith(WORKFLOW_PREFIX) or not reads[name]:
+            continue
+        workflow, _, branch = given[len(WORKFLOW_PREFIX) :].partition("@")
+        argv = ["previous", "--workflow", workflow, "--artifact", inputs.artifact, "--out", str(into)]
+        steps.append(_cli(python, argv + (["--branch", branch] if branch else []), needs_token=True))
+    return steps
 
 
 def plan(inputs: ActionInputs, python: str) -> list[Step]:
-    """Every command the mode runs, in order: the previous report's download, optimizer installs
-    and `ditox-ci` stages."""
+    """Every command the mode runs, in order: the report downloads, optimizer installs and
+    `ditox-ci` stages."""
     stages = [step for stage in MODES[inputs.mode] for step in STAGES[stage](inputs, python)]
-    return [*_previous_steps(inputs, python), *stages]
+    return [*_download_steps(inputs, python), *stages]
 
 
 def runnable(step: Step) -> tuple[str, ...]:
-    """The step's command as it runs now: without `--previous` when the download found no earlier
-    run (the first night), so the stages run as if no previous report was named."""
+    """The step's command as it runs now: without `--previous` (or `--reuse-from`) when its download
+    found no earlier run (the first night), so the stages run as if no such report was named."""
     command = list(step.command)
-    fetched = str(FETCHED_REPORT)
-    if fetched in command and not Path(fetched).is_file():
-        at = command.index(fetched)
-        del command[at - 1 : at + 1]
+    for into in FETCHED.values():
+        fetched = str(into / REPORT_FILE)
+        if fetched in command and not Path(fetched).is_file():
+            at = command.index(fetched)
+            del command[at - 1 : at + 1]
     return tuple(command)
 
 

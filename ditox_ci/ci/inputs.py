@@ -32,6 +32,8 @@ class ActionInputs:
     exercise_budget: float | None = None
     baseline: str = ""
     previous: str = ""
+    reuse: bool = True
+    reuse_from: str = ""
     artifact: str = REPORT_ARTIFACT
     shard_index: int = 0
     shard_count: int = 1
@@ -124,19 +126,27 @@ def report_path(inputs: ActionInputs) -> Path:
     return Path(inputs.out) / "report.json"
 
 
-# `previous: workflow:<file>[@<branch>]` names the report of that workflow's last finished run:
-# a first step downloads it here (it alone besides publish gets the token, for `actions: read`)
-FETCHED_PREVIOUS = Path(".ditox-previous")
-# the report the download writes there
-FETCHED_REPORT = FETCHED_PREVIOUS / "report.json"
+# `previous:` or `reuse_from:` as `workflow:<file>[@<branch>]` names the report of that workflow's
+# last finished run: a first step downloads it into the input's folder (it alone besides publish
+# gets the token, for `actions: read`)
+FETCHED = {"previous": Path(".ditox-previous"), "reuse_from": Path(".ditox-reuse")}
+# the report a download writes there
+REPORT_FILE = "report.json"
 WORKFLOW_PREFIX = "workflow:"
 
 
-def previous_report(inputs: ActionInputs) -> str:
-    """What the stages get as --previous: the input's path, or where the download puts it."""
-    if inputs.previous.startswith(WORKFLOW_PREFIX):
-        return str(FETCHED_REPORT)
-    return inputs.previous
+def _fetched_or_given(name: str) -> Callable[[ActionInputs], str]:
+    """What the stages get for a report input: its path, or where its download puts it."""
+
+    def report(inputs: ActionInputs) -> str:
+        given = str(getattr(inputs, name))
+        return str(FETCHED[name] / REPORT_FILE) if given.startswith(WORKFLOW_PREFIX) else given
+
+    return report
+
+
+previous_report = _fetched_or_given("previous")
+reuse_report = _fetched_or_given("reuse_from")
 
 
 def _value(flag: str, value: Any) -> list[str]:
@@ -162,6 +172,10 @@ def _switch(flag: str, on: bool) -> list[str]:
 
 def _when_on(flag: str, on: bool) -> list[str]:
     return [flag] if on else []
+
+
+def _when_off(flag: str, on: bool) -> list[str]:
+    return [] if on else [f"--no-{flag[2:]}"]
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,8 @@ SWEEP_FLAGS = (
     InputFlag("exercise_budget"),
     InputFlag("baseline"),
     InputFlag("previous", value=previous_report),
+    InputFlag("reuse", _when_off),
+    InputFlag("reuse_from", value=reuse_report),
     InputFlag("rtol"),
     InputFlag("atol"),
     InputFlag("max_skipped"),

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.exercised import exercised_model_ids
-from ditox_ci.report.model import Finding, ModelEntry, Report
+from ditox_ci.report.model import Finding, ModelEntry, Report, Verdicts
 from ditox_ci.report.stats import SweepStats
 
 # What must be identical in every shard for the shards to be parts of one sweep.
@@ -127,12 +127,17 @@ def _combine_parts(
     skipped = next((entry for entry in entries if entry.status != "ok"), None)
     prepared = next((entry for entry in entries if entry.sha256), first)
     ran = tuple(c for c in configs if c in owner) if missing else () if configs else tuple(sorted(owner))
+    judged = [entry.verdicts for entry in entries if entry.verdicts is not None]
+    passed = tuple(sorted({digest for verdicts in judged for digest in verdicts.passed}))
     return replace(
         prepared,
         status=skipped.status if skipped else prepared.status,
         reason=skipped.reason if skipped else prepared.reason,
         cost_s=round(sum(entry.cost_s for entry in entries), 4),
         configs=ran,
+        # each part's passing results, all judged on the same original and inputs
+        verdicts=Verdicts(judged[0].judged_as, passed) if judged and not skipped else None,
+        reused=sum(entry.reused for entry in entries),
     )
 
 

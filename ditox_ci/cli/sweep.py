@@ -216,6 +216,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ".cpp) changed since COMMIT (a sha, ref or tag, with ~N or ^N) in the working directory's "
         "checkout are exercised too (default: the pull_request event's base.sha)",
     )
+    parser.add_argument(
+        "--reuse-from",
+        dest="reuse_from",
+        metavar="REPORT",
+        help="a stored report.json (a PR's base branch's, the previous night's) whose passing verdicts "
+        "are reused: a result byte-identical to one that passed there, on the same original and "
+        "inputs, passes without a run, when the report was judged with the same settings and "
+        "ditox-ci, onnx and ONNX Runtime versions (default: --previous's report)",
+    )
+    parser.add_argument(
+        "--reuse",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="reuse stored verdicts, as --reuse-from says (default on; --no-reuse: judge every result)",
+    )
     add_sweep_arguments(parser)
 
 

@@ -18,7 +18,14 @@ from typing import TypeVar
 
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
-from ditox_ci.engine.evaluate import ModelContext, SkipModel, optimizer_input, prepare, run_step
+from ditox_ci.engine.evaluate import (
+    ModelContext,
+    SkipModel,
+    optimizer_input,
+    prepare,
+    run_original,
+    run_step,
+)
 from ditox_ci.engine.heap import keep_freed_memory, release_freed_memory
 from ditox_ci.engine.messages import (
     FLUSH_EVERY_STEP_BYTES,
@@ -92,7 +99,7 @@ def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | I
     """The job's original prepared, or the message that says why it is not (returned, so that the
     exception and the memory its frames held are gone before `_job_over`)."""
     try:
-        return prepare(job.ref, config.settings)
+        return prepare(job.ref, config.settings, job.reuse)
     except SkipModel as exc:
         return ModelSkipped(str(exc))
     except MemoryError:
@@ -100,6 +107,12 @@ def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | I
     # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
     except (Exception, InternalError, FatalError) as exc:
         return InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}")
+
+
+def _original_message(context: ModelContext) -> OriginalPrepared:
+    return OriginalPrepared(
+        len(context.model.graph.node), context.digest, context.info, context.draw, context.judged_as
+    )
 
 
 def _job_over(send: Callable[[_Last], None], last: _Last) -> None:
@@ -197,12 +210,11 @@ class _Jobs:
         self.contexts.move_to_end(key)
         while len(self.contexts) > CONTEXTS_KEPT:
             self.contexts.popitem(last=False)
-        hits_before = context.cache_hits
+        hits_before, ran_before, optimizer_before = context.cache_hits, context.ran, context.optimizer_s
         config, optimizer = self.config, self.optimizer
         extra = job.ref.comparator
         comparators = config.comparators + ((extra,) if extra and extra not in config.comparators else ())
-        nodes = len(context.model.graph.node)
-        self.conn.send(OriginalPrepared(nodes, context.digest, context.info, context.draw))
+        self.conn.send(_original_message(context))
         outbox = _Outbox(self.conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
@@ -220,6 +232,11 @@ class _Jobs:
                     continue
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
                 screen.ran(index, outcome)
+                if outcome.kind is not None:  # a finding: pinpointing draws its feeds again as they were
+                    run_original(context, config.settings)
+            except SkipModel as exc:  # the original, first run here, cannot be (engine/reuse.py)
+                _job_over(self.conn.send, ModelSkipped(str(exc)))
+                return
             except MemoryError:
                 os._exit(MEMORY_ERROR_EXIT)
             # a bug in ditox-ci or its configuration, never the optimizer's
@@ -233,5 +250,8 @@ class _Jobs:
                 on_phase("divergence")
                 outbox.add(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
                 outbox.flush()
-        done = JobDone(runner.runs_so_far() - runs_before, context.cache_hits - hits_before)
+        if context.ran and not ran_before:  # what running the original told, for the report
+            self.conn.send(_original_message(context))
+        runs, hits = runner.runs_so_far() - runs_before, context.cache_hits - hits_before
+        done = JobDone(runs, hits, context.optimizer_s - optimizer_before)
         _job_over(outbox.flush, failure or done)

@@ -1,12 +1,11 @@
-"""What a worker's death says: the finding for the step it died in (crash, hang, memory), and the
-kernel's and /proc's word on why it died.
+"""What a worker's death says: the finding for the step it died in (crash, hang, memory). The
+kernel's and /proc's word on why it died is `engine.memory`'s.
 """
 
 from __future__ import annotations
 
 import signal
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 from ditox_ci.engine.evaluate import RUNNER_TITLES
@@ -81,27 +80,6 @@ def _resource_limit(detail: str, stderr: str, allowance_mb: int) -> Outcome:
     return Outcome("warning", message, evidence)
 
 
-# where the kernel counts OOM kills: cgroup v2's memory.events, v1's memory.oom_control (the
-# container's own cgroup is mounted at the root of the hierarchy), else the whole kernel's count
-# (/proc/vmstat, Linux 4.13+), which a kill elsewhere on the host can raise at the same moment
-_OOM_COUNTERS = ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control", "/proc/vmstat")
-
-
-def oom_kills() -> int | None:
-    """How many processes the kernel's OOM killer has killed (in this cgroup where it says; else
-    on this kernel); None where unknown."""
-    for counter in _OOM_COUNTERS:
-        try:
-            lines = Path(counter).read_text().splitlines()
-        except OSError:
-            continue
-        for line in lines:
-            name, _, count = line.partition(" ")
-            if name == "oom_kill" and count.strip().isdigit():
-                return int(count)
-    return None
-
-
 def signal_name(exitcode: int | None) -> str:
     if exitcode is None:
         return "killed"
@@ -111,19 +89,3 @@ def signal_name(exitcode: int | None) -> str:
         except ValueError:
             return f"signal {-exitcode}"
     return f"exit code {exitcode}"
-
-
-def proc_mb(path: str, field: str) -> float:
-    """One `Field:  N kB` figure of a /proc file (/proc/meminfo, /proc/<pid>/status) in MiB; 0 where
-    it cannot be read."""
-    try:
-        for line in Path(path).read_text().splitlines():
-            if line.startswith(f"{field}:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
-
-
-def rss_mb(pid: int) -> float:
-    return proc_mb(f"/proc/{pid}/status", "VmRSS")

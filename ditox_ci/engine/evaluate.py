@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import onnx
 
@@ -28,6 +29,7 @@ from ditox_ci.engine.original import (
     ModelContext,
     SkipModel,
     prepare,
+    run_original,
 )
 from ditox_ci.engine.outcome import Outcome, Verdict
 from ditox_ci.engine.plan import Step
@@ -53,6 +55,7 @@ __all__ = [
     "SkipModel",
     "judge",
     "judge_bytes",
+    "optimizer_call",
     "optimizer_input",
     "prepare",
     "result_digest",
@@ -100,13 +103,37 @@ def judge_bytes(
     if optimized is None:
         optimized = onnx.ModelProto()
         optimized.ParseFromString(data)
-    outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
+    before = context.reuse.outcome(context.judged_as, digest) if context.reuse is not None else None
+    if before is not None:
+        outcome = _reused(context, optimized, before)
+    else:
+        run_original(context, settings)
+        outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
     outcome = replace(outcome, digest=digest, changed=True)
     context.judged[digest] = outcome
     if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
         context.judged_bytes.setdefault(len(data), []).append((data, digest))
         context.kept_bytes += len(data)
     return outcome
+
+
+def _reused(context: ModelContext, optimized: onnx.ModelProto, before: Outcome) -> Outcome:
+    """A verdict judged before for these bytes (`engine.reuse`), with what the result's graph shows
+    (its op changes and notes: a fingerprint keys on what a culprit's result removed and added)
+    read again from the bytes: the evidence of a pass stored in a report is its digest alone."""
+    if before.evidence:
+        return replace(before, reused=True)
+    return replace(before, evidence=_graph_evidence(context, optimized), reused=True)
+
+
+def _graph_evidence(context: ModelContext, optimized: onnx.ModelProto) -> dict[str, Any]:
+    """What the result's graph shows beside the original's: the op types removed and added, and
+    notes (`structure.info_notes`)."""
+    evidence: dict[str, Any] = op_changes(context.model.graph, optimized.graph)
+    info = info_notes(context.model, optimized)
+    if info:
+        evidence["info"] = info
+    return evidence
 
 
 def result_digest(context: ModelContext, data: bytes) -> str:
@@ -135,10 +162,7 @@ def _judge_changed(
     set (`Outcome.of`): an invalid model is still run, so a pass that also miscompiles shows its
     mismatch; a retyped one is still checked, so a pass whose retyping is by design cannot hide an
     invalid model behind it."""
-    evidence: dict[str, Any] = op_changes(context.model.graph, optimized.graph)
-    info = info_notes(context.model, optimized)
-    if info:
-        evidence["info"] = info
+    evidence = _graph_evidence(context, optimized)
     verdicts: list[Verdict] = []
     if context.checker_error is None:
         error = checker_error(data)
@@ -343,6 +367,18 @@ def _compare(
     return compare(context.outputs, outputs, context.output_names, context=task_context)  # type: ignore[call-arg]
 
 
+_Result = TypeVar("_Result")
+
+
+def optimizer_call(context: ModelContext, call: Callable[[], _Result]) -> _Result:
+    """`call()`, an optimizer call on the context's model, its time added to `optimizer_s`."""
+    started = time.perf_counter()
+    try:
+        return call()
+    finally:
+        context.optimizer_s += time.perf_counter() - started
+
+
 def optimizer_input(context: ModelContext, optimizer: LoadedOptimizer) -> onnx.ModelProto:
     """The original as `optimizer` may take it: a private copy when it may edit its input."""
     if not optimizer.mutates_input:
@@ -374,9 +410,12 @@ def _optimized_outcome(
 ) -> Outcome:
     if on_phase:
         on_phase("optimize")
-    if optimizer.optimize_bytes is not None:
+    optimize_bytes = optimizer.optimize_bytes
+    if optimize_bytes is not None:
         try:
-            data = optimizer.optimize_bytes(context.data, step.passes, step.fixed_point)
+            data = optimizer_call(
+                context, lambda: optimize_bytes(context.data, step.passes, step.fixed_point)
+            )
         except ValueError:
             pass  # over protobuf's 2 GiB: the ModelProto path below goes through external data
         except Exception as exc:
@@ -385,7 +424,8 @@ def _optimized_outcome(
             return judge_bytes(context, data, comparators, settings, on_phase)
     model = optimizer_input(context, optimizer)
     try:
-        optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
+        passes = list(step.passes)
+        optimized = optimizer_call(context, lambda: optimizer.optimize(model, passes, step.fixed_point))
         if isinstance(optimized, onnx.ModelProto) and optimizer.normalize is not None:
             optimized = optimizer.normalize(optimized)
     except Exception as exc:

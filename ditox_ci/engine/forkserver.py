@@ -10,6 +10,10 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.context
 import multiprocessing.forkserver
+import time
+from typing import Any
+
+from ditox_ci.errors import InternalError
 
 # what every worker needs imported: the forkserver imports it once, each worker forks with it
 PRELOAD = ["ditox_ci.engine.child"]
@@ -30,3 +34,22 @@ def warm_up() -> None:
     if "forkserver" in multiprocessing.get_all_start_methods():
         mp_context()
         multiprocessing.forkserver.ensure_running()
+
+
+# how often a worker's start is tried again when the forkserver it comes from died: the optimizer
+# may kill its worker's parent (or the OOM killer may pick it), and the next start then reads a
+# closed pipe until multiprocessing has found it dead and started another
+START_ATTEMPTS = 5
+START_BACKOFF_S = 0.2
+
+
+def start_worker(process: Any) -> None:
+    """Start a worker, through a new forkserver when the old one died under it."""
+    for attempt in range(1, START_ATTEMPTS + 1):
+        try:
+            process.start()
+            return
+        except (EOFError, ConnectionError) as exc:
+            if attempt == START_ATTEMPTS:
+                raise InternalError(f"cannot start a worker process ({type(exc).__name__}: {exc})") from exc
+            time.sleep(START_BACKOFF_S * attempt)

@@ -3,13 +3,15 @@ the WorkerState a worker keeps in memory it shares with the pool.
 
 Every message over the pipe is a frozen dataclass of this module. The parent sends a Job, or Stop.
 A worker answers each Job with:
-  OriginalPrepared(nodes, sha256, info, draw) or ModelSkipped(reason), at once;
+  OriginalPrepared(nodes, sha256, info, draw, judged_as) or ModelSkipped(reason), at once, and
+    OriginalPrepared again before the job's end when the original first ran during the job (a job
+    with verdicts to reuse loads it only: `Job.reuse`); ModelSkipped then if it cannot run;
   per step i: StepFinished(i, Outcome); when the Job asks for divergence and the step ended in an
     output mismatch, StepDivergence(i, Divergence | None): the first node whose output differs
     (localize_nodes), found with the optimizer run again in the worker; for each single-pass step of
     a large model that screening cleared (`engine.screen`), StepFinished(i, the control's Outcome,
     screened=True);
-  JobDone(runtime_runs, cache_hits), or InternalFailure(message) for a bug in ditox-ci, which the
+  JobDone(runtime_runs, cache_hits, optimizer_s), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
 The step messages travel in Batches: a worker sends what it holds when the job ends, before and
@@ -42,6 +44,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.reuse import Reuse
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
@@ -98,6 +101,9 @@ class Job:
     screen: bool = True
     # the nop control's outcome, when it ran before the job resumed on a fresh worker without it
     control: Outcome | None = None
+    # verdicts judged before for this model's results (engine/reuse.py): a step whose result is one
+    # of them takes it without a run, and the original runs only when a result needs it
+    reuse: Reuse | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,8 @@ class JobCounts:
     # single-pass steps cleared by a screen instead of a call of their own
     screened: int = 0
     restarts: int = 0
+    # seconds in the optimizer's calls, of the jobs that ended (a dead worker's are not known)
+    optimizer_s: float = 0.0
 
     def __add__(self, other: JobCounts) -> JobCounts:
         return JobCounts(*(getattr(self, spec.name) + getattr(other, spec.name) for spec in fields(self)))
@@ -122,6 +130,8 @@ class JobResult:
     reason: str = ""
     nodes: int = 0
     sha256: str = ""
+    # the original as judged (reuse.judged_as); "" when it was not loaded
+    judged_as: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     # by step label, for the steps of a Job that asked for divergence and got one
     divergences: dict[str, Divergence] = field(default_factory=dict)
@@ -146,6 +156,8 @@ class OriginalPrepared:
     sha256: str
     info: dict[str, Any]
     draw: Draw | None = None
+    # the original as judged (reuse.judged_as): what its reusable verdicts are filed under
+    judged_as: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,6 +184,7 @@ class JobDone:
     # this Job's alone: a context kept from an earlier Job of the same model carries that one's too
     runtime_runs: int
     cache_hits: int
+    optimizer_s: float = 0.0
 
 
 @dataclass(frozen=True)

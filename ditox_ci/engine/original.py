@@ -1,6 +1,8 @@
 """The original model, prepared once: loaded, fed and run on every sample by the first runner that
 can, with its noise floor measured. Every step of the model's job then judges its optimized model
-against this ModelContext (`evaluate.py`), so the original is parsed and run once per model.
+against this ModelContext (`evaluate.py`), so the original is parsed and run once per model. A job
+that may reuse verdicts judged before (`engine.reuse`) loads it only (`load_original`): it runs
+(`run_original`) when a result needs judging, never when every result was judged before.
 
 Runs inside a worker process (`child.py`). A model that cannot be tested at all (unreadable,
 over protobuf's limit, no runner can run it) raises SkipModel with the reason the report shows.
@@ -40,6 +42,7 @@ from ditox_ci.engine.noise import (
     random_outputs,
 )
 from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.reuse import Reuse, judged_as
 from ditox_ci.engine.structure import checker_error
 from ditox_ci.engine.values import Feeds
 from ditox_ci.optimizers import NOISE_FLOORS
@@ -99,11 +102,19 @@ class ModelContext:
     model: onnx.ModelProto
     data: bytes
     digest: str
-    feeds: list[dict[str, Any]]
-    outputs: list[list[np.ndarray]]
-    output_names: list[str]
-    checker_error: str | None
+    # the original as judged: its bytes and first-drawn inputs (reuse.judged_as)
+    judged_as: str = ""
+    # False until the original ran (`run_original`): a job whose every result was judged before
+    # (`reuse`) never runs it
+    ran: bool = False
+    # until it ran, the inputs first drawn (what `judged_as` hashes); then every sample judged on
+    feeds: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[list[np.ndarray]] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+    checker_error: str | None = None
     info: dict[str, Any] = field(default_factory=dict)
+    # results judged in an earlier run or on another build, by digest (engine/reuse.py)
+    reuse: Reuse | None = None
     judged: dict[str, Outcome] = field(default_factory=dict)
     # the bytes of judged optimized models small enough to keep, by length: a step whose result is
     # one of them is found by comparing bytes, not by hashing its result (see evaluate.judge_bytes)
@@ -113,6 +124,8 @@ class ModelContext:
     result_sizes: dict[str, int] = field(default_factory=dict)
     kept_bytes: int = 0
     cache_hits: int = 0
+    # seconds in the optimizer's calls (evaluate.optimizer_call)
+    optimizer_s: float = 0.0
     # made on first use only: comparators that re-run the models (text generation) need it
     session: Any = None
     # the runner that judges this model: the one that could run the original
@@ -163,9 +176,10 @@ def _run_original(
     settings: EvalSettings,
     runner_name: str,
     info: dict[str, Any],
+    first: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[list[Any]], Draw]:
     """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf, and
-    how they were drawn."""
+    how they were drawn. `first` are the feeds of the first draw (`_first_feeds`)."""
     title = RUNNER_TITLES[runner_name]
     try:
         session = runner.load_session(data, settings.threads, runner_name)
@@ -174,23 +188,14 @@ def _run_original(
     # recorded inputs are what the model's authors meant: they are never re-drawn
     recorded = info["inputs"] == "recorded"
     for attempt in range(MAX_REDRAWS + 1):
-        try:
-            # every recorded data set; a candidate without inputs has none to read, and drawing
-            # sys.maxsize random samples for it would never end
-            exact = ref.meta.get(EXACT_SAMPLES) and has_recorded_inputs(ref)
-            samples = sys.maxsize if exact else settings.samples
-            feeds = make_feeds(model, ref, samples, settings.seed, settings.dynamic_dim, attempt)
-        except InputSpecError as exc:
-            raise SkipModel(f"cannot make inputs: {exc}") from None
-        except MemoryError as exc:  # declared shapes beyond this machine: the model's, not a bug of ours
-            raise SkipModel(f"cannot make inputs: {exc}") from None
+        feeds = first if attempt == 0 else _drawn(model, ref, settings, attempt)
         try:
             outputs = runner.run_all(session, feeds)
         except runner.RuntimeRunError as exc:
             raise _RunnerFailed(f"{title} cannot run the original: {exc}") from None
         if recorded or _finite(outputs):
             break
-    draw = Draw(samples, attempt)
+    draw = Draw(_samples(ref, settings), attempt)
     if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs, draw  # a task's inputs (images, text) mean something at their own scale
     wide = _wide_sample(session, model, feeds, ref, settings)
@@ -273,9 +278,39 @@ def original_noise(
     return noise, measured
 
 
-def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
+def _samples(ref: ModelRef, settings: EvalSettings) -> int:
+    """How many samples to draw: every recorded data set of a model whose recorded inputs are its
+    samples (a candidate without inputs has none to read, and drawing sys.maxsize random samples for
+    it would never end), else the sweep's number."""
+    exact = ref.meta.get(EXACT_SAMPLES) and has_recorded_inputs(ref)
+    return sys.maxsize if exact else settings.samples
+
+
+def _drawn(model: onnx.ModelProto, ref: ModelRef, settings: EvalSettings, attempt: int) -> Feeds:
+    """The feeds of one draw, or SkipModel when the model's inputs cannot be made."""
+    try:
+        return make_feeds(model, ref, _samples(ref, settings), settings.seed, settings.dynamic_dim, attempt)
+    except InputSpecError as exc:
+        raise SkipModel(f"cannot make inputs: {exc}") from None
+    except MemoryError as exc:  # declared shapes beyond this machine: the model's, not a bug of ours
+        raise SkipModel(f"cannot make inputs: {exc}") from None
+
+
+def prepare(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = None) -> ModelContext:
     """Load the original, make its inputs and run it once per sample (re-drawing NaN/Inf), on the
-    first runner that can: with `--runner auto`, ONNX Runtime, else ONNX's reference implementation."""
+    first runner that can: with `--runner auto`, ONNX Runtime, else ONNX's reference implementation.
+
+    With `reuse` for the original as judged now, it is loaded only (`load_original`): it runs when
+    a result needs judging (`run_original`)."""
+    context = load_original(ref, settings, reuse)
+    if context.reuse is None:
+        run_original(context, settings)
+    return context
+
+
+def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = None) -> ModelContext:
+    """The original loaded, with the inputs first drawn for it, not yet run; `reuse` kept when it
+    was judged for this very original and inputs, else dropped."""
     if ref.meta.get("unavailable"):
         raise SkipModel(str(ref.meta["unavailable"]))
     try:
@@ -291,11 +326,38 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
             "for one serialized model, which the optimizer's and the runners' Python APIs need"
         )
     data = model.SerializeToString()
+    digest = hashlib.sha256(data).hexdigest()
+    first = _drawn(model, ref, settings, 0)
+    judged = judged_as(digest, first)
+    kept = reuse if reuse is not None and reuse.judged_as == judged else None
     info: dict[str, Any] = {"inputs": inputs_kind(ref)}
+    if kept is not None and kept.runner:
+        info["runner"] = kept.runner
+    return ModelContext(
+        ref=ref,
+        model=model,
+        data=data,
+        digest=digest,
+        judged_as=judged,
+        feeds=first,
+        output_names=[o.name for o in model.graph.output],
+        info=info,
+        runner=kept.runner if kept is not None and kept.runner else "onnxruntime",
+        reuse=kept,
+    )
+
+
+def run_original(context: ModelContext, settings: EvalSettings) -> None:
+    """Run the loaded original on its samples (`prepare`), once: its outputs, noise floor and
+    checker verdict fill in `context`. SkipModel when no runner can run it."""
+    if context.ran:
+        return
+    model, data, ref = context.model, context.data, context.ref
+    info: dict[str, Any] = {"inputs": context.info["inputs"]}
     failures: list[str] = []
     for runner_name in runner.RUNNERS if settings.runner == "auto" else (settings.runner,):
         try:
-            feeds, outputs, draw = _run_original(model, data, ref, settings, runner_name, info)
+            feeds, outputs, draw = _run_original(model, data, ref, settings, runner_name, info, context.feeds)
         except _RunnerFailed as exc:
             failures.append(str(exc))
             continue
@@ -316,18 +378,8 @@ def prepare(ref: ModelRef, settings: EvalSettings) -> ModelContext:
         reference = settings.noise_floor != NOISE_FLOORS[0]
         against = f" against the {settings.noise_floor} runner" if reference else ""
         info["noise_floor"] = f"measured{against}" if measured else "not measurable"
-    return ModelContext(
-        ref=ref,
-        model=model,
-        data=data,
-        digest=hashlib.sha256(data).hexdigest(),
-        feeds=feeds,
-        outputs=outputs,
-        output_names=[o.name for o in model.graph.output],
-        checker_error=checker_error(data),
-        info=info,
-        runner=info["runner"],
-        noise=noise,
-        draw=draw,
-        quanta=quantization_steps(model),
-    )
+    context.ran = True
+    context.feeds, context.outputs, context.draw = feeds, outputs, draw
+    context.checker_error = checker_error(data)
+    context.info, context.runner = info, info["runner"]
+    context.noise, context.quanta = noise, quantization_steps(model)

@@ -61,7 +61,8 @@ class Outcome:
     severe first to last (an optimized model both retyped and refused by the checker is an invalid
     model also changing the interface). `digest` is the sha256 of the optimized model bytes (""
     when the optimizer produced nothing); `changed` says whether those bytes differ from the
-    original's.
+    original's; `reused` whether the verdict was judged before, in another run or on another build
+    (engine/reuse.py), instead of in this job.
     """
 
     kind: str | None
@@ -70,6 +71,7 @@ class Outcome:
     digest: str = ""
     changed: bool = False
     also: tuple[Verdict, ...] = ()
+    reused: bool = False
 
     @classmethod
     def of(cls, verdicts: Sequence[Verdict], evidence: dict[str, Any]) -> Outcome:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 
 from ditox_ci.control import NOP
-from ditox_ci.engine.evaluate import ModelContext, result_digest
+from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import LoadedOptimizer, OptimizerInfo
@@ -145,7 +145,7 @@ class JobScreen:
         def clears(passes: tuple[str, ...]) -> bool:
             on_call()
             try:
-                data = optimize(self.context.data, passes, False)
+                data = optimizer_call(self.context, lambda: optimize(self.context.data, passes, False))
             except MemoryError:
                 raise  # the worker's own exit for memory: the parent resumes with each pass alone
             except Exception:  # a pass of the list raised: its own step says which, and what

@@ -344,4 +344,7 @@ def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobRes
             values[spec.name] = {key: value for mapping in reversed(own) for key, value in mapping.items()}
     if skipped is not None:
         values.update(status=skipped.status, reason=skipped.reason)
+    # a part whose every verdict was reused never ran the original (engine/reuse.py): the draw is
+    # the part's that did
+    values["draw"] = next((part.draw for part in ordered if part.draw is not None), None)
     return replace(prepared, **values)

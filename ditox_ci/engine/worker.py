@@ -23,16 +23,17 @@ import re
 import signal
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.child import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
-from ditox_ci.engine.deaths import Death, failure_outcome, oom_kills, proc_mb, rss_mb, signal_name
+from ditox_ci.engine.deaths import Death, failure_outcome, signal_name
 from ditox_ci.engine.divergence import Divergence
-from ditox_ci.engine.forkserver import mp_context
+from ditox_ci.engine.forkserver import mp_context, start_worker
+from ditox_ci.engine.memory import available_memory_mb, oom_kills, rss_mb, worker_count
 from ditox_ci.engine.messages import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
@@ -58,7 +59,7 @@ from ditox_ci.engine.messages import (
 )
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.errors import InternalError, OptimizerLoadError
+from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.report.model import INTERNAL_ERROR
 
 # what the sweep, pinpointing and triage take from here, beside the pool itself
@@ -80,13 +81,6 @@ __all__ = [
 POLL_S = 0.2
 # how many jobs too large to start beside the running ones a free worker looks past for one that fits
 LOOKAHEAD = 16
-# a container's memory cgroup, mounted at the root of the hierarchy: (limit, usage) files of v2,
-# then v1 (whose "no limit" is a number near 2**63)
-CGROUP_MEMORY_FILES = (
-    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
-    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
-)
-CGROUP_NO_LIMIT = 2**60
 STDERR_TAIL = 1500
 
 # ---------------------------------------------------------------- parent side
@@ -150,69 +144,6 @@ def _file_size(path: Path) -> int:
         return 0
 
 
-def _meminfo_mb(field: str) -> float:
-    """One figure of /proc/meminfo (`MemTotal`, `MemAvailable`) in MiB; 0 where it cannot be read."""
-    return proc_mb("/proc/meminfo", field)
-
-
-def machine_memory_mb() -> float:
-    """The machine's memory (MemTotal)."""
-    return _meminfo_mb("MemTotal")
-
-
-def _cgroup_headroom_mb() -> float | None:
-    """What this process's memory cgroup (v2, else v1) leaves below its limit; None: no limit."""
-    for limit_file, usage_file in CGROUP_MEMORY_FILES:
-        with contextlib.suppress(OSError, ValueError):
-            limit = Path(limit_file).read_text().strip()
-            if limit == "max" or int(limit) >= CGROUP_NO_LIMIT:
-                return None
-            return (int(limit) - int(Path(usage_file).read_text())) / 2**20
-    return None
-
-
-def available_memory_mb() -> float:
-    """What the machine can give the workers now: /proc/meminfo's MemAvailable, less where a memory
-    cgroup caps this process's group; 0 where neither can be read."""
-    available = _meminfo_mb("MemAvailable")
-    headroom = _cgroup_headroom_mb()
-    if headroom is not None:
-        available = min(available, headroom) if available else headroom
-    return max(available, 0.0)
-
-
-def worker_count(jobs: int, memory_limit_mb: int, warn: Callable[[str], None]) -> int:
-    """`jobs`, else one worker per core; a warning when their memory limits exceed the machine's."""
-    workers = jobs or os.cpu_count() or 1
-    memory_mb = machine_memory_mb()
-    if memory_mb and workers * memory_limit_mb > memory_mb:
-        warn(
-            f"{workers} workers × --memory-limit {memory_limit_mb} MiB exceed this machine's "
-            f"{memory_mb:.0f} MiB: the kernel may kill a worker first (reported as out of memory); "
-            "lower --jobs or --memory-limit"
-        )
-    return workers
-
-
-# how often a worker's start is tried again when the forkserver it comes from died: the optimizer
-# may kill its worker's parent (or the OOM killer may pick it), and the next start then reads a
-# closed pipe until multiprocessing has found it dead and started another
-START_ATTEMPTS = 5
-START_BACKOFF_S = 0.2
-
-
-def _start(process: Any) -> None:
-    """Start a worker, through a new forkserver when the old one died under it."""
-    for attempt in range(1, START_ATTEMPTS + 1):
-        try:
-            process.start()
-            return
-        except (EOFError, ConnectionError) as exc:
-            if attempt == START_ATTEMPTS:
-                raise InternalError(f"cannot start a worker process ({type(exc).__name__}: {exc})") from exc
-            time.sleep(START_BACKOFF_S * attempt)
-
-
 class WorkerPool:
     """`run(jobs)` yields one JobResult per job, in completion order, whatever the workers do."""
 
@@ -254,7 +185,7 @@ class WorkerPool:
         process = self._context.Process(  # type: ignore[attr-defined]
             target=child_main, args=(child_conn, state, self.config, str(stderr_path)), daemon=True
         )
-        _start(process)
+        start_worker(process)
         child_conn.close()
         return _Slot(process=process, conn=parent_conn, state=state, stderr_path=stderr_path)
 
@@ -309,6 +240,7 @@ class WorkerPool:
             reason=reason,
             nodes=original.nodes,
             sha256=original.sha256,
+            judged_as=original.judged_as,
             outcomes=running.outcomes,
             divergences=running.divergences,
             info=dict(original.info),
@@ -341,8 +273,8 @@ class WorkerPool:
                 # recorded against the model, which gates (exit 70 at the end): a gate must not turn
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 return self._ended(slot, running, INTERNAL_ERROR, text)
-            case JobDone(runtime_runs=runs, cache_hits=hits):
-                running.counts += JobCounts(runtime_runs=runs, cache_hits=hits)
+            case JobDone(runtime_runs=runs, cache_hits=hits, optimizer_s=seconds):
+                running.counts += JobCounts(runtime_runs=runs, cache_hits=hits, optimizer_s=seconds)
                 return self._ended(slot, running, "ok")
         return None
 

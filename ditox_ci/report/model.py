@@ -177,6 +177,23 @@ class Finding:
 
 
 @dataclass(frozen=True)
+class Verdicts:
+    """What a later sweep may reuse of a model's verdicts (engine/reuse.py): the original as judged
+    (its bytes and first-drawn inputs, hashed) and the distinct changed results that passed, by the
+    sha256 of their bytes, sorted."""
+
+    judged_as: str
+    passed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"judged_as": self.judged_as, "passed": list(self.passed)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Verdicts:
+        return cls(str(data["judged_as"]), tuple(str(digest) for digest in data.get("passed", ())))
+
+
+@dataclass(frozen=True)
 class ModelEntry:
     id: str
     source: str
@@ -190,6 +207,10 @@ class ModelEntry:
     # which runner judged the model: "onnxruntime", or "reference" for an original ONNX Runtime
     # cannot load or run; "" when it was skipped before any runner could
     runner: str = ""
+    # what a later sweep may reuse; None for a model not judged (skipped)
+    verdicts: Verdicts | None = None
+    # configs whose verdict this sweep reused from a stored report instead of judging it
+    reused: int = 0
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -199,6 +220,13 @@ class ModelEntry:
             del data["configs"]
         if not self.runner:
             del data["runner"]
+        # both additive: a report without them reads as before
+        if self.verdicts is None:
+            del data["verdicts"]
+        else:
+            data["verdicts"] = self.verdicts.to_json()
+        if not self.reused:
+            del data["reused"]
         return data
 
     @classmethod
@@ -213,6 +241,8 @@ class ModelEntry:
             cost_s=float(data.get("cost_s", 0.0)),
             configs=tuple(data.get("configs", ())),
             runner=data.get("runner", ""),
+            verdicts=Verdicts.from_json(data["verdicts"]) if data.get("verdicts") else None,
+            reused=int(data.get("reused", 0)),
         )
 
 

@@ -70,6 +70,13 @@ class SweepStats:
     cache_hits: int = 0
     # single-pass steps a screen cleared without a call of their own (engine/screen.py)
     screened_steps: int = 0
+    # results whose verdict was reused from a stored report (engine/reuse.py), not run or compared
+    reused_verdicts: int = 0
+    # seconds the workers spent inside the optimizer's calls (of the jobs that ended)
+    optimizer_s: float = 0.0
+    # the hash of what judged this sweep's verdicts (reuse.verdict_key): a later sweep with the same
+    # key may reuse them; "" in a merge of shards that differ
+    verdict_key: str = ""
     worker_restarts: int = 0
     models_total: int = 0
     models_skipped: int = 0
@@ -113,8 +120,14 @@ class SweepStats:
             "jobs": self.jobs,
             CHANGED_BY_FAMILY: {name: dict(families) for name, families in self.coverage_by_family.items()},
         }
-        if self.screened_steps:  # additive, as the next one
+        if self.screened_steps:  # additive, as the next ones
             stats["screened_steps"] = self.screened_steps
+        if self.reused_verdicts:
+            stats["reused_verdicts"] = self.reused_verdicts
+        if self.optimizer_s:
+            stats["optimizer_s"] = self.optimizer_s
+        if self.verdict_key:
+            stats["verdict_key"] = self.verdict_key
         if self.coverage_checked_by_family:  # additive: a report without it reads as before
             stats[CHECKED_BY_FAMILY] = {
                 name: dict(families) for name, families in self.coverage_checked_by_family.items()
@@ -148,6 +161,9 @@ class SweepStats:
             runtime_runs=int(data.get("runtime_runs", 0)),
             cache_hits=int(data.get("cache_hits", 0)),
             screened_steps=int(data.get("screened_steps", 0)),
+            reused_verdicts=int(data.get("reused_verdicts", 0)),
+            optimizer_s=float(data.get("optimizer_s", 0.0)),
+            verdict_key=str(data.get("verdict_key", "")),
             worker_restarts=int(data.get("worker_restarts", 0)),
             models_total=int(data.get("models_total", 0)),
             models_skipped=int(data.get("models_skipped", 0)),
@@ -197,6 +213,9 @@ class SweepStats:
             runtime_runs=sum(shard.runtime_runs for shard in shards),
             cache_hits=sum(shard.cache_hits for shard in shards),
             screened_steps=sum(shard.screened_steps for shard in shards),
+            reused_verdicts=sum(shard.reused_verdicts for shard in shards),
+            optimizer_s=round(sum(shard.optimizer_s for shard in shards), 2),
+            verdict_key=first.verdict_key if all(s.verdict_key == first.verdict_key for s in shards) else "",
             worker_restarts=sum(shard.worker_restarts for shard in shards),
             models_total=models_total,
             models_skipped=models_skipped,

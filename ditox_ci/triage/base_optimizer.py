@@ -19,6 +19,7 @@ from typing import Any
 from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
+from ditox_ci.engine.reuse import Reuse
 from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
@@ -38,9 +39,15 @@ class BaseCheck:
 
 def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], info: OptimizerInfo) -> Job:
     """A model's job on the base build: the nop control, then each failing config the base can run,
-    each on a freshly prepared model (a try must not be answered from the worker's cache)."""
-    on_base = (step_on_build(s, info) for s in steps if s.label == NOP or s.label in configs)
-    return Job(result.ref, tuple(step for step in on_base if step is not None), fresh=True)
+    each on a freshly prepared model (a try must not be answered from the worker's cache). A result
+    byte-identical to the head's takes the head's outcome (`engine.reuse`): the same bytes fail the
+    same way on either build."""
+    wanted = (step_on_build(s, info) for s in steps if s.label == NOP or s.label in configs)
+    on_base = tuple(step for step in wanted if step is not None)
+    labels = {step.label for step in on_base}
+    head = {o.digest: o for label, o in result.outcomes.items() if label in labels and o.digest}
+    reuse = Reuse(result.judged_as, head, str(result.info.get("runner", "")))
+    return Job(result.ref, on_base, fresh=True, reuse=reuse if result.judged_as else None)
 
 
 def _on_base(outcome: Outcome | None, base: JobResult | None) -> str:
@@ -122,6 +129,8 @@ def check_on_base(
         "findings_checked": len(judged),
         "reproduced": reproduced,
         "tries": len(base_results),
+        # results byte-identical to the head's, which took its outcome without a run
+        "reused": sum(1 for r in base_results for outcome in r.outcomes.values() if outcome.reused),
         "optimizer_runs": sum(r.counts.optimizer_runs for r in base_results),
         "wall_s": round(time.monotonic() - started, 2),
     }

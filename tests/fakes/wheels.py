@@ -133,3 +133,55 @@ def miscompiling_onnxoptimizer(folder: Path, version: str) -> Path:
     return repack_installed(
         folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": _MISCOMPILATION}
     )
+
+
+# onnxoptimizer's native module wrapped so that CHANGED_PASS, where it fires (the result holds fewer
+# BatchNormalization nodes than the model), also doubles the first output: a pull request that
+# changes one pass, whose every other result is the release's, byte for byte
+CHANGED_PASS = "fuse_bn_into_conv"
+_CHANGE = f"""
+
+import numpy as _np
+import onnx as _onnx
+from onnx import helper as _helper
+from onnx import numpy_helper as _numpy_helper
+
+_release = onnx_opt_cpp2py_export
+
+
+class _Changed:
+    def __getattr__(self, name):
+        return getattr(_release, name)
+
+    @staticmethod
+    def _changed(data, result, passes):
+        fired = result.count(b"BatchNormalization") < data.count(b"BatchNormalization")
+        if {CHANGED_PASS!r} not in passes or not fired:
+            return result
+        model = _onnx.ModelProto()
+        model.ParseFromString(result)
+        graph = model.graph
+        name = graph.output[0].name
+        for node in graph.node:
+            node.output[:] = [name + "_fused" if out == name else out for out in node.output]
+        graph.initializer.append(_numpy_helper.from_array(_np.array(2.0, dtype=_np.float32), "head_two"))
+        graph.node.append(_helper.make_node("Mul", [name + "_fused", "head_two"], [name]))
+        return model.SerializeToString()
+
+    def optimize(self, data, passes):
+        return self._changed(data, _release.optimize(data, passes), passes)
+
+    def optimize_fixedpoint(self, data, passes):
+        return self._changed(data, _release.optimize_fixedpoint(data, passes), passes)
+
+
+onnx_opt_cpp2py_export = C = _Changed()
+"""
+
+
+def changed_pass_onnxoptimizer(folder: Path, version: str) -> Path:
+    """A wheel of the installed onnxoptimizer, as `version`, whose CHANGED_PASS differs where it
+    fires: a pull request's head that changes one pass."""
+    return repack_installed(
+        folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": _CHANGE}
+    )

@@ -351,7 +351,9 @@ class _Context:
             (name,) = self.matrix
             index = axis.index(self.matrix[name])
             return str(index if expression.endswith("index") else len(axis))
-        known = {"github.ref_name": self.event.ref_name, "github.token": TOKEN, **self.values}
+        base_ref = self.event.payload.get("pull_request", {}).get("base", {}).get("ref", "")
+        known = {"github.ref_name": self.event.ref_name, "github.base_ref": base_ref, "github.token": TOKEN}
+        known |= self.values
         assert expression in known, f"the replay does not know the expression {expression!r}"
         return known[expression]
 

@@ -5,9 +5,11 @@ is the tiny one instead of the default, and publishing is a dry run."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -58,33 +60,65 @@ def _run(workspace: Path, python: str, event: str, inputs: dict[str, str], **ext
     return outputs
 
 
+def _zipped(folder: Path) -> bytes:
+    """What upload-artifact stores of a folder."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            archive.write(path, path.relative_to(folder))
+    return buffer.getvalue()
+
+
 def test_pr_yml_in_an_onnx_optimizer_checkout(tmp_path: Path, fresh_python: str) -> None:
     workspace = _checkout(tmp_path)
     head = repack_installed(workspace / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+head")
     base = repack_installed(workspace / "dist-base", "onnxoptimizer", "onnxoptimizer", "0.4.2+base")
-    (sweep,) = _action_steps("pr.yml", "sweep")
-    shards = yaml.safe_load((ROOT / "examples" / "pr.yml").read_text())["jobs"]["sweep"]["strategy"]
-    count = len(shards["matrix"]["shard"])
-    for index in range(count):
-        filled = _fill(
-            sweep,
-            {
-                "steps.wheel.outputs.path": str(head.relative_to(workspace)),
-                "steps.wheel.outputs.base": str(base.relative_to(workspace)),
-                "strategy.job-index": str(index),
-                "strategy.job-total": str(count),
-                "matrix.shard": str(index),
-            },
-        )
-        _run(workspace, fresh_python, "pull_request", filled)
-        # what upload-artifact + download-artifact (pattern:) make of the shard's folder
-        shutil.copytree(workspace / filled["out"], workspace / "shards" / f"ditox-shard-{index}")
+    with GitHubServer("onnx/optimizer") as server:
+        # the base branch's last nightly, as nightly.yml sweeps and merges it, is what the PR reuses
+        server.add_workflow_run("nightly.yml", conclusion="failure")  # its first night: nothing before
+        (nightly,) = _action_steps("nightly.yml", "sweep")
+        values = {"strategy.job-index": "0", "strategy.job-total": "1", "matrix.shard": "0"}
+        values |= {"steps.wheel.outputs.path": str(base.relative_to(workspace)), "github.ref_name": "main"}
+        github = {"github_token": "write-token", "runner_env": {"GITHUB_API_URL": server.url}}
+        _run(workspace, fresh_python, "schedule", _fill(nightly, values), **github)
+        (workspace / "shards").mkdir()
+        shutil.move(workspace / "shard-0", workspace / "shards" / "ditox-shard-0")
+        merge_nightly, _ = _action_steps("nightly.yml", "report")
+        _run(workspace, fresh_python, "schedule", _fill(merge_nightly, {}))
+        uploaded = _zipped(workspace / "ditox-report")
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": uploaded})
+        for folder in ("shards", "ditox-report"):
+            shutil.rmtree(workspace / folder)
+
+        (sweep,) = _action_steps("pr.yml", "sweep")
+        shards = yaml.safe_load((ROOT / "examples" / "pr.yml").read_text())["jobs"]["sweep"]["strategy"]
+        count = len(shards["matrix"]["shard"])
+        for index in range(count):
+            filled = _fill(
+                sweep,
+                {
+                    "steps.wheel.outputs.path": str(head.relative_to(workspace)),
+                    "steps.wheel.outputs.base": str(base.relative_to(workspace)),
+                    "strategy.job-index": str(index),
+                    "strategy.job-total": str(count),
+                    "matrix.shard": str(index),
+                    "github.base_ref": "main",
+                },
+            )
+            assert filled["reuse_from"] == "workflow:nightly.yml@main"
+            # the sweep job's token may read the repository's runs, nothing more
+            _run(workspace, fresh_python, "pull_request", filled, **{**github, "github_token": "read-token"})
+            # what upload-artifact + download-artifact (pattern:) make of the shard's folder
+            shutil.copytree(workspace / filled["out"], workspace / "shards" / f"ditox-shard-{index}")
 
     merge, publish = _action_steps("pr.yml", "report")
     merged = _run(workspace, fresh_python, "pull_request", _fill(merge, {}))
     report = json.loads((workspace / merged["report"]).read_text())
     assert report["optimizer"]["version"] == "0.4.2+head"
     assert len(report["models"]) == 4
+    # identical builds: every changed result the head makes passed in the nightly's report
+    passed = sum(bool(m.get("verdicts", {}).get("passed")) for m in report["models"])
+    assert passed and report["stats"]["reused_verdicts"] > 0, report["stats"]
     # every finding of identical builds reproduces on the base build: nothing is new
     assert merged["new"] == "0", report["findings"]
     _run(workspace, fresh_python, "pull_request", _fill(publish, {}), dry_run="true", github_token="")

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine import deaths
+from ditox_ci.engine import memory
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
@@ -51,7 +51,7 @@ def test_an_oom_kill_is_a_memory_finding_and_another_sigkill_a_crash(
 ) -> None:
     counter = tmp_path / "memory.oom_control"
     counter.write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
-    monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(counter),))
+    monkeypatch.setattr(memory, "_OOM_COUNTERS", (str(counter),))
     results = _outcomes(tmp_path, counter, "oom_model", "killed_model")
 
     oom = results["oom_model.onnx"]

@@ -413,6 +413,28 @@ def test_previous_from_a_workflow_is_downloaded_first_with_the_token(
     assert runnable(sweep) == sweep.command
 
 
+def test_reuse_from_a_workflow_is_downloaded_for_the_sweep_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = {"INPUT_REUSE_FROM": "workflow:nightly.yml@main", "INPUT_GITHUB_TOKEN": "tok"}
+    fetch, sweep, publish = plan(read_inputs(env), "py")
+    assert fetch.command[4:] == (
+        *("previous", "--workflow", "nightly.yml", "--artifact", "ditox-report"),
+        *("--out", ".ditox-reuse", "--branch", "main"),
+    )
+    assert sweep.command[sweep.command.index("--reuse-from") + 1] == ".ditox-reuse/report.json"
+    assert "--no-reuse" not in sweep.command and "--reuse-from" not in publish.command
+    assert "--no-reuse" in plan(read_inputs({**env, "INPUT_REUSE": "false"}), "py")[1].command
+    assert [step.title for step in plan(read_inputs({**env, "INPUT_MODE": "publish"}), "py")] == [
+        "ditox-ci publish"
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert "--reuse-from" not in runnable(sweep)  # nothing was downloaded: every result is judged
+    (tmp_path / ".ditox-reuse").mkdir()
+    (tmp_path / ".ditox-reuse" / "report.json").write_text("{}")
+    assert runnable(sweep) == sweep.command
+
+
 def test_a_plain_linux_wheel_gets_a_warning_a_manylinux_one_does_not() -> None:
     plain = "dist/onnxoptimizer-0.4.2-cp311-cp311-linux_x86_64.whl"
     many = "dist/onnxoptimizer-0.4.2-cp311-cp311-manylinux_2_28_x86_64.whl"

@@ -25,7 +25,7 @@ def test_every_input_of_action_yml_is_mapped_by_the_table_or_the_action_s_own() 
     assert set(INPUTS) == {field.name for field in dataclasses.fields(ActionInputs)}
 
 
-# every input given, every switch on; then every switch off
+# every input given, every switch on (reuse, on by default, off); then every switch off
 GIVEN = ActionInputs(
     models=("m",),
     configs=("c",),
@@ -33,6 +33,8 @@ GIVEN = ActionInputs(
     base_optimizer="base",
     baseline="baseline.yml",
     previous="previous.json",
+    reuse=False,
+    reuse_from="base.json",
     shard_count=2,
     rtol=0.1,
     atol=0.1,

@@ -16,7 +16,7 @@ from ditox_ci.errors import InputError, MergeError
 from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, coverage_table
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.exercised import EXERCISED_KEY, MODEL_IDS_KEY, ExercisedPass, never_fired_warnings
-from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, write_report
+from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, Verdicts, write_report
 from ditox_ci.report.schema import schema_errors
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 from ditox_ci.triage.classify import classify
@@ -499,3 +499,29 @@ def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is
     with pytest.raises(MergeError, match=r"judged by onnxruntime '1\.20\.0'"):
         merge_reports([first, other_runtime])
     assert len(merge_reports([first, with_build]).models) == 2
+
+
+def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_takes_them() -> None:
+    judged_as = "c" * 64
+    first = replace(_part(("nop", "pass:b"), 2.0), verdicts=Verdicts(judged_as, ("a" * 64,)), reused=2)
+    passed = Verdicts(judged_as, ("b" * 64, "a" * 64))
+    second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=passed)
+    shards = [
+        replace(shard, stats={**shard.stats, "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
+        for i, shard in enumerate(_split(first, second))
+    ]
+    merged = merge_reports(shards)
+    entry = next(entry for entry in merged.models if entry.id == "m1")
+    assert entry.verdicts == Verdicts(judged_as, ("a" * 64, "b" * 64))
+    assert entry.reused == 2
+    assert (merged.stats["reused_verdicts"], merged.stats["verdict_key"]) == (3, "d" * 64)
+    assert ModelEntry.from_json(entry.to_json()) == entry
+    def verdicts_errors(report: Report) -> list[str]:
+        return [error for error in schema_errors(report.to_json(), limit=100) if "verdicts" in error]
+
+    assert verdicts_errors(merged) == []
+    unhashed = replace(entry, verdicts=Verdicts("not a digest", ()))
+    assert verdicts_errors(replace(merged, models=(unhashed,)))
+    # shards judged by different settings: nothing of the merge may be reused
+    other = [replace(shards[0], stats={**shards[0].stats, "verdict_key": "e" * 64}), shards[1]]
+    assert "verdict_key" not in merge_reports(other).stats

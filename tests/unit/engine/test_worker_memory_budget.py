@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine import deaths, worker
+from ditox_ci.engine import memory
 from ditox_ci.engine.deaths import Death, failure_outcome
 from ditox_ci.engine.outcome import failure_fingerprint
 from ditox_ci.engine.worker import (
@@ -169,7 +169,7 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
     """The cgroup's counter went up by two before the pool looked: each kill is one worker's."""
     counter = tmp_path / "memory.events"
     counter.write_text("oom 3\noom_kill 3\n")
-    monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(counter),))
+    monkeypatch.setattr(memory, "_OOM_COUNTERS", (str(counter),))
     with WorkerPool(WorkerConfig(), jobs=2) as pool:
         counter.write_text("oom 5\noom_kill 5\n")
         causes: list[Death] = []
@@ -186,11 +186,11 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
 ) -> None:
     """A machine with no memory cgroup mounted still counts OOM kills in /proc/vmstat: a SIGKILL
     is then called out of memory only when that count went up."""
-    assert deaths._OOM_COUNTERS[-1] == "/proc/vmstat"
+    assert memory._OOM_COUNTERS[-1] == "/proc/vmstat"
     vmstat = tmp_path / "vmstat"
     vmstat.write_text("nr_free_pages 1000\noom_kill 7\nnr_dirty 3\n")
-    monkeypatch.setattr(deaths, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
-    assert deaths.oom_kills() == 7
+    monkeypatch.setattr(memory, "_OOM_COUNTERS", (str(tmp_path / "memory.events"), str(vmstat)))
+    assert memory.oom_kills() == 7
     with WorkerPool(WorkerConfig(), jobs=1) as pool:
         causes: list[Death] = []
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
@@ -220,17 +220,17 @@ def test_free_memory_is_what_the_memory_cgroup_leaves_where_it_caps_the_containe
 ):
     v2 = (tmp_path / "memory.max", tmp_path / "memory.current")
     v1 = (tmp_path / "memory.limit_in_bytes", tmp_path / "memory.usage_in_bytes")
-    monkeypatch.setattr(worker, "CGROUP_MEMORY_FILES", (tuple(map(str, v2)), tuple(map(str, v1))))
-    monkeypatch.setattr(worker, "_meminfo_mb", lambda field: 30_000.0)  # MemAvailable, fixed
+    monkeypatch.setattr(memory, "CGROUP_MEMORY_FILES", (tuple(map(str, v2)), tuple(map(str, v1))))
+    monkeypatch.setattr(memory, "_meminfo_mb", lambda field: 30_000.0)  # MemAvailable, fixed
     v2[0].write_text(f"{2 * 2**30}\n")
     v2[1].write_text(f"{512 * 2**20}\n")
-    assert worker.available_memory_mb() == 1536  # the cgroup's 2 GiB less its 512 MiB in use
+    assert memory.available_memory_mb() == 1536  # the cgroup's 2 GiB less its 512 MiB in use
     v2[0].write_text("max\n")
-    assert worker.available_memory_mb() == 30_000  # MemAvailable alone
+    assert memory.available_memory_mb() == 30_000  # MemAvailable alone
     for path in v2:
         path.unlink()
     v1[0].write_text(f"{3 * 2**30}\n")
     v1[1].write_text(f"{1024 * 2**20}\n")
-    assert worker.available_memory_mb() == 2048  # cgroup v1's limit less its usage
+    assert memory.available_memory_mb() == 2048  # cgroup v1's limit less its usage
     v1[0].write_text("9223372036854771712\n")  # v1's "no limit"
-    assert worker.available_memory_mb() == 30_000
+    assert memory.available_memory_mb() == 30_000

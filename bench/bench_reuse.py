@@ -1,0 +1,175 @@
+"""A PR check's cost against a full sweep of the default corpus, measured in one run (target: the
+PR check at most 30 % of the full sweep's CPU).
+
+The head is a wheel of the installed onnxoptimizer with one pass changed (tests/fakes/wheels.py
+`changed_pass_onnxoptimizer`: where fuse_bn_into_conv fires, its result also doubles the first
+output; every other result is the release's, byte for byte). First the base branch's
+report is made, as its nightly would: `sweep` of onnxoptimizer (not counted). Then, each a fresh
+`ditox-ci sweep --localize off` of the default corpus with 2 workers:
+
+  full sweep  the head, every result judged (`--no-reuse`);
+  PR check    the head with `--base-optimizer onnxoptimizer --reuse-from <base report>`: results
+              byte-identical to ones that passed in the base report are not run or compared, and
+              each finding is re-run on the base build (whose results identical to the head's take
+              the head's outcome).
+
+CPU is every process of the sweep's tree (the sweep, its forkserver, the workers), read from /proc
+every POLL_S seconds. The PR check's findings must be the full sweep's (model, config, kind,
+fingerprint), else the bench says so.
+
+Then, from each run's per-model costs (`cost_s`), the wall time N shard jobs of 2 workers would
+take (N = 1, 2, 4, 8): the planner's own plan (`engine.shard.plan_jobs`, as `--previous` costs
+it), its slowest shard's makespan, plus the fixed cost of a shard job (a fresh sweep of one
+two-node model, measured here).
+
+python bench/bench_reuse.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench_overhead import fixed_cost
+
+from ditox_ci.corpus import CorpusContext, default_cache_dir, resolve_sources
+from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
+from ditox_ci.engine.shard import job_cost, makespan, plan_jobs
+from ditox_ci.optimizers import load_optimizer
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET = 0.30
+WORKERS = 2
+SHARD_COUNTS = (1, 2, 4, 8)
+POLL_S = 0.2
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    """utime + stime of one process, 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def _tree(pid: int) -> list[int]:
+    pids, queue = [], [pid]
+    while queue:
+        current = queue.pop()
+        pids.append(current)
+        queue += _children(current)
+    return pids
+
+
+def _sweep(args: Sequence[str], out: Path) -> tuple[float, float, dict]:
+    """Wall and CPU seconds of `ditox-ci sweep ARGS`, and its report."""
+    command = [sys.executable, "-m", "ditox_ci", "sweep", "--localize", "off", "--jobs", "2", "--quiet"]
+    started = time.monotonic()
+    process = subprocess.Popen([*command, *args, "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    last: dict[int, float] = {}
+    while process.poll() is None:
+        for pid in _tree(process.pid):
+            last[pid] = max(last.get(pid, 0.0), _cpu_s(pid))
+        time.sleep(POLL_S)
+    wall = time.monotonic() - started
+    stderr = process.stderr.read() if process.stderr else ""
+    if process.returncode not in (0, 1):
+        sys.exit(f"sweep {' '.join(args)} failed (exit {process.returncode}): {stderr[-2000:]}")
+    return wall, sum(last.values()), json.loads((out / "report.json").read_text())
+
+
+def _findings(report: dict) -> set[tuple[str, str, str, str]]:
+    return {
+        (f["model"], f["config"], f["kind"], f["fingerprint"])
+        for f in report["findings"]
+        if f["status"] != "fixed"
+    }
+
+
+def _predicted(report: dict, start_s: float) -> str:
+    """The slowest of N shard jobs' predicted wall time, for each N of SHARD_COUNTS."""
+    models = resolve_sources([], CorpusContext(default_cache_dir(os.environ)))
+    steps = build_steps(DEFAULT_CONFIGS, (), load_optimizer("onnxoptimizer").info)
+    cost = {entry["id"]: float(entry.get("cost_s", 0.0)) for entry in report["models"]}
+    walls = []
+    for count in SHARD_COUNTS:
+        plan = plan_jobs(models, steps, count, WORKERS, lambda ref: cost.get(ref.id, 0.0))
+        slowest = max(
+            makespan([job_cost(job, cost.get(job.ref.id, 0.0), steps) for job in shard], WORKERS)
+            for shard in plan
+        )
+        walls.append(f"{count}: {start_s + slowest:6.1f} s")
+    return ", ".join(walls)
+
+
+def main() -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "fakes"))
+    from wheels import changed_pass_onnxoptimizer
+
+    with tempfile.TemporaryDirectory(prefix="ditox-bench-reuse-") as folder:
+        tmp = Path(folder)
+        head = str(changed_pass_onnxoptimizer(tmp / "wheel", "0.4.2+changed"))
+        cache = ["--cache-dir", str(tmp / "cache")]
+        base_wall, _, base = _sweep(cache, tmp / "base")
+        print(
+            f"base report (onnxoptimizer, not counted): {len(base['models'])} models, {base_wall:.1f} s wall"
+        )
+        _sweep([*cache, "--optimizer", head, "--no-reuse", "--models", "onnx-node:test_abs"], tmp / "install")
+        full_wall, full_cpu, full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full")
+        reuse = ["--base-optimizer", "onnxoptimizer", "--reuse-from", str(tmp / "base" / "report.json")]
+        pr_wall, pr_cpu, pr = _sweep([*cache, "--optimizer", head, *reuse], tmp / "pr")
+        start_s = fixed_cost(tmp)
+    stats, full_runs = pr["stats"], full["stats"]["runtime_runs"]
+    results = len(stats["configs"]) * stats["models_total"]
+    checked = stats.get("base_optimizer", {})
+    on_base, base_checked = checked.get("reused", 0), checked.get("findings_checked", 0)
+    known_by_baseline = checked.get("known_by_baseline", 0)
+    print(f"full sweep of the head: {full_wall:7.1f} s wall {full_cpu:7.1f} s CPU, runtime runs {full_runs}")
+    optimizer_s = full["stats"].get("optimizer_s", 0.0)
+    print(
+        f"  of which the head's optimizer calls: {optimizer_s:.1f} s ({optimizer_s / full_cpu:.0%}), which a "
+        "PR check makes too: every result's bytes come from the head"
+    )
+    print(
+        f"PR check of the head:   {pr_wall:7.1f} s wall {pr_cpu:7.1f} s CPU, "
+        f"runtime runs {stats['runtime_runs']}"
+    )
+    print(
+        f"  verdicts reused: {stats.get('reused_verdicts', 0)} of {results} results; "
+        f"on the base build, {on_base}; the base build re-ran {base_checked} findings "
+        f"({known_by_baseline} more the baseline knows are not re-run)"
+    )
+    ratio = pr_cpu / full_cpu
+    verdict = "ok" if ratio <= TARGET else f"ABOVE TARGET {TARGET:.0%}"
+    print(
+        f"PR check / full sweep: {ratio:6.1%} of the CPU ({verdict}), "
+        f"{pr_wall / full_wall:6.1%} of the wall time"
+    )
+    found = _findings(pr)
+    same = "yes" if found == _findings(full) else "NO"
+    print(f"the PR check's findings are the full sweep's: {same} ({len(found)} findings)")
+    print(f"predicted wall time of N shard jobs ({WORKERS} workers each, {start_s:.1f} s start-up each):")
+    print(f"  full sweep  {_predicted(full, start_s)}")
+    print(f"  PR check    {_predicted(pr, start_s)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Verdicts reused by content: an optimized model judged before is not run or compared again.
+
+A verdict is a function of the original as it is judged (its bytes and the inputs drawn for it),
+the optimized model's bytes, the settings that judge (samples, seed, tolerances, runner, noise
+floor, comparators) and the versions of what judges (ditox-ci, onnx, ONNX Runtime). Within one
+model's job a repeated result is already found by its digest (`evaluate.judge_bytes`); this module
+carries verdicts across builds and runs:
+
+- from a stored report (`--reuse-from`, a PR check's base-branch report or the previous night's):
+  each model entry lists the digests of the changed results that passed (`Verdicts`), under the
+  key of what judged them (`verdict_key`). A sweep with the same key gives a worker, per model, the
+  digests judged as passing for the same original and inputs (`Reuse`); a step whose result is one
+  of them passes without a run. Only passes are reused: a failure is judged again, so its evidence
+  is this run's, whole.
+- from the build under test in the same run: the base build's check of a finding takes the head's
+  outcome for a result byte-identical to the head's (`triage.base_optimizer`): the same bytes fail
+  the same way, on either build.
+
+A worker whose every step is answered so never runs the original (`original.load_original`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime
+
+from ditox_ci import __version__
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.report.model import Verdicts
+
+
+@dataclass(frozen=True)
+class Reuse:
+    """What a worker may take instead of judging, for one model: the outcomes of results judged
+    before (by their digest), valid only for the original judged as `judged_as`; `runner` is the
+    runner that judged them (the model's runner when every step is answered)."""
+
+    judged_as: str
+    outcomes: Mapping[str, Outcome] = field(default_factory=dict)
+    runner: str = ""
+
+    def outcome(self, judged_as: str, digest: str) -> Outcome | None:
+        """The outcome judged before for `digest`, when the original is the one judged then."""
+        return self.outcomes.get(digest) if judged_as == self.judged_as else None
+
+
+def _value_digest(hasher: Any, value: Any) -> None:
+    if isinstance(value, np.ndarray):
+        hasher.update(f"{value.dtype.str}{value.shape}".encode())
+        # an object array's bytes are pointers: its strings are hashed by their text
+        data = repr(value.tolist()).encode() if value.dtype.kind == "O" else value.tobytes()
+        hasher.update(data)
+    elif isinstance(value, (list, tuple)):
+        hasher.update(f"[{len(value)}".encode())
+        for item in value:
+            _value_digest(hasher, item)
+    elif isinstance(value, dict):
+        hasher.update(f"{{{len(value)}".encode())
+        for key in sorted(value, key=repr):
+            hasher.update(repr(key).encode())
+            _value_digest(hasher, value[key])
+    else:
+        _value_digest(hasher, np.asarray(value))
+
+
+def judged_as(model_digest: str, feeds: Sequence[Mapping[str, Any]]) -> str:
+    """The original as judged: its bytes' digest and the inputs first drawn for it (every later
+    sample, re-drawn, wide or sign-structured, follows from them, the model and the runtime)."""
+    hasher = hashlib.sha256(model_digest.encode())
+    for feed in feeds:
+        _value_digest(hasher, dict(feed))
+    return hasher.hexdigest()
+
+
+def verdict_key(settings: Any, comparators: Sequence[str]) -> str:
+    """What judges a verdict: the judging settings (a dataclass: samples, seed, tolerances, runner,
+    noise floor …), the comparators and the versions of ditox-ci and of the libraries that judge.
+    Two sweeps with one key give one verdict to one (original, inputs, optimized bytes)."""
+    versions = {
+        "ditox-ci": __version__,
+        "onnx": onnx.__version__,
+        "onnxruntime": onnxruntime.__version__,
+        "numpy": np.__version__,
+    }
+    described = {"settings": asdict(settings), "comparators": list(comparators), "versions": versions}
+    return hashlib.sha256(json.dumps(described, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def passed_digests(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
+    """The distinct changed results among `outcomes` that passed, judged in this run."""
+    return tuple(sorted({o.digest for o in outcomes if o.kind is None and o.changed and o.digest}))
+
+
+def reuse_table(entries: Iterable[tuple[str, str, Verdicts]]) -> dict[str, Reuse]:
+    """Per model id, what its workers may reuse, from a stored report's (id, runner, Verdicts)."""
+    table = {}
+    for model, runner, verdicts in entries:
+        if verdicts.passed:
+            passed = Outcome(None, changed=True)
+            outcomes = {digest: passed for digest in verdicts.passed}
+            table[model] = Reuse(verdicts.judged_as, outcomes, runner)
+    return table
+

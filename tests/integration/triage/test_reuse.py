@@ -1,0 +1,186 @@
+"""Verdicts reused by content (engine/reuse.py), with the real onnxoptimizer and ONNX Runtime: a PR
+check of a head wheel that changes one pass (tests/fakes/wheels.py), fed the base build's report,
+judges only the results the changed pass made and gives the verdicts a run without reuse gives."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from wheels import changed_pass_onnxoptimizer
+
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.plan import build_steps
+from ditox_ci.engine.reuse import Reuse, passed_digests
+from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from ditox_ci.optimizers import load_optimizer
+from tests import helpers
+from tests.helpers import FAKES
+from tests.integration.sequence_models import plain_model
+
+CONFIGS = "default,nop,pass:fuse_bn_into_conv,pass:eliminate_identity,pass:eliminate_nop_transpose"
+# what a run's verdicts are: everything in its report but timings and what was reused
+TIMINGS = {"cost_s", "reused"}
+
+
+def _conv_bn() -> onnx.ModelProto:
+    """Identity → Conv → BatchNormalization: fuse_bn_into_conv fuses it, so the head's change fires."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b"),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "scale"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "shift"),
+        numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "mean"),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "var"),
+    ]
+    nodes = [
+        helper.make_node("Identity", ["x"], ["i"]),
+        helper.make_node("Conv", ["i", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "conv_bn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("reuse-corpus")
+    onnx.save(_conv_bn(), folder / "conv_bn.onnx")
+    onnx.save(plain_model("plain"), folder / "plain.onnx")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(changed_pass_onnxoptimizer(tmp_path_factory.mktemp("head"), "0.4.2+changed"))
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+def _sweep(models: Path, out: Path, cache: Path, *args: str) -> tuple[int, dict, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
+    common = ("--models", str(models), "--configs", CONFIGS, "--jobs", "1", "--localize", "off")
+    return helpers.sweep(*common, "--cache-dir", str(cache), *args, out=out, env=env)
+
+
+def _verdicts(report: dict) -> tuple[list, list]:
+    findings = sorted(
+        (f["model"], f["config"], f["kind"], f["fingerprint"], f["status"]) for f in report["findings"]
+    )
+    models = [{k: v for k, v in entry.items() if k not in TIMINGS} for entry in report["models"]]
+    return findings, models
+
+
+@pytest.fixture(scope="module")
+def base_report(corpus: Path, cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("reuse") / "base"
+    code, report, stderr = _sweep(corpus, out, cache)
+    assert code == 0 and report["stats"]["verdict_key"], stderr
+    return out / "report.json"
+
+
+def test_a_head_that_changes_one_pass_reuses_the_rest_and_judges_alike(
+    corpus: Path, cache: Path, head: str, base_report: Path, tmp_path: Path
+):
+    reuse = ("--reuse-from", str(base_report))
+    code, reused, stderr = _sweep(corpus, tmp_path / "reused", cache, "--optimizer", head, *reuse)
+    assert code == 1, stderr  # the head's change is a new bug
+    code, judged, stderr = _sweep(corpus, tmp_path / "judged", cache, "--optimizer", head, "--no-reuse")
+    assert code == 1, stderr
+    assert _verdicts(reused) == _verdicts(judged)
+    bugs = {(f["model"], f["config"]) for f in reused["findings"] if f["kind"] == "output-mismatch"}
+    assert bugs == {("conv_bn.onnx", "default"), ("conv_bn.onnx", "pass:fuse_bn_into_conv")}
+
+    entries = {entry["id"]: entry for entry in reused["models"]}
+    base = json.loads(base_report.read_text())
+    changed_by_base = {entry["id"]: len(entry["verdicts"]["passed"]) for entry in base["models"]}
+    # the plain model: every result the base judged is taken, none is run
+    assert entries["plain.onnx"]["reused"] >= changed_by_base["plain.onnx"] > 0
+    # conv_bn: what the changed pass made is judged here, the rest (nop, eliminate_identity) reused
+    assert 0 < entries["conv_bn.onnx"]["reused"] < len(CONFIGS.split(","))
+    assert reused["stats"]["reused_verdicts"] == sum(entry.get("reused", 0) for entry in reused["models"])
+    assert "reused_verdicts" not in judged["stats"]
+    summary = (tmp_path / "reused" / "summary.md").read_text()
+    assert f"| verdicts reused | {reused['stats']['reused_verdicts']} results byte-identical" in summary
+    assert "verdicts reused" not in (tmp_path / "judged" / "summary.md").read_text()
+    assert reused["stats"]["runtime_runs"] < judged["stats"]["runtime_runs"]
+    # what the reused run passes on lets the next run reuse as much
+    reuse = ("--reuse-from", str(tmp_path / "reused" / "report.json"))
+    code, again, stderr = _sweep(corpus, tmp_path / "again", cache, "--optimizer", head, *reuse)
+    assert _verdicts(again) == _verdicts(judged)
+    assert again["stats"]["reused_verdicts"] >= reused["stats"]["reused_verdicts"]
+
+
+def test_verdicts_judged_with_other_settings_are_not_reused_and_the_log_says_why(
+    corpus: Path, cache: Path, base_report: Path, tmp_path: Path
+):
+    args = ("--reuse-from", str(base_report), "--seed", "1")
+    code, report, stderr = _sweep(corpus, tmp_path / "seeded", cache, *args)
+    assert code == 0, stderr
+    assert "reused_verdicts" not in report["stats"]
+    assert not any(entry.get("reused") for entry in report["models"])
+    assert f"not reusing verdicts from {base_report}: it was judged with other settings" in stderr
+
+
+def test_previous_is_reused_unless_told_not_to(corpus: Path, cache: Path, base_report: Path, tmp_path: Path):
+    code, report, stderr = _sweep(corpus, tmp_path / "nightly", cache, "--previous", str(base_report))
+    assert code == 0, stderr
+    # the same build, the same models: every changed result is the one judged last time
+    assert report["stats"]["reused_verdicts"] > 0
+    args = ("--previous", str(base_report), "--no-reuse")
+    code, report, stderr = _sweep(corpus, tmp_path / "off", cache, *args)
+    assert code == 0 and "reused_verdicts" not in report["stats"], stderr
+
+
+def test_the_base_check_takes_the_heads_outcome_for_a_byte_identical_result(cache: Path, tmp_path: Path):
+    """planted_builds: both builds retype the output under eliminate_identity, and on a model without
+    a sequence output the head's round-trip fix changes nothing: the base's results are the head's
+    bytes, so each takes the head's outcome without a run, and the finding is known by the base."""
+    onnx.save(plain_model("retype_plain"), tmp_path / "retype_plain.onnx")
+    args = ("--optimizer", "planted_head:optimize", "--base-optimizer", "planted_base:optimize")
+    code, report, stderr = _sweep(tmp_path / "retype_plain.onnx", tmp_path / "pr", cache, *args)
+    assert code == 0, stderr
+    retyped = [f for f in report["findings"] if f["status"] != "fixed"]
+    assert retyped and {f["evidence"]["known_by"] for f in retyped} == {"base-optimizer"}
+    checked = report["stats"]["base_optimizer"]
+    # each failing config's result (and the control's, if it changed the model) reused, in one try:
+    # a reused outcome is the head's, which fails
+    assert checked["tries"] == 1 and checked["reused"] >= len(retyped), checked
+
+
+def test_a_job_whose_every_result_was_judged_before_never_runs_the_original(corpus: Path):
+    ref = ModelRef("plain.onnx", "test", str(corpus / "plain.onnx"))
+    # configs that change this model and fail on none of it: a finding runs the original (its draw)
+    steps = build_steps(tuple(CONFIGS.split(",")), (), load_optimizer("onnxoptimizer").info)
+    with WorkerPool(WorkerConfig(timeout_s=60), jobs=1) as pool:
+        (judged,) = pool.run([Job(ref, steps)])
+        passed = {digest: Outcome(None, changed=True) for digest in passed_digests(judged.outcomes.values())}
+        reuse = Reuse(judged.judged_as, passed, "onnxruntime")
+        (reused,) = pool.run([Job(ref, steps, fresh=True, reuse=reuse)])
+        other_inputs = Reuse("0" * 64, passed, "onnxruntime")
+        (rejudged,) = pool.run([Job(ref, steps, fresh=True, reuse=other_inputs)])
+    assert passed and judged.counts.runtime_runs > 0
+    assert (reused.counts.runtime_runs, reused.draw, reused.info["runner"]) == (0, None, "onnxruntime")
+    for label, outcome in judged.outcomes.items():
+        again = reused.outcomes[label]
+        # the same verdict, and the same evidence a fingerprint keys on (the ops a result removed)
+        assert (again.kind, again.digest, again.evidence) == (outcome.kind, outcome.digest, outcome.evidence)
+        assert again.reused == outcome.changed, label
+    assert rejudged.counts.runtime_runs == judged.counts.runtime_runs
+    assert not any(outcome.reused for outcome in rejudged.outcomes.values())

@@ -1,0 +1,64 @@
+"""What keys a reusable verdict (engine/reuse.py): the original as judged, with its inputs, and the
+settings and versions that judged it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ditox_ci.engine.original import EvalSettings
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.reuse import Reuse, judged_as, passed_digests, reuse_table, verdict_key
+from ditox_ci.report.model import Verdicts
+
+
+def _strings(*words: str) -> np.ndarray:
+    return np.array(list(words), dtype=object)
+
+
+def test_the_original_as_judged_is_its_bytes_and_inputs_and_strings_hash_by_their_text():
+    feeds = [{"x": np.arange(6, dtype=np.float32).reshape(2, 3), "s": _strings("monday", "tuesday")}]
+    same = [{"s": _strings("monday", "tuesday"), "x": np.arange(6, dtype=np.float32).reshape(2, 3)}]
+    assert judged_as("a" * 64, feeds) == judged_as("a" * 64, same)  # object arrays are not pointers
+    assert judged_as("a" * 64, feeds) != judged_as("b" * 64, feeds)
+    other_word = [{**feeds[0], "s": _strings("monday", "friday")}]
+    reshaped = [{**feeds[0], "x": np.arange(6, dtype=np.float32).reshape(3, 2)}]
+    retyped = [{**feeds[0], "x": np.arange(6, dtype=np.float64).reshape(2, 3)}]
+    keys = {judged_as("a" * 64, f) for f in (feeds, other_word, reshaped, retyped, feeds * 2)}
+    assert len(keys) == 5
+
+
+def test_a_verdict_key_changes_with_every_judging_setting_and_the_comparators():
+    settings = EvalSettings()
+    key = verdict_key(settings, ("tensor",))
+    assert key == verdict_key(EvalSettings(), ("tensor",))
+    changed = [
+        replace(settings, seed=1),
+        replace(settings, samples=2),
+        replace(settings, calibrate=False),
+        replace(settings, runner="reference"),
+        replace(settings, tolerances=replace(settings.tolerances, rtol=1e-2)),
+    ]
+    assert key not in {verdict_key(s, ("tensor",)) for s in changed}
+    assert key != verdict_key(settings, ("tensor", "topk"))
+
+
+def test_only_changed_results_that_passed_are_reusable_and_only_for_their_original():
+    outcomes = [
+        Outcome(None, digest="b" * 64, changed=True),
+        Outcome(None, digest="b" * 64, changed=True),  # a repeat is listed once
+        Outcome(None, digest="o" * 64, changed=False),  # the original's own bytes need no verdict
+        Outcome("output-mismatch", "differs", digest="c" * 64, changed=True),  # judged again
+        Outcome("optimizer-error", "raised"),
+    ]
+    assert passed_digests(outcomes) == ("b" * 64,)
+    table = reuse_table(
+        [("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,))), ("n", "", Verdicts("k" * 64))]
+    )
+    assert list(table) == ["m"]  # nothing passed: nothing to reuse
+    reuse = table["m"]
+    assert isinstance(reuse, Reuse) and reuse.runner == "onnxruntime"
+    assert reuse.outcome("j" * 64, "b" * 64) == Outcome(None, changed=True)
+    assert reuse.outcome("x" * 64, "b" * 64) is None  # another original, or other inputs
+    assert reuse.outcome("j" * 64, "c" * 64) is None
