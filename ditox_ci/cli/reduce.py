@@ -28,9 +28,9 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import resolve
-from ditox_ci.pinpoint.pinpointer import JudgeError, PoolJudge, candidate_outcome, write_repro
+from ditox_ci.pinpoint.judge import JudgeError, PoolJudge, candidate_outcome
 from ditox_ci.pinpoint.reduce import reduce, same_finding
-from ditox_ci.pinpoint.repro import build_under_test
+from ditox_ci.pinpoint.repro import build_under_test, write_repro
 from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.report.outputs import prepare_out_dir

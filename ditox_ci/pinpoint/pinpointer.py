@@ -21,11 +21,9 @@ which the run reports with exit 70 once the report is written.
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,26 +32,24 @@ import onnx
 
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
-from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.corpus.loading import load_model
-from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.findings import culprit_fingerprint
-from ditox_ci.engine.noise import PlainRun
-from ditox_ci.engine.original import EXACT_SAMPLES, Draw, EvalSettings
+from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import Job, JobResult, WorkerPool
+from ditox_ci.engine.worker import JobResult, WorkerPool
 from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
+from ditox_ci.pinpoint.judge import JudgeError, PoolJudge, candidate_outcome
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.pinpoint.reduce import ReductionResult, StillFails, reduce, same_finding
-from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, judged_as_the_sweep, write_bundle
+from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, write_repro
 from ditox_ci.pinpoint.standalone import checked_standalone
 from ditox_ci.report.evidence import Reduction
 from ditox_ci.report.kinds import INVALID_MODEL, VALUES_KIND, kind_gates
-from ditox_ci.report.model import FLAKY, INTERNAL_ERROR, Culprit, Finding
+from ditox_ci.report.model import FLAKY, Culprit, Finding
 
 LOCALIZE_MODES = ("auto", "off")
 OPAQUE_METHOD = "not localized: opaque optimizer (no pass lists)"
@@ -109,18 +105,6 @@ class Pinpointed:
         }
 
 
-def candidate_outcome(
-    judge: PoolJudge, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
-) -> Outcome | None:
-    """A reduction check's Outcome; None for a candidate the pool gives no verdict on (a worker
-    skipped it: `reduce.Verdict.UNJUDGED`). Any other error is a bug of ours, which the caller
-    records against the model."""
-    try:
-        return judge.candidate(name, model, feeds, step)
-    except JudgeError:
-        return None
-
-
 def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     """The optimizer call that shows the finding with as few passes as known."""
     if culprit.scope == "infrastructure":
@@ -128,125 +112,6 @@ def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
     if culprit.scope == "unknown" or not culprit.passes:
         return step
     return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
-
-
-class JudgeError(Exception):
-    """The pool gave no verdict for a model (it was skipped: unreadable, or its original fails)."""
-
-
-class PoolJudge:
-    """Judges one model under one step through the worker pool, so a crash or hang is an Outcome.
-
-    `run` takes a model as the corpus gives it; `candidate` and `divergence` an in-memory model
-    with exactly the given feeds (a reduction candidate, or a model `ditox-ci reduce` was handed).
-    """
-
-    def __init__(self, pool: WorkerPool, scratch: Path) -> None:
-        self.pool = pool
-        self.scratch = scratch
-        self.candidates = 0
-
-    def run(self, ref: ModelRef, step: Step, fresh: bool = False) -> Outcome:
-        """`fresh`: the model prepared anew, no verdict from the worker's cache (a repeat)."""
-        return self.judged(ref, step, fresh)[0]
-
-    def judged(self, ref: ModelRef, step: Step, fresh: bool = False) -> tuple[Outcome, str]:
-        """The outcome, and the runner that judged the model (the one that could run it)."""
-        results = list(self.pool.run([Job(ref, (step,), fresh=fresh)]))
-        if results and results[0].status == INTERNAL_ERROR:
-            raise InternalError(f"{ref.id} under {step.label}: {results[0].reason}")
-        outcome = results[0].outcomes.get(step.label) if results else None
-        if outcome is None:
-            reason = results[0].reason if results else "no result"
-            raise JudgeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
-        return outcome, str(results[0].info.get("runner", "onnxruntime"))
-
-    def candidate(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> Outcome:
-        return self.candidate_judged(name, model, feeds, step)[0]
-
-    def candidate_judged(
-        self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step
-    ) -> tuple[Outcome, str]:
-        with self._written(name, model, feeds) as ref:
-            return self.judged(ref, step)
-
-    def divergence(
-        self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step, rtol: float, atol: float
-    ) -> Divergence | None:
-        """Where inside `model` its output mismatch under `step` starts; None when it no longer
-        mismatches, or the worker crashed, hung or ran out of memory finding out."""
-        with self._written(name, model, feeds) as ref:
-            results = list(self.pool.run([Job(ref, (step,), divergence=(rtol, atol))]))
-        return results[0].divergences.get(step.label) if results else None
-
-    @contextmanager
-    def _written(self, name: str, model: onnx.ModelProto, feeds: Feeds) -> Iterator[ModelRef]:
-        self.candidates += 1
-        folder = self.scratch / f"candidate-{self.candidates}"
-        try:
-            write_recorded_inputs(folder, model, feeds)
-            # a unique id and path per candidate: workers cache prepared models by both
-            yield ModelRef(
-                id=f"{name}#candidate-{self.candidates}",
-                source="candidate",
-                path=str(folder / "model.onnx"),
-                inputs_dir=str(folder),
-                meta={EXACT_SAMPLES: True},
-            )
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def write_repro(
-    out_dir: Path,
-    finding: Finding,
-    reduced: onnx.ModelProto,
-    original: onnx.ModelProto,
-    feeds: Feeds,
-    step: Step,
-    optimizer_spec: str,
-    settings: EvalSettings,
-    timeout_s: float,
-    divergence: Divergence | None = None,
-    runner_name: str = "onnxruntime",
-    names: Mapping[str, str] | None = None,
-    build: BuildUnderTest = AS_INSTALLED,
-    only_the_checker: bool = False,
-) -> Path:
-    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs and each
-    output judged as the sweep's oracle (`settings`) judges it (`names`: the original's names of
-    its values, when reduction renamed them; `build`: where the workers loaded the optimizer from).
-
-    Runs `runner_name` (the runner that judged the model), and ONNX Runtime with its own
-    optimizations for the noise limits, in the calling process: only call it on a model a worker
-    already ran (the original of a sweep, or a candidate a worker judged as still failing).
-    """
-    data = reduced.SerializeToString()
-    outputs = runner.run_all(runner.load_session(data, settings.threads, runner_name), feeds)
-    output_names = [v.name for v in reduced.graph.output]
-    rtol, atol = settings.tolerances.scalar()
-    return write_bundle(
-        out_dir,
-        finding=finding,
-        model=reduced,
-        original_model=original,
-        feeds=feeds,
-        expected=[dict(zip(output_names, sample, strict=True)) for sample in outputs],
-        optimizer_spec=optimizer_spec,
-        passes=step.passes,
-        fixed_point=step.fixed_point,
-        rtol=rtol,
-        atol=atol,
-        divergence=divergence,
-        timeout_s=timeout_s,
-        runner=runner_name,
-        names=names or {},
-        build=build,
-        judged=judged_as_the_sweep(
-            reduced, PlainRun(data, feeds, outputs, settings.threads, runner_name), settings
-        ),
-        only_the_checker=only_the_checker,
-    )
 
 
 class _Pinpointer:

@@ -27,7 +27,9 @@ from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.noise import PlainRun
 from ditox_ci.engine.original import EvalSettings, original_noise
+from ditox_ci.engine.plan import Step
 from ditox_ci.engine.repro_runtime import write_samples
+from ditox_ci.engine.values import Feeds
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.optimizers.install import Installation
@@ -265,3 +267,55 @@ def write_bundle(
         encoding="utf-8",
     )
     return bundle
+
+
+def write_repro(
+    out_dir: Path,
+    finding: Finding,
+    reduced: onnx.ModelProto,
+    original: onnx.ModelProto,
+    feeds: Feeds,
+    step: Step,
+    optimizer_spec: str,
+    settings: EvalSettings,
+    timeout_s: float,
+    divergence: Divergence | None = None,
+    runner_name: str = "onnxruntime",
+    names: Mapping[str, str] | None = None,
+    build: BuildUnderTest = AS_INSTALLED,
+    only_the_checker: bool = False,
+) -> Path:
+    """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs and each
+    output judged as the sweep's oracle (`settings`) judges it (`names`: the original's names of
+    its values, when reduction renamed them; `build`: where the workers loaded the optimizer from).
+
+    Runs `runner_name` (the runner that judged the model), and ONNX Runtime with its own
+    optimizations for the noise limits, in the calling process: only call it on a model a worker
+    already ran (the original of a sweep, or a candidate a worker judged as still failing).
+    """
+    data = reduced.SerializeToString()
+    outputs = runner.run_all(runner.load_session(data, settings.threads, runner_name), feeds)
+    output_names = [v.name for v in reduced.graph.output]
+    rtol, atol = settings.tolerances.scalar()
+    return write_bundle(
+        out_dir,
+        finding=finding,
+        model=reduced,
+        original_model=original,
+        feeds=feeds,
+        expected=[dict(zip(output_names, sample, strict=True)) for sample in outputs],
+        optimizer_spec=optimizer_spec,
+        passes=step.passes,
+        fixed_point=step.fixed_point,
+        rtol=rtol,
+        atol=atol,
+        divergence=divergence,
+        timeout_s=timeout_s,
+        runner=runner_name,
+        names=names or {},
+        build=build,
+        judged=judged_as_the_sweep(
+            reduced, PlainRun(data, feeds, outputs, settings.threads, runner_name), settings
+        ),
+        only_the_checker=only_the_checker,
+    )

@@ -15,8 +15,8 @@ from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.values import Feeds
 from ditox_ci.engine.worker import WorkerConfig, WorkerPool
+from ditox_ci.pinpoint.judge import PoolJudge
 from ditox_ci.pinpoint.localize import PART_RUNS, VERIFY_RUNS, Probe, localize
-from ditox_ci.pinpoint.pinpointer import PoolJudge
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.report.evidence import ReductionEnd
 
