@@ -41,6 +41,7 @@ from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
 from ditox_ci.report import Report, read_report
 from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import prepare_out_dir
+from ditox_ci.report.schema import read_checked_report
 from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
 
 # what the sweep's own process keeps of the machine's free memory (the report, the results so far)
@@ -275,7 +276,9 @@ def reusable_verdicts(
     source = options.reuse_from or options.previous
     if not options.reuse or not source:
         return {}
-    stored = previous if source == options.previous and previous is not None else read_report(Path(source))
+    stored = previous if source == options.previous else None
+    if stored is None:  # a report of its own is checked against the schema: it decides what is not run
+        stored = read_checked_report(Path(source))
     key = verdict_key(config.settings, config.comparators)
     if stored.stats.get("verdict_key") != key:
         runtime = stored.environment.get("onnxruntime")

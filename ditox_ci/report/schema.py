@@ -50,6 +50,6 @@ def read_checked_report(path: Path) -> Report:
     if errors:
         raise InputError(
             f"report {path} does not follow the report.json schema ({'; '.join(errors)}); "
-            "publish only reports written by `ditox-ci sweep` or `merge`"
+            "give only reports written by `ditox-ci sweep` or `merge`"
         )
     return Report.from_json(data)

@@ -184,3 +184,14 @@ def test_a_job_whose_every_result_was_judged_before_never_runs_the_original(corp
         assert again.reused == outcome.changed, label
     assert rejudged.counts.runtime_runs == judged.counts.runtime_runs
     assert not any(outcome.reused for outcome in rejudged.outcomes.values())
+
+
+def test_a_stored_report_that_is_no_report_is_a_one_line_error(corpus: Path, cache: Path, tmp_path: Path):
+    (tmp_path / "half.json").write_text('{"schema_version": 1, "models": []}')
+    for given, says in (
+        (tmp_path / "half.json", "does not follow the report.json schema"),
+        (tmp_path / "none.json", "does not exist"),
+    ):
+        code, report, stderr = _sweep(corpus, tmp_path / "out", cache, "--reuse-from", str(given))
+        lines = stderr.strip().splitlines()
+        assert (code, report) == (4, {}) and len(lines) == 1 and says in lines[0], stderr
