@@ -95,7 +95,8 @@ def add_sweep_arguments(
     add("--baseline", help="YAML of known limitations, layered on the shipped default")
     add(
         "--previous",
-        help="an earlier report.json: its findings that still show are 'known'; its timings balance shards",
+        help="an earlier report.json: its findings that still show are 'known'; its timings balance shards; "
+        "its passing verdicts are reused unless --reuse-from names another report or --no-reuse",
     )
     add("--jobs", type=int, help="worker processes (default: all cores)")
     add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
