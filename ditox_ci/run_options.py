@@ -289,5 +289,6 @@ def reusable_verdicts(
         )
         return {}
     table = reuse_table((m.id, m.runner, m.verdicts) for m in stored.models if m.verdicts is not None)
-    log.info(f"reusing the passing verdicts of {len(table)} models from {source} (--no-reuse: judge all)")
+    models = f"{len(table)} model{'' if len(table) == 1 else 's'}"
+    log.info(f"reusing the passing verdicts of {models} from {source} (--no-reuse: judge all)")
     return table
