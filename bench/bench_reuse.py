@@ -9,7 +9,7 @@ report is made, as its nightly would: `sweep` of onnxoptimizer (not counted). Th
 
   full sweep  the head, every result judged (`--no-reuse`);
   PR check    the head with `--base-optimizer onnxoptimizer --reuse-from <base report>`: results
-              byte-identical to ones that passed in the base report are not run or compared, and
+              byte-identical to ones judged in the base report are not run or compared, and
               each finding is re-run on the base build (whose results identical to the head's take
               the head's outcome).
 
@@ -129,8 +129,10 @@ def main() -> None:
         head = str(changed_pass_onnxoptimizer(tmp / "wheel", "0.4.2+changed"))
         cache = ["--cache-dir", str(tmp / "cache")]
         base_wall, _, base = _sweep(cache, tmp / "base")
+        size_mb = (tmp / "base" / "report.json").stat().st_size / 2**20
         print(
-            f"base report (onnxoptimizer, not counted): {len(base['models'])} models, {base_wall:.1f} s wall"
+            f"base report (onnxoptimizer, not counted): {len(base['models'])} models, "
+            f"{base_wall:.1f} s wall, report.json {size_mb:.1f} MiB"
         )
         _sweep([*cache, "--optimizer", head, "--no-reuse", "--models", "onnx-node:test_abs"], tmp / "install")
         full_wall, full_cpu, full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full")

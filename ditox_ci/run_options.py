@@ -290,5 +290,5 @@ def reusable_verdicts(
         return {}
     table = reuse_table((m.id, m.runner, m.verdicts) for m in stored.models if m.verdicts is not None)
     models = f"{len(table)} model{'' if len(table) == 1 else 's'}"
-    log.info(f"reusing the passing verdicts of {models} from {source} (--no-reuse: judge all)")
+    log.info(f"reusing the verdicts of {models} from {source} (--no-reuse: judge all)")
     return table

@@ -24,7 +24,7 @@ from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
-from ditox_ci.engine.reuse import Reuse, passed_digests, verdict_key
+from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests, verdict_key
 from ditox_ci.engine.shard import combine_results
 from ditox_ci.engine.worker import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
@@ -236,6 +236,14 @@ def _pinpoint_findings(
     ]
 
 
+def _verdicts(result: JobResult) -> Verdicts:
+    """What a later sweep may reuse of the model's results (engine/reuse.py)."""
+    outcomes = result.outcomes.values()
+    draw = result.draw.to_json() if result.draw is not None else None
+    passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
+    return Verdicts(result.judged_as, passed, failed, draw, dict(result.info))
+
+
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
     outcomes = result.outcomes.values()
     judged = result.status == "ok" and result.judged_as
@@ -249,7 +257,7 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
         cost_s=round(result.wall_s, 4),
         configs=plan.configs_of(result.ref.id),
         runner=str(result.info.get("runner", "")),
-        verdicts=Verdicts(result.judged_as, passed_digests(outcomes)) if judged else None,
+        verdicts=_verdicts(result) if judged else None,
         reused=sum(1 for outcome in outcomes if outcome.reused),
     )
 

@@ -129,6 +129,9 @@ def _combine_parts(
     ran = tuple(c for c in configs if c in owner) if missing else () if configs else tuple(sorted(owner))
     judged = [entry.verdicts for entry in entries if entry.verdicts is not None]
     passed = tuple(sorted({digest for verdicts in judged for digest in verdicts.passed}))
+    failed = {digest: outcome for verdicts in judged for digest, outcome in verdicts.failed.items()}
+    # the part that ran the original says how it was drawn (another may have reused every verdict)
+    drawn = next((verdicts for verdicts in judged if verdicts.draw is not None), next(iter(judged), None))
     return replace(
         prepared,
         status=skipped.status if skipped else prepared.status,
@@ -136,7 +139,11 @@ def _combine_parts(
         cost_s=round(sum(entry.cost_s for entry in entries), 4),
         configs=ran,
         # each part's passing results, all judged on the same original and inputs
-        verdicts=Verdicts(judged[0].judged_as, passed) if judged and not skipped else None,
+        verdicts=(
+            Verdicts(drawn.judged_as, passed, dict(sorted(failed.items())), drawn.draw, drawn.info)
+            if drawn is not None and not skipped
+            else None
+        ),
         reused=sum(entry.reused for entry in entries),
     )
 

@@ -96,7 +96,7 @@ def add_sweep_arguments(
     add(
         "--previous",
         help="an earlier report.json: its findings that still show are 'known'; its timings balance shards; "
-        "its passing verdicts are reused unless --reuse-from names another report or --no-reuse",
+        "its verdicts are reused unless --reuse-from names another report or --no-reuse",
     )
     add("--jobs", type=int, help="worker processes (default: all cores)")
     add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
@@ -221,8 +221,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--reuse-from",
         dest="reuse_from",
         metavar="REPORT",
-        help="a stored report.json (a PR's base branch's, the previous night's) whose passing verdicts "
-        "are reused: a result byte-identical to one that passed there, on the same original and "
+        help="a stored report.json (a PR's base branch's, the previous night's) whose verdicts are "
+        "reused: a result byte-identical to one judged there, on the same original and inputs, "
         "inputs, passes without a run, when the report was judged with the same settings and "
         "ditox-ci, onnx and ONNX Runtime versions (default: --previous's report)",
     )

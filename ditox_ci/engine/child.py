@@ -19,6 +19,7 @@ from typing import TypeVar
 from ditox_ci.engine import runner
 from ditox_ci.engine.divergence import Divergence, first_divergence
 from ditox_ci.engine.evaluate import (
+    EvalSettings,
     ModelContext,
     SkipModel,
     optimizer_input,
@@ -62,10 +63,16 @@ MEMORY_ERROR_EXIT = 86
 
 
 def _divergence(
-    context: ModelContext, optimizer: LoadedOptimizer, step: Step, rtol: float, atol: float
+    context: ModelContext,
+    optimizer: LoadedOptimizer,
+    step: Step,
+    settings: EvalSettings,
+    rtol: float,
+    atol: float,
 ) -> Divergence | None:
     """Where inside the graph the step's output mismatch starts; None when that cannot be found."""
     try:
+        run_original(context, settings)  # a reused mismatch's original has not run: its feeds are needed
         model = optimizer_input(context, optimizer)
         optimized = optimizer.optimize(model, list(step.passes), step.fixed_point)
         return first_divergence(context.model, optimized, context.feeds, rtol=rtol, atol=atol)
@@ -232,7 +239,9 @@ class _Jobs:
                     continue
                 outcome = run_step(context, optimizer, step, comparators, config.settings, on_phase)
                 screen.ran(index, outcome)
-                if outcome.kind is not None:  # a finding: pinpointing draws its feeds again as they were
+                if outcome.kind is not None and context.draw is None:
+                    # a finding: pinpointing draws its feeds again as they were (a reused one's draw
+                    # is the stored one), and its evidence reads what running the original told
                     run_original(context, config.settings)
             except SkipModel as exc:  # the original, first run here, cannot be (engine/reuse.py)
                 _job_over(self.conn.send, ModelSkipped(str(exc)))
@@ -248,7 +257,8 @@ class _Jobs:
                 # the mismatch reaches the pool before the search that may die
                 outbox.flush()
                 on_phase("divergence")
-                outbox.add(StepDivergence(index, _divergence(context, optimizer, step, *job.divergence)))
+                found = _divergence(context, optimizer, step, config.settings, *job.divergence)
+                outbox.add(StepDivergence(index, found))
                 outbox.flush()
         if context.ran and not ran_before:  # what running the original told, for the report
             self.conn.send(_original_message(context))

@@ -100,15 +100,18 @@ def judge_bytes(
     if digest in context.judged:
         context.cache_hits += 1
         return context.judged[digest]
-    if optimized is None:
-        optimized = onnx.ModelProto()
-        optimized.ParseFromString(data)
     before = context.reuse.outcome(context.judged_as, digest) if context.reuse is not None else None
-    if before is not None:
-        outcome = _reused(context, optimized, before)
+    if before is not None and before.evidence:  # a stored failure: nothing of the result to read
+        outcome = replace(before, reused=True)
     else:
-        run_original(context, settings)
-        outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
+        if optimized is None:
+            optimized = onnx.ModelProto()
+            optimized.ParseFromString(data)
+        if before is not None:
+            outcome = _reused(context, optimized, before)
+        else:
+            run_original(context, settings)
+            outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
     outcome = replace(outcome, digest=digest, changed=True)
     context.judged[digest] = outcome
     if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
@@ -118,11 +121,9 @@ def judge_bytes(
 
 
 def _reused(context: ModelContext, optimized: onnx.ModelProto, before: Outcome) -> Outcome:
-    """A verdict judged before for these bytes (`engine.reuse`), with what the result's graph shows
+    """A pass judged before for these bytes (`engine.reuse`), with what the result's graph shows
     (its op changes and notes: a fingerprint keys on what a culprit's result removed and added)
-    read again from the bytes: the evidence of a pass stored in a report is its digest alone."""
-    if before.evidence:
-        return replace(before, reused=True)
+    read again from the bytes: a report stores a pass as its digest alone."""
     return replace(before, evidence=_graph_evidence(context, optimized), reused=True)
 
 

@@ -93,6 +93,20 @@ class Draw:
             feeds = [*feeds, signed] if signed is not None else feeds
         return feeds
 
+    def to_json(self) -> dict[str, Any]:
+        wide = dict(self.wide_scales) if self.wide_scales is not None else None
+        return {"samples": self.samples, "attempt": self.attempt, "wide_scales": wide, "signed": self.signed}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Draw:
+        wide = data.get("wide_scales")
+        return cls(
+            int(data["samples"]),
+            int(data.get("attempt", 0)),
+            {str(name): float(scale) for name, scale in wide.items()} if wide is not None else None,
+            bool(data.get("signed", False)),
+        )
+
 
 @dataclass
 class ModelContext:
@@ -330,9 +344,8 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
     first = _drawn(model, ref, settings, 0)
     judged = judged_as(digest, first)
     kept = reuse if reuse is not None and reuse.judged_as == judged else None
-    info: dict[str, Any] = {"inputs": inputs_kind(ref)}
-    if kept is not None and kept.runner:
-        info["runner"] = kept.runner
+    # what running the original told when it was judged, until it runs here
+    info: dict[str, Any] = {"inputs": inputs_kind(ref), **(kept.info if kept is not None else {})}
     return ModelContext(
         ref=ref,
         model=model,
@@ -342,8 +355,9 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
         feeds=first,
         output_names=[o.name for o in model.graph.output],
         info=info,
-        runner=kept.runner if kept is not None and kept.runner else "onnxruntime",
+        runner=str(info.get("runner") or "onnxruntime"),
         reuse=kept,
+        draw=Draw.from_json(kept.draw) if kept is not None and kept.draw is not None else None,
     )
 
 

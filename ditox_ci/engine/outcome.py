@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -82,6 +82,18 @@ class Outcome:
         ordered = sorted(verdicts, key=lambda verdict: severity(verdict.kind))
         head = ordered[0]
         return cls(head.kind, head.message, {**evidence, "message": head.message}, also=tuple(ordered[1:]))
+
+    def to_json(self) -> dict[str, Any]:
+        """Its verdicts and evidence, as a report keeps a failure to reuse it (engine/reuse.py)."""
+        also = [[verdict.kind, verdict.message] for verdict in self.also]
+        return {"kind": self.kind, "message": self.message, "evidence": self.evidence, "also": also}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], digest: str = "", changed: bool = False) -> Outcome:
+        kind = None if data.get("kind") is None else str(data["kind"])
+        also = tuple(Verdict(str(k), str(message)) for k, message in data.get("also", ()))
+        evidence = dict(data.get("evidence") or {})
+        return cls(kind, str(data.get("message", "")), evidence, digest, changed, also)
 
     @property
     def verdicts(self) -> tuple[Verdict, ...]:

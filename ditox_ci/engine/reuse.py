@@ -7,16 +7,19 @@ model's job a repeated result is already found by its digest (`evaluate.judge_by
 carries verdicts across builds and runs:
 
 - from a stored report (`--reuse-from`, a PR check's base-branch report or the previous night's):
-  each model entry lists the digests of the changed results that passed (`Verdicts`), under the
+  each model entry lists the changed results judged, by digest (`Verdicts`: those that passed,
+  and those that failed with their outcome), and how its original was drawn and run, under the
   key of what judged them (`verdict_key`). A sweep with the same key gives a worker, per model, the
-  digests judged as passing for the same original and inputs (`Reuse`); a step whose result is one
-  of them passes without a run. Only passes are reused: a failure is judged again, so its evidence
-  is this run's, whole.
+  outcomes judged for the same original and inputs (`Reuse`): the digests that passed, and those
+  that failed with their outcome; a step whose result is one of them takes that outcome without a
+  run.
 - from the build under test in the same run: the base build's check of a finding takes the head's
   outcome for a result byte-identical to the head's (`triage.base_optimizer`): the same bytes fail
   the same way, on either build.
 
-A worker whose every step is answered so never runs the original (`original.load_original`).
+A worker whose every step is answered so never runs the original (`original.load_original`): a
+reused failure takes the stored draw and runner with it, which its pinpointing and evidence read;
+only a node-level divergence search runs it.
 """
 
 from __future__ import annotations
@@ -39,12 +42,14 @@ from ditox_ci.report.model import Verdicts
 @dataclass(frozen=True)
 class Reuse:
     """What a worker may take instead of judging, for one model: the outcomes of results judged
-    before (by their digest), valid only for the original judged as `judged_as`; `runner` is the
-    runner that judged them (the model's runner when every step is answered)."""
+    before (by their digest), valid only for the original judged as `judged_as`; what running that
+    original told (`info`: its runner, a fallback, the noise floor) and how its inputs were drawn
+    (`draw`, Draw's JSON), which stand for it while it has not run here."""
 
     judged_as: str
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
-    runner: str = ""
+    info: Mapping[str, Any] = field(default_factory=dict)
+    draw: Mapping[str, Any] | None = None
 
     def outcome(self, judged_as: str, digest: str) -> Outcome | None:
         """The outcome judged before for `digest`, when the original is the one judged then."""
@@ -94,17 +99,25 @@ def verdict_key(settings: Any, comparators: Sequence[str]) -> str:
 
 
 def passed_digests(outcomes: Iterable[Outcome]) -> tuple[str, ...]:
-    """The distinct changed results among `outcomes` that passed, judged in this run."""
+    """The distinct changed results among `outcomes` that passed, sorted."""
     return tuple(sorted({o.digest for o in outcomes if o.kind is None and o.changed and o.digest}))
+
+
+def failed_outcomes(outcomes: Iterable[Outcome]) -> dict[str, dict[str, Any]]:
+    """The distinct changed results among `outcomes` that failed, each with its outcome's JSON."""
+    failed = {o.digest: o for o in outcomes if o.kind is not None and o.changed and o.digest}
+    return {digest: failed[digest].to_json() for digest in sorted(failed)}
 
 
 def reuse_table(entries: Iterable[tuple[str, str, Verdicts]]) -> dict[str, Reuse]:
     """Per model id, what its workers may reuse, from a stored report's (id, runner, Verdicts)."""
     table = {}
+    passed = Outcome(None, changed=True)
     for model, runner, verdicts in entries:
-        if verdicts.passed:
-            passed = Outcome(None, changed=True)
-            outcomes = {digest: passed for digest in verdicts.passed}
-            table[model] = Reuse(verdicts.judged_as, outcomes, runner)
+        outcomes = {digest: passed for digest in verdicts.passed}
+        for digest, data in verdicts.failed.items():
+            outcomes[digest] = Outcome.from_json(data, digest, changed=True)
+        if outcomes:
+            info = dict(verdicts.info) or ({"runner": runner} if runner else {})
+            table[model] = Reuse(verdicts.judged_as, outcomes, info, verdicts.draw)
     return table
-

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -179,18 +179,37 @@ class Finding:
 @dataclass(frozen=True)
 class Verdicts:
     """What a later sweep may reuse of a model's verdicts (engine/reuse.py): the original as judged
-    (its bytes and first-drawn inputs, hashed) and the distinct changed results that passed, by the
-    sha256 of their bytes, sorted."""
+    (its bytes and first-drawn inputs, hashed), the distinct changed results that passed, by the
+    sha256 of their bytes, sorted, and those that failed with their outcome (kind, message,
+    evidence, the other verdicts); how the original's inputs were drawn (`draw`) and what running it
+    said (`info`: the runner, a runner it fell back from, the noise floor), which a finding's
+    pinpointing and evidence read."""
 
     judged_as: str
     passed: tuple[str, ...] = ()
+    failed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    draw: Mapping[str, Any] | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"judged_as": self.judged_as, "passed": list(self.passed)}
+        data: dict[str, Any] = {"judged_as": self.judged_as, "passed": list(self.passed)}
+        if self.failed:
+            data["failed"] = {digest: dict(outcome) for digest, outcome in self.failed.items()}
+        if self.draw is not None:
+            data["draw"] = dict(self.draw)
+        if self.info:
+            data["info"] = dict(self.info)
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Verdicts:
-        return cls(str(data["judged_as"]), tuple(str(digest) for digest in data.get("passed", ())))
+        return cls(
+            str(data["judged_as"]),
+            tuple(str(digest) for digest in data.get("passed", ())),
+            {str(digest): dict(outcome) for digest, outcome in dict(data.get("failed") or {}).items()},
+            dict(data["draw"]) if data.get("draw") is not None else None,
+            dict(data.get("info") or {}),
+        )
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,8 @@ def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], i
     on_base = tuple(step for step in wanted if step is not None)
     labels = {step.label for step in on_base}
     head = {o.digest: o for label, o in result.outcomes.items() if label in labels and o.digest}
-    reuse = Reuse(result.judged_as, head, str(result.info.get("runner", "")))
+    draw = result.draw.to_json() if result.draw is not None else None
+    reuse = Reuse(result.judged_as, head, result.info, draw)
     return Job(result.ref, on_base, fresh=True, reuse=reuse if result.judged_as else None)
 
 

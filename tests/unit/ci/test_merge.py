@@ -504,15 +504,18 @@ def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is
 def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_takes_them() -> None:
     judged_as = "c" * 64
     first = replace(_part(("nop", "pass:b"), 2.0), verdicts=Verdicts(judged_as, ("a" * 64,)), reused=2)
-    passed = Verdicts(judged_as, ("b" * 64, "a" * 64))
-    second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=passed)
+    # the second part ran the original (its draw) and has a failure to reuse
+    failure = {"kind": "interface-change", "message": "retyped", "evidence": {}}
+    ran = {"samples": 1}, {"runner": "reference"}
+    drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran)
+    second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=drawn)
     shards = [
         replace(shard, stats={**shard.stats, "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
         for i, shard in enumerate(_split(first, second))
     ]
     merged = merge_reports(shards)
     entry = next(entry for entry in merged.models if entry.id == "m1")
-    assert entry.verdicts == Verdicts(judged_as, ("a" * 64, "b" * 64))
+    assert entry.verdicts == Verdicts(judged_as, ("a" * 64, "b" * 64), {"f" * 64: failure}, *ran)
     assert entry.reused == 2
     assert (merged.stats["reused_verdicts"], merged.stats["verdict_key"]) == (3, "d" * 64)
     assert ModelEntry.from_json(entry.to_json()) == entry

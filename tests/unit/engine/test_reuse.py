@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ditox_ci.engine.original import EvalSettings
-from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.reuse import Reuse, judged_as, passed_digests, reuse_table, verdict_key
+from ditox_ci.engine.original import Draw, EvalSettings
+from ditox_ci.engine.outcome import Outcome, Verdict
+from ditox_ci.engine.reuse import failed_outcomes, judged_as, passed_digests, reuse_table, verdict_key
 from ditox_ci.report.model import Verdicts
 
 
@@ -44,21 +44,42 @@ def test_a_verdict_key_changes_with_every_judging_setting_and_the_comparators():
     assert key != verdict_key(settings, ("tensor", "topk"))
 
 
-def test_only_changed_results_that_passed_are_reusable_and_only_for_their_original():
+def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_original():
+    mismatch = Outcome(
+        "output-mismatch",
+        "differs",
+        {"max_abs": float("nan"), "ops_removed": ("Identity",)},
+        digest="c" * 64,
+        changed=True,
+        also=(Verdict("interface-change", "retyped"),),
+    )
     outcomes = [
         Outcome(None, digest="b" * 64, changed=True),
         Outcome(None, digest="b" * 64, changed=True),  # a repeat is listed once
         Outcome(None, digest="o" * 64, changed=False),  # the original's own bytes need no verdict
-        Outcome("output-mismatch", "differs", digest="c" * 64, changed=True),  # judged again
-        Outcome("optimizer-error", "raised"),
+        mismatch,
+        Outcome("optimizer-error", "raised"),  # no result: nothing to find it by
     ]
     assert passed_digests(outcomes) == ("b" * 64,)
-    table = reuse_table(
-        [("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,))), ("n", "", Verdicts("k" * 64))]
-    )
-    assert list(table) == ["m"]  # nothing passed: nothing to reuse
+    failed = failed_outcomes(outcomes)
+    assert list(failed) == ["c" * 64]
+    draw = Draw(1, attempt=2, wide_scales={"x": 0.1}, signed=True)
+    info = {"inputs": "random", "runner": "reference", "runner_fallback": "ONNX Runtime cannot load it"}
+    stored = Verdicts("j" * 64, ("b" * 64,), failed, draw.to_json(), info)
+    table = reuse_table([("m", "onnxruntime", stored), ("n", "", Verdicts("k" * 64))])
+    assert list(table) == ["m"]  # nothing judged: nothing to reuse
     reuse = table["m"]
-    assert isinstance(reuse, Reuse) and reuse.runner == "onnxruntime"
+    assert reuse.info == info and Draw.from_json(reuse.draw or {}) == draw
     assert reuse.outcome("j" * 64, "b" * 64) == Outcome(None, changed=True)
+    again = reuse.outcome("j" * 64, "c" * 64)
+    assert again is not None and (again.kinds, again.message, again.digest) == (
+        mismatch.kinds,
+        "differs",
+        "c" * 64,
+    )
+    assert again.evidence["ops_removed"] == ("Identity",) and again.same_failure(mismatch)
     assert reuse.outcome("x" * 64, "b" * 64) is None  # another original, or other inputs
-    assert reuse.outcome("j" * 64, "c" * 64) is None
+    assert reuse.outcome("j" * 64, "d" * 64) is None
+    # an older report's entry says only which runner judged it
+    (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)))]).values()
+    assert (old.info, old.draw) == ({"runner": "onnxruntime"}, None)
