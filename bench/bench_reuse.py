@@ -165,9 +165,12 @@ def main() -> None:
         f"PR check / full sweep: {ratio:6.1%} of the CPU ({verdict}), "
         f"{pr_wall / full_wall:6.1%} of the wall time"
     )
-    found = _findings(pr)
-    same = "yes" if found == _findings(full) else "NO"
+    found, full_found = _findings(pr), _findings(full)
+    same = "yes" if found == full_found else "NO"
     print(f"the PR check's findings are the full sweep's: {same} ({len(found)} findings)")
+    for where, only in (("PR check", found - full_found), ("full sweep", full_found - found)):
+        for finding in sorted(only)[:5]:
+            print(f"  only in the {where}: {' '.join(finding)}")
     print(f"predicted wall time of N shard jobs ({WORKERS} workers each, {start_s:.1f} s start-up each):")
     print(f"  full sweep  {_predicted(full, start_s)}")
     print(f"  PR check    {_predicted(pr, start_s)}")
