@@ -43,7 +43,7 @@ def float64_array(value: Any) -> np.ndarray | None:
     return value.astype(np.float64)
 
 
-def _eps(dtype: np.dtype) -> float:
+def dtype_eps(dtype: np.dtype) -> float:
     return float(ml_dtypes.finfo(dtype).eps)  # numpy's own floats and ml_dtypes' (float8 …) alike
 
 
@@ -64,7 +64,7 @@ def noise_floor(finite: np.ndarray, dtype: np.dtype, noise: float, atol: float) 
     """The floor of a float output whose expected values at the compared positions are `finite`:
     its measured `noise`, never below NOISE_ULPS units in the last place of its magnitude."""
     scale = max(float(np.abs(finite).max()) if finite.size else 0.0, atol)
-    return max(noise, NOISE_ULPS * _eps(dtype) * scale, np.finfo(np.float64).tiny)
+    return max(noise, NOISE_ULPS * dtype_eps(dtype) * scale, np.finfo(np.float64).tiny)
 
 
 def noise_limit(expected: Any, noise: float | None, atol: float) -> float | None:

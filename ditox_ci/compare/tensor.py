@@ -17,16 +17,13 @@ import ml_dtypes
 import numpy as np
 
 from ditox_ci.compare import CompareFunc, Comparison, Outputs, register
-from ditox_ci.compare.calibration import (  # noqa: F401  (floating, float64_array, noise_limit: the oracle's API)
+from ditox_ci.compare.calibration import (
     NOISE_MARGIN,
-    NOISE_ULPS,
-    _eps,
     beyond_noise,
+    dtype_eps,
     float64_array,
     floating,
     noise_check,
-    noise_floor,
-    noise_limit,
     relative_errors,
 )
 from ditox_ci.errors import UsageError
@@ -272,7 +269,7 @@ def fp64_check(expected: Any, actual: Any, exact: np.ndarray) -> dict[str, Any] 
         error = np.where(judged, np.abs(b - r), 0.0)
         error = np.where(judged & ~np.isfinite(b), np.inf, error)
         scale = float(np.abs(r[judged]).max()) if judged.any() else 0.0
-        bound = FP64_RATIO * own + FP64_FLOOR_ULPS * _eps(expected.dtype) * max(
+        bound = FP64_RATIO * own + FP64_FLOOR_ULPS * dtype_eps(expected.dtype) * max(
             scale, np.finfo(np.float64).tiny
         )
         unjudged = ~judged & ~((np.isnan(a) & np.isnan(b)) | (a == b))

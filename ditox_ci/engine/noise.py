@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ditox_ci.compare.tensor import float64_array
+from ditox_ci.compare.calibration import float64_array
 from ditox_ci.engine import runner
 from ditox_ci.optimizers import NOISE_FLOORS
 

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.compare.tensor import dtype_of, floating, noise_limit
+from ditox_ci.compare.calibration import floating, noise_limit
+from ditox_ci.compare.tensor import dtype_of
 from ditox_ci.engine import interface, repro_runtime, runner
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.noise import PlainRun

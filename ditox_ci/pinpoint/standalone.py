@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ditox_ci.compare.tensor import Tolerances, floating
+from ditox_ci.compare.calibration import floating
+from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
 from ditox_ci.report.model import Finding

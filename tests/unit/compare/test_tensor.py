@@ -5,13 +5,11 @@ import numpy as np
 import pytest
 
 from ditox_ci.compare import COMPARATORS
+from ditox_ci.compare.calibration import NOISE_MARGIN, noise_check, noise_limit
 from ditox_ci.compare.tensor import (
-    NOISE_MARGIN,
     Tolerances,
     compare_arrays,
     identical,
-    noise_check,
-    noise_limit,
 )
 
 

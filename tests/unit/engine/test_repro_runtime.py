@@ -14,7 +14,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from ditox_ci.compare.tensor import NOISE_MARGIN
+from ditox_ci.compare.calibration import NOISE_MARGIN
 from ditox_ci.engine import repro_runtime
 from ditox_ci.engine.repro_runtime import (
     BUG_PRESENT,
