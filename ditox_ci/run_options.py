@@ -23,7 +23,7 @@ from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
-from ditox_ci.engine.reuse import Reuse, reuse_table, verdict_key
+from ditox_ci.engine.reuse import Reuse, reuse_table
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
@@ -279,8 +279,7 @@ def reusable_verdicts(
     stored = previous if source == options.previous else None
     if stored is None:  # a report of its own is checked against the schema: it decides what is not run
         stored = read_checked_report(Path(source))
-    key = verdict_key(config.settings, config.comparators)
-    if stored.stats.get("verdict_key") != key:
+    if stored.stats.get("verdict_key") != config.verdict_key:
         runtime = stored.environment.get("onnxruntime")
         made_by = f"ditox-ci {stored.tool.get('version')}, onnxruntime {runtime}"
         log.notice(

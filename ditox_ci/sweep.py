@@ -24,7 +24,7 @@ from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
-from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests, verdict_key
+from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
 from ditox_ci.engine.worker import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
@@ -386,5 +386,5 @@ def _sweep_planned(
             settled()
     except Interrupted as stop:
         interrupted = stop
-    key = verdict_key(config.settings, config.comparators)
+    key = config.verdict_key
     return _report(options, plan, head, finished, workers, setup.started, interrupted, key, log)

@@ -101,7 +101,9 @@ def judge_bytes(
         context.cache_hits += 1
         return context.judged[digest]
     before = context.reuse.outcome(context.judged_as, digest) if context.reuse is not None else None
-    if before is not None and before.evidence:  # a stored failure: nothing of the result to read
+    # an outcome that brings its evidence (a stored failure, the head's own on the base build):
+    # nothing of the result to read; a stored pass is a digest alone, its op changes read below
+    if before is not None and before.evidence:
         outcome = replace(before, reused=True)
     else:
         if optimized is None:

@@ -44,7 +44,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.reuse import Reuse
+from ditox_ci.engine.reuse import Reuse, verdict_key
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
@@ -81,6 +81,12 @@ class WorkerConfig:
     budget_mb: int = 0
     # MiB from which a model's single passes are screened (engine/screen.py); None: never
     screen_min_mb: float | None = SCREEN_MIN_MB
+
+    @property
+    def verdict_key(self) -> str:
+        """What judges this pool's verdicts (`reuse.verdict_key`): a stored report with the same key
+        may lend them."""
+        return verdict_key(self.settings, self.comparators)
 
 
 def allowance_per_model_mb(optimizer_name: str) -> int:

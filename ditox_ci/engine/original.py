@@ -193,7 +193,7 @@ def _run_original(
     first: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[list[Any]], Draw]:
     """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf, and
-    how they were drawn. `first` are the feeds of the first draw (`_first_feeds`)."""
+    how they were drawn. `first` are the feeds of the first draw (`load_original` made them)."""
     title = RUNNER_TITLES[runner_name]
     try:
         session = runner.load_session(data, settings.threads, runner_name)

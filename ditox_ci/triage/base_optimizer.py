@@ -1,8 +1,10 @@
 """Pre-existing or introduced? Each finding's (model, config) run again on the base build.
 
 A pull request is blamed only for what it introduces. After the sweep, every model with a finding
+the baseline does not accept (the sweep leaves those out: they are known whatever the base does)
 runs again, only the configs that failed (and the nop control), through a worker pool that loads
-the `--base-optimizer` build instead of the one under test. A finding whose config fails the same
+the `--base-optimizer` build instead of the one under test; a result byte-identical to the head's
+takes the head's outcome without a run (`engine.reuse`). A finding whose config fails the same
 way on the base (`Outcome.same_failure`) is `known`, known by the base optimizer (`Triage.known_by`);
 the others keep what the base did instead in `Triage.on_base`, so the PR comment can say so.
 A failure the base does not show is tried again (`reproduce.retry`): one it shows in any try is
