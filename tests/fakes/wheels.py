@@ -91,97 +91,91 @@ def repack_installed(
     return write_wheel(folder, distribution, version, files)
 
 
-# onnxoptimizer's native module wrapped so that eliminate_identity doubles the model's first
-# initializer: a miscompilation the release installed here does not have
-MISCOMPILED_PASS = "eliminate_identity"
-_MISCOMPILATION = f"""
-
-import onnx as _onnx
-from onnx import numpy_helper as _numpy_helper
+def _wrapping_native(transform: str) -> str:
+    """Code appended to onnxoptimizer/__init__.py that wraps its native module: every result of
+    `optimize` and `optimize_fixedpoint` goes through `_transform(data, result, passes)`, which
+    `transform` defines (its imports at the top level, named `_…`)."""
+    return f"""
+{transform}
 
 _native = onnx_opt_cpp2py_export
 
 
-class _Miscompiled:
+class _Wrapped:
     def __getattr__(self, name):
         return getattr(_native, name)
 
-    @staticmethod
-    def _broken(data, passes):
-        if {MISCOMPILED_PASS!r} not in passes:
-            return data
-        model = _onnx.ModelProto()
-        model.ParseFromString(data)
-        for weight in model.graph.initializer[:1]:
-            weight.CopyFrom(_numpy_helper.from_array(_numpy_helper.to_array(weight) * 2, weight.name))
-        return model.SerializeToString()
-
     def optimize(self, data, passes):
-        return self._broken(_native.optimize(data, passes), passes)
+        return _transform(data, _native.optimize(data, passes), passes)
 
     def optimize_fixedpoint(self, data, passes):
-        return self._broken(_native.optimize_fixedpoint(data, passes), passes)
+        return _transform(data, _native.optimize_fixedpoint(data, passes), passes)
 
 
-onnx_opt_cpp2py_export = C = _Miscompiled()
+onnx_opt_cpp2py_export = C = _Wrapped()
+"""
+
+
+def _wrapped_onnxoptimizer(folder: Path, version: str, transform: str) -> Path:
+    code = _wrapping_native(transform)
+    return repack_installed(
+        folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": code}
+    )
+
+
+# eliminate_identity doubles the model's first initializer: a miscompilation the release installed
+# here does not have
+MISCOMPILED_PASS = "eliminate_identity"
+_MISCOMPILATION = f"""
+import onnx as _onnx
+from onnx import numpy_helper as _numpy_helper
+
+
+def _transform(data, result, passes):
+    if {MISCOMPILED_PASS!r} not in passes:
+        return result
+    model = _onnx.ModelProto()
+    model.ParseFromString(result)
+    for weight in model.graph.initializer[:1]:
+        weight.CopyFrom(_numpy_helper.from_array(_numpy_helper.to_array(weight) * 2, weight.name))
+    return model.SerializeToString()
 """
 
 
 def miscompiling_onnxoptimizer(folder: Path, version: str) -> Path:
     """A wheel of the installed onnxoptimizer, as `version`, whose MISCOMPILED_PASS miscompiles: a
     pull request's (or main's) build with a bug the release lacks."""
-    return repack_installed(
-        folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": _MISCOMPILATION}
-    )
+    return _wrapped_onnxoptimizer(folder, version, _MISCOMPILATION)
 
 
-# onnxoptimizer's native module wrapped so that CHANGED_PASS, where it fires (the result holds fewer
-# BatchNormalization nodes than the model), also doubles the first output: a pull request that
-# changes one pass, whose every other result is the release's, byte for byte
+# CHANGED_PASS, where it fires (the result holds fewer BatchNormalization nodes than the model), also
+# doubles the first output: a pull request that changes one pass, whose every other result is the
+# release's, byte for byte
 CHANGED_PASS = "fuse_bn_into_conv"
 _CHANGE = f"""
-
 import numpy as _np
 import onnx as _onnx
 from onnx import helper as _helper
 from onnx import numpy_helper as _numpy_helper
 
-_release = onnx_opt_cpp2py_export
 
-
-class _Changed:
-    def __getattr__(self, name):
-        return getattr(_release, name)
-
-    @staticmethod
-    def _changed(data, result, passes):
-        fired = result.count(b"BatchNormalization") < data.count(b"BatchNormalization")
-        if {CHANGED_PASS!r} not in passes or not fired:
-            return result
-        model = _onnx.ModelProto()
-        model.ParseFromString(result)
-        graph = model.graph
-        name = graph.output[0].name
-        for node in graph.node:
-            node.output[:] = [name + "_fused" if out == name else out for out in node.output]
-        graph.initializer.append(_numpy_helper.from_array(_np.array(2.0, dtype=_np.float32), "head_two"))
-        graph.node.append(_helper.make_node("Mul", [name + "_fused", "head_two"], [name]))
-        return model.SerializeToString()
-
-    def optimize(self, data, passes):
-        return self._changed(data, _release.optimize(data, passes), passes)
-
-    def optimize_fixedpoint(self, data, passes):
-        return self._changed(data, _release.optimize_fixedpoint(data, passes), passes)
-
-
-onnx_opt_cpp2py_export = C = _Changed()
+def _transform(data, result, passes):
+    fired = result.count(b"BatchNormalization") < data.count(b"BatchNormalization")
+    if {CHANGED_PASS!r} not in passes or not fired:
+        return result
+    model = _onnx.ModelProto()
+    model.ParseFromString(result)
+    graph = model.graph
+    name = graph.output[0].name
+    for node in graph.node:
+        node.output[:] = [name + "_fused" if out == name else out for out in node.output]
+    graph.initializer.append(_numpy_helper.from_array(_np.array(2.0, dtype=_np.float32), "head_two"))
+    graph.node.append(_helper.make_node("Mul", [name + "_fused", "head_two"], [name]))
+    return model.SerializeToString()
 """
 
 
 def changed_pass_onnxoptimizer(folder: Path, version: str) -> Path:
     """A wheel of the installed onnxoptimizer, as `version`, whose CHANGED_PASS differs where it
     fires: a pull request's head that changes one pass."""
-    return repack_installed(
-        folder, "onnxoptimizer", "onnxoptimizer", version, {"onnxoptimizer/__init__.py": _CHANGE}
-    )
+    return _wrapped_onnxoptimizer(folder, version, _CHANGE)

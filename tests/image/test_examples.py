@@ -9,13 +9,11 @@ container wrote belongs to the runner, and no credential reaches the workspace.
 from __future__ import annotations
 
 import functools
-import io
 import json
 import re
 import shutil
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,7 +28,7 @@ from tests.image.replay import (
     not_the_runners,
     workflow,
 )
-from tests.integration.github_server import GitHubServer
+from tests.integration.github_server import GitHubServer, uploaded_artifact
 
 CULPRIT = "eliminate_consecutive_idempotent_ops"
 HEAD_SHA = "1" * 40
@@ -177,14 +175,6 @@ def _nightly(runner: Runner, server: GitHubServer, wheel: Path) -> tuple[int, Jo
     return run_id, report
 
 
-def _zipped(folder: Path) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            archive.write(path, path.relative_to(folder))
-    return buffer.getvalue()
-
-
 def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
     runner: Runner, server: GitHubServer, wheels, tmp_path: Path
 ):
@@ -222,7 +212,7 @@ def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
 
     # the next night: last night's report, as nightly.yml uploaded it, is `previous`; that run
     # failed (its gate found the bug new), as GitHub records it
-    artifact = {"ditox-report": _zipped(runner.artifacts[run_id]["ditox-report"])}
+    artifact = {"ditox-report": uploaded_artifact(runner.artifacts[run_id]["ditox-report"])}
     server.add_workflow_run("nightly.yml", conclusion="failure", artifacts=artifact)
     _, second = _nightly(runner, server, wheels["0.4.2"])
     merge, publish = second.action_results()

@@ -9,12 +9,15 @@ Every JSON response is kept in `responses` so tests can validate it against GitH
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import threading
 import time
+import zipfile
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -341,6 +344,15 @@ class _ApiError(Exception):
     def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
         super().__init__(message)
         self.status, self.message, self.headers = status, message, headers or {}
+
+
+def uploaded_artifact(folder: Path) -> bytes:
+    """What upload-artifact stores of a folder: the zip `add_workflow_run` takes as an artifact."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            archive.write(path, path.relative_to(folder))
+    return buffer.getvalue()
 
 
 def _public(obj: Any) -> Any:

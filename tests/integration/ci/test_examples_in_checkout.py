@@ -5,11 +5,9 @@ is the tiny one instead of the default, and publishing is a dry run."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shutil
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ from tests.helpers import ROOT
 from tests.integration.action_models import write_models
 from tests.integration.ci.action_runs import onnx_optimizer_checkout, run_action
 from tests.integration.github_fixtures import BUG_A, BUG_B, report, write
-from tests.integration.github_server import GitHubServer
+from tests.integration.github_server import GitHubServer, uploaded_artifact
 
 
 def _action_steps(workflow: str, job: str) -> list[dict[str, str]]:
@@ -60,15 +58,6 @@ def _run(workspace: Path, python: str, event: str, inputs: dict[str, str], **ext
     return outputs
 
 
-def _zipped(folder: Path) -> bytes:
-    """What upload-artifact stores of a folder."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            archive.write(path, path.relative_to(folder))
-    return buffer.getvalue()
-
-
 def test_pr_yml_in_an_onnx_optimizer_checkout(tmp_path: Path, fresh_python: str) -> None:
     workspace = _checkout(tmp_path)
     head = repack_installed(workspace / "dist", "onnxoptimizer", "onnxoptimizer", "0.4.2+head")
@@ -85,7 +74,7 @@ def test_pr_yml_in_an_onnx_optimizer_checkout(tmp_path: Path, fresh_python: str)
         shutil.move(workspace / "shard-0", workspace / "shards" / "ditox-shard-0")
         merge_nightly, _ = _action_steps("nightly.yml", "report")
         _run(workspace, fresh_python, "schedule", _fill(merge_nightly, {}))
-        uploaded = _zipped(workspace / "ditox-report")
+        uploaded = uploaded_artifact(workspace / "ditox-report")
         server.add_workflow_run("nightly.yml", artifacts={"ditox-report": uploaded})
         for folder in ("shards", "ditox-report"):
             shutil.rmtree(workspace / folder)
