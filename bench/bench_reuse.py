@@ -38,9 +38,9 @@ from pathlib import Path
 
 from bench_overhead import fixed_cost
 
-from ditox_ci.corpus import CorpusContext, default_cache_dir, resolve_sources
+from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
-from ditox_ci.engine.shard import job_cost, makespan, plan_jobs
+from ditox_ci.engine.shard import plan_jobs, shard_walls
 from ditox_ci.optimizers import load_optimizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,14 +108,14 @@ def _predicted(report: dict, start_s: float) -> str:
     """The slowest of N shard jobs' predicted wall time, for each N of SHARD_COUNTS."""
     models = resolve_sources([], CorpusContext(default_cache_dir(os.environ)))
     steps = build_steps(DEFAULT_CONFIGS, (), load_optimizer("onnxoptimizer").info)
-    cost = {entry["id"]: float(entry.get("cost_s", 0.0)) for entry in report["models"]}
+    costs = {entry["id"]: float(entry.get("cost_s", 0.0)) for entry in report["models"]}
+
+    def cost(ref: ModelRef) -> float:
+        return costs.get(ref.id, 0.0)
+
     walls = []
     for count in SHARD_COUNTS:
-        plan = plan_jobs(models, steps, count, WORKERS, lambda ref: cost.get(ref.id, 0.0))
-        slowest = max(
-            makespan([job_cost(job, cost.get(job.ref.id, 0.0), steps) for job in shard], WORKERS)
-            for shard in plan
-        )
+        slowest = max(shard_walls(plan_jobs(models, steps, count, WORKERS, cost), cost, steps, WORKERS))
         walls.append(f"{count}: {start_s + slowest:6.1f} s")
     return ", ".join(walls)
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, build_steps
 from ditox_ci.engine.screen import SCREEN_MIN_MB, screened_from
-from ditox_ci.engine.shard import estimate_cost, job_cost, makespan, plan_jobs
+from ditox_ci.engine.shard import estimate_cost, makespan, plan_jobs, shard_walls
 from ditox_ci.optimizers import load_optimizer
 
 SHARDS = 4
@@ -50,7 +50,7 @@ def _estimated(models: Sequence[ModelRef]) -> None:
     parts = Counter(job.ref.id for shard in plan for job in shard)
     split = ", ".join(f"{model} ×{count}" for model, count in sorted(parts.items()) if count > 1)
     print(f"plan: {sum(parts.values())} jobs; split by config: {split or 'none'}")
-    walls = [makespan([job_cost(job, costs[job.ref.id], steps) for job in shard], WORKERS) for shard in plan]
+    walls = shard_walls(plan, lambda ref: costs[ref.id], steps, WORKERS)
     print(_line("estimated (size, nodes)", walls), flush=True)
 
 

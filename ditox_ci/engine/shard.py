@@ -195,6 +195,14 @@ def split_model(ref: ModelRef, steps: Sequence[Step], parts: int) -> list[Job]:
 Costed = tuple[float, Job]
 
 
+def shard_walls(
+    plan: Sequence[Sequence[Job]], cost: Callable[[ModelRef], float], steps: Sequence[Step], workers: int
+) -> list[float]:
+    """Each shard's predicted wall time: its jobs (a `plan_jobs` plan), costed by their model's
+    `cost`, run in order on `workers` workers."""
+    return [makespan([job_cost(job, cost(job.ref), steps) for job in shard], workers) for shard in plan]
+
+
 def makespan(costs: Sequence[float], workers: int) -> float:
     """When a pool of `workers` that takes jobs in this order finishes (as WorkerPool does where
     memory lets every job start in turn: the model leaves memory out)."""

@@ -13,7 +13,7 @@ import pytest
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs, split_model
+from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs, shard_walls, split_model
 from ditox_ci.engine.worker import Job, JobCounts, JobResult
 
 STEPS = (
@@ -286,3 +286,15 @@ def test_a_split_models_configs_are_dealt_out_so_the_head_of_the_list_spreads_ov
         ["nop", "pass:p1", "pass:p5", "pass:p9"],
     ]
     assert len(split_model(ref, STEPS[:3], 4)) == 2  # no part without a config of its own
+
+
+def test_shard_walls_are_each_shards_jobs_in_order_on_its_workers() -> None:
+    costs = {"a": 4.0, "b": 3.0, "c": 2.0, "d": 1.0}
+    plan = [[Job(ref, STEPS) for ref in _refs(costs)[:2]], [Job(ref, STEPS) for ref in _refs(costs)[2:]]]
+    walls = shard_walls(plan, lambda ref: costs[ref.id], STEPS, workers=1)
+    assert walls == [7.0, 3.0]  # whole models cost what the model costs, one after another
+    assert shard_walls(plan, lambda ref: costs[ref.id], STEPS, workers=2) == [4.0, 2.0]
+    # a model's part costs its share of the model (and its own nop control), not the whole model
+    (part, _) = split_model(_refs(costs)[0], STEPS, 2)
+    assert shard_walls([[part]], lambda ref: costs[ref.id], STEPS, workers=1) == [_job_cost(part, costs)]
+    assert _job_cost(part, costs) < costs["a"]
