@@ -47,7 +47,9 @@ from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
 # what the sweep's own process keeps of the machine's free memory (the report, the results so far)
 PARENT_SHARE_MB = 1024
 # the options that name a file or folder
-PATH_OPTIONS = ("out", "baseline", "previous", "reuse_from", "cache_dir")
+PATH_OPTIONS = (
+    "out", "baseline", "previous", "reuse_from", "cache_dir", "report", "checkout", "find_links", "out_json"
+)
 
 
 @dataclass(frozen=True)
@@ -185,6 +187,43 @@ class ReduceOptions(RunOptions):
             raise UsageError("--passes is empty; give the culprit passes, e.g. --passes fuse_bn_into_conv")
         if not self.budget > 0:
             raise UsageError(f"--budget must be > 0 seconds, got {self.budget}")
+
+
+@dataclass(frozen=True)
+class BisectOptions(RunOptions):
+    """`ditox-ci bisect`: the findings are its arguments (bundles, or a report's), the rest options.
+
+    Over releases unless `good` and `bad` name commits of `checkout`."""
+
+    report: str | None = None
+    fingerprints: tuple[str, ...] = ()
+    bundles_from: tuple[str, ...] = ()
+    good: str | None = None
+    bad: str | None = None
+    checkout: str = "."
+    # the distribution whose releases are bisected; None: the optimizer's own
+    package: str | None = None
+    # releases from this folder of wheels only (pip --no-index --find-links); None: pip's index
+    find_links: str | None = None
+    # runs of a repro on each build (more for a flaky bug on a build that does not show it)
+    runs: int = 3
+    # minutes for building and judging; 0: no limit
+    budget: float = 0.0
+    # the web address commits link to; None: the checkout's GitHub origin
+    repository_url: str | None = None
+    # also write each bug's result here (JSON: fingerprint and `since`, a list)
+    out_json: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if (self.good is None) != (self.bad is None):
+            raise UsageError("--good and --bad go together: both name commits of --checkout, or neither")
+        if self.runs < 1:
+            raise UsageError(f"--runs must be 1 or more, got {self.runs}")
+
+    @property
+    def over_commits(self) -> bool:
+        return self.good is not None
 
 
 def worker_config(options: RunOptions, build: Installation, timeout_s: float | None = None) -> WorkerConfig:

@@ -10,9 +10,9 @@ import argparse
 import importlib
 from types import ModuleType
 
-NAMES = ("sweep", "merge", "reduce", "publish", "previous", "baseline", "corpus", "fuzz")
+NAMES = ("sweep", "merge", "reduce", "publish", "previous", "baseline", "corpus", "fuzz", "bisect")
 # those whose models run in workers: the command line starts their forkserver before importing them
-WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce"})
+WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce", "bisect"})
 
 
 def commands(only: str | None = None) -> tuple[ModuleType, ...]:

@@ -15,14 +15,16 @@ from ditox_ci.github.client import GitHubClient
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, numbers, option
 from ditox_ci.github.text import (
+    BISECTED,
     Texts,
-    event_marker,
+    comment_marker,
     families_in,
     fingerprint_in,
     issue_title,
     last_seen_block,
     model_family,
     scope_in,
+    since_marker,
     subject_in,
     with_last_seen,
     with_scope,
@@ -30,6 +32,7 @@ from ditox_ci.github.text import (
 )
 from ditox_ci.log import Log
 from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.since import NOT_REPRODUCED
 from ditox_ci.report.text import md
 from ditox_ci.triage.classify import issue_worthy
 
@@ -170,8 +173,10 @@ class Issues(Surface):
                 opened += 1
             elif issue.state == "closed":
                 self._reopen(issue, report, group, texts)
+                self._bisected(issue, group[0], texts)
             else:
                 self._seen_again(issue, report, group, texts)
+                self._bisected(issue, group[0], texts)
         if self.held_back:
             self.client.log.warning(
                 f"{len(self.held_back)} more issues were not opened this run "
@@ -181,6 +186,8 @@ class Issues(Surface):
             return
         for fingerprint, group in fixed_by_fp.items():
             issue = existing.get(fingerprint)
+            if issue is not None and issue.state == "closed":  # closed before its fix was bisected
+                self._bisected(issue, group[0], texts)
             if issue is None or issue.state == "closed":
                 continue
             unproven = _not_shown_fixed(issue, report, optimizer)
@@ -188,6 +195,7 @@ class Issues(Surface):
                 self.client.log.info(f"   GitHub: #{issue.number} stays open: {unproven}")
                 continue
             self._comment_once(issue, group[0], "fixed", texts, closing=True)
+            self._bisected(issue, group[0], texts)
             self.client.write(
                 f"close issue #{issue.number} as fixed",
                 partial(issue.edit, state="closed", state_reason="completed"),
@@ -255,12 +263,21 @@ class Issues(Surface):
                 f"note the last sighting in issue #{issue.number}", partial(issue.edit, body=body)
             )
 
+    def _bisected(self, issue: Issue, finding: Finding, texts: Texts) -> None:
+        """Where `ditox-ci bisect` found the bug came from or left, said once on an issue filed
+        before it was bisected (a new issue says it in its body)."""
+        since = finding.since
+        if since is None or since.change == NOT_REPRODUCED or since_marker(since) in (issue.body or ""):
+            return
+        self._comment_once(issue, finding, BISECTED, texts)
+
     def _comment_once(
         self, issue: Issue, finding: Finding, event: str, texts: Texts, closing: bool = False
     ) -> None:
-        """One comment per (issue, event, commit): a re-run of the same commit adds nothing."""
+        """One comment per (issue, event, commit), or per bisection result (`comment_marker`): a
+        re-run of the same commit adds nothing."""
         client = self.client
-        marker = event_marker(event, finding.fingerprint, self.context.sha)
+        marker = comment_marker(event, finding, self.context.sha)
 
         def find() -> IssueComment | None:
             return next(

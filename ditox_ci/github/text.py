@@ -18,6 +18,7 @@ from ditox_ci.report.bugs import Bug, bug_context
 from ditox_ci.report.kinds import KNOWN
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.render import render
+from ditox_ci.report.since import Since
 from ditox_ci.report.text import fit, hard_truncate, no_autolinks
 
 BODY_LIMIT = 65_536
@@ -25,6 +26,9 @@ CHECK_SUMMARY_LIMIT = 65_535  # a check run's output.summary: one less than a co
 TITLE_LIMIT = 256
 _SAFE_BUNDLE = re.compile(r"^[A-Za-z0-9_.\-/]+$")
 _FINGERPRINT_MARKER = re.compile(r"<!-- ditox-ci:fingerprint=([0-9A-Za-z_-]+) -->")
+
+
+BISECTED = "bisected"
 
 
 def sticky_marker(key: str) -> str:
@@ -41,6 +45,19 @@ def fingerprint_marker(fingerprint: str) -> str:
 
 def event_marker(event: str, fingerprint: str, sha: str) -> str:
     return f"<!-- ditox-ci:{event} fingerprint={_marker_safe(fingerprint)} sha={_marker_safe(sha)} -->"
+
+
+def comment_marker(event: str, finding: Finding, sha: str) -> str:
+    """A comment's marker: one per (event, fingerprint, commit), and a bisection's per result."""
+    if event == BISECTED and finding.since is not None:
+        return since_marker(finding.since)
+    return event_marker(event, finding.fingerprint, sha)
+
+
+def since_marker(since: Since) -> str:
+    """What marks a bisection's result in an issue's body or comment: said once per result."""
+    at = since.after.ref if since.after else ""
+    return f"<!-- ditox-ci:since change={_marker_safe(since.change)} at={_marker_safe(at)} -->"
 
 
 def fingerprint_in(body: str | None) -> str | None:
@@ -243,6 +260,8 @@ class Texts:
         subject = subject_marker(finding.model, finding.config)
         scope = scope_marker(str(self.report.optimizer.get("name", "")))
         markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}\n{scope}"
+        if finding.since is not None:
+            markers += f"\n{since_marker(finding.since)}"
         same_bug = tuple(f for f in self.report.findings if f.fingerprint == finding.fingerprint)
 
         def render_with(self_contained: bool) -> str:
@@ -267,7 +286,7 @@ class Texts:
     def issue_comment(self, finding: Finding, event: str, closing: bool = False) -> str:
         text = render(
             "issue_comment.md.j2",
-            marker=event_marker(event, finding.fingerprint, self.sha),
+            marker=comment_marker(event, finding, self.sha),
             f=finding,
             event=event,
             closing=closing,

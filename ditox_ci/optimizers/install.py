@@ -127,9 +127,9 @@ def describe(spec: str, optimizer: str, path: str | None, flag: str = "--optimiz
     return OptimizerInfo.from_json(json.loads(done.stdout))
 
 
-def _pip_install(spec: str, target: Path, flag: str) -> None:
+def _pip_install(spec: str, target: Path, flag: str, pip_args: tuple[str, ...] = ()) -> None:
     """pip installs `spec` into `target`: a requirement, wheel or checkout, or (a path ending in
-    `.lock`) a built-in adapter's lock, every file's sha256 checked."""
+    `.lock`) a built-in adapter's lock, every file's sha256 checked; `pip_args` go before it."""
     source = ["--require-hashes", "-r", spec] if spec.endswith(".lock") else [spec]
     command = [
         sys.executable,
@@ -142,6 +142,7 @@ def _pip_install(spec: str, target: Path, flag: str) -> None:
         "--quiet",
         "--target",
         str(target),
+        *pip_args,
         *source,
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -182,7 +183,13 @@ def provided_optimizer(folder: Path, spec: str, flag: str, fallback: str | None)
 
 @contextlib.contextmanager
 def optimizer_build(
-    text: str, cache_dir: Path, log: Log, flag: str = "--optimizer", module: str | None = None
+    text: str,
+    cache_dir: Path,
+    log: Log,
+    flag: str = "--optimizer",
+    module: str | None = None,
+    key: str | None = None,
+    pip_args: tuple[str, ...] = (),
 ) -> Iterator[Installation]:
     """The build `text` names, installed (or found in the cache) for the duration of the block.
 
@@ -190,7 +197,9 @@ def optimizer_build(
     is that optimizer's release as ditox-ci pins it, never resolved at run time: its adapter's lock
     (every file's sha256), or the image's own copy (onnxoptimizer, ONNX Runtime: requirements.lock
     pins them with their hashes); `module` (the build under test's optimizer) is what a base build
-    of a custom optimizer provides.
+    of a custom optimizer provides. `key` names exactly one build where the spec cannot (a
+    checkout of a commit: `commit-<sha>`), so it is cached; `pip_args` are pip's own options (a
+    release installed from wheels only, from a folder of them).
     """
     spec = parse_spec(text, flag)
     text = spec.text  # what was checked is what is loaded or installed
@@ -212,7 +221,7 @@ def optimizer_build(
 
     root = cache_dir.resolve() / "builds"
     root.mkdir(parents=True, exist_ok=True)
-    key = cache_key(named)
+    key = cache_key(named) if key is None else f"{sys.implementation.cache_tag}-{key}"
     target = root / key if key else None
     if target is not None and target.is_dir():
         why_not = _unchanged(target)
@@ -225,7 +234,7 @@ def optimizer_build(
     staging = Path(tempfile.mkdtemp(prefix=".install-", dir=root))
     try:
         log.info(f"{flag} {text}: pip install --no-deps --target {staging} {named}")
-        _pip_install(named, staging, flag)
+        _pip_install(named, staging, flag, pip_args)
         _record(staging, text)
         used = staging
         if target is not None:

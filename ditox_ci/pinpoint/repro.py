@@ -3,7 +3,8 @@
 `repro/<fingerprint>/` holds the reduced `model.onnx` (and `original.onnx`), `inputs.npz`,
 `expected.npz`, `requirements.txt` with the exact versions seen, a standalone `repro.py` (exits 1
 while the bug is present, a hang included, and dies by the signal of a crash; 0 once fixed) and a
-`README.md` written like a good bug report.
+`README.md` written like a good bug report; `finding.json` says the finding and the optimizer call
+that shows it, for `ditox-ci bisect`.
 `repro.py` only spells out the finding's values: what it runs is ditox-ci's own runtime
 (`engine/repro_runtime.py` and the `engine/runner.py` and `engine/interface.py` it uses), copied
 beside it as `ditox_repro/`.
@@ -12,6 +13,7 @@ beside it as `ditox_repro/`.
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import math
 import shutil
 from collections.abc import Mapping, Sequence
@@ -44,6 +46,7 @@ EVIDENCE_NUMBERS = ("output", "sample", "max_abs", "max_rel", "signal")
 
 
 ADAPTER_FILE = "optimizer_adapter.py"
+BUNDLE_RECORD = "finding.json"
 # the package repro.py imports: ditox-ci's runtime under a name of its own (repro_runtime.py says why)
 RUNTIME_PACKAGE = "ditox_repro"
 RUNTIME_MODULES = (runner, interface, repro_runtime)
@@ -229,6 +232,9 @@ def write_bundle(
     write_samples(bundle / "inputs.npz", feeds)
     write_samples(bundle / "expected.npz", expected)
     copy_runtime(bundle)
+    # what `ditox-ci bisect` judges the bundle with: the finding, and the optimizer call that shows it
+    bisect_record = {"finding": finding.to_json(), "passes": list(passes), "fixed_point": fixed_point}
+    (bundle / BUNDLE_RECORD).write_text(json.dumps(bisect_record, indent=1), encoding="utf-8")
     # loaded once: each load imports the optimizer's module under quoted output
     loaded = _loaded(optimizer_spec)
     (bundle / "requirements.txt").write_text(requirements(optimizer_spec, loaded, build))

@@ -23,6 +23,7 @@ from ditox_ci.report.kinds import (
     by_severity,
     closes_gate,
 )
+from ditox_ci.report.since import Since
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
 
@@ -109,6 +110,8 @@ class Finding:
     pinpointing: Pinpointing = field(default_factory=Pinpointing)
     verdicts: tuple[str, ...] = ()
     tier: str | None = None
+    # where `ditox-ci bisect` found the bug entered or left (report/since.py)
+    since: Since | None = None
 
     def __post_init__(self) -> None:
         # none given, or a kind set anew (`replace(finding, kind=…)`): the kind's verdict alone
@@ -155,6 +158,8 @@ class Finding:
         }
         if self.tier is not None:
             data["tier"] = self.tier
+        if self.since is not None:
+            data["since"] = self.since.to_json()
         return data
 
     @classmethod
@@ -173,6 +178,7 @@ class Finding:
             pinpointing=pinpointing,
             verdicts=by_severity(data.get("verdicts") or (data["kind"],)),
             tier=data.get("tier"),
+            since=Since.from_json(data["since"]) if data.get("since") else None,
         )
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ditox_ci.report.since import Point, Since, Tried
 from tests.integration.github_fixtures import (
     BUG_A,
     BUG_B,
@@ -85,6 +86,66 @@ def test_fixed_is_noted_closed_and_regression_reopens(server, tmp_path: Path):
     assert len(server.bot_issues()) == 2
     assert issue_b["state"] == "open"
     assert any("ditox-ci:regressed" in c["body"] for c in server.comments_on(issue_b["number"]))
+
+
+INTRODUCED_IN_039 = Since(
+    "releases",
+    "introduced",
+    Point("0.3.8", "0.3.8"),
+    Point("0.3.9", "0.3.9", "https://pypi.org/project/onnxoptimizer/0.3.9/"),
+    tried=(Tried("0.3.8", "good", 3, 0), Tried("0.3.9", "bad", 3, 3)),
+    builds=2,
+)
+FIXED_BY_271 = Since(
+    "commits",
+    "fixed",
+    Point("c60025a" + "0" * 33, "c60025a Fix unique variable name (#277)"),
+    Point(
+        "6250b85" + "0" * 33,
+        "6250b85 Fix type information vanishing (#271)",
+        "https://github.com/o/r/commit/6250b85",
+    ),
+    builds=5,
+    plausibility="the commit touches shared code, not the culprit pass's own source",
+)
+
+
+def _as_read(markdown: str) -> str:
+    """The text as GitHub shows it: Markdown's backslash escapes gone."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def test_where_a_bug_came_from_and_went_is_said_once_on_its_issue(server, tmp_path: Path):
+    """`ditox-ci bisect` wrote `since` into the report: a new issue says it in its table, an
+    issue filed before gets one comment, and a fixed bug's closed issue names its fix."""
+    env = github_env(tmp_path, server.url)
+    first = write(tmp_path, "n1.json", report(BUG_A))
+    assert run_publish(["--report", str(first), "--file-issues"], env)[0] == 0
+    bisected = report(replace(BUG_A, since=INTRODUCED_IN_039), replace(BUG_B, since=INTRODUCED_IN_039))
+    path = write(tmp_path, "n2.json", bisected)
+    for _ in range(2):  # a re-run adds nothing
+        assert run_publish(["--report", str(path), "--file-issues"], env)[0] == 0
+    issue_a = next(i for i in server.bot_issues() if BUG_A.fingerprint in i["body"])
+    issue_b = next(i for i in server.bot_issues() if BUG_B.fingerprint in i["body"])
+    release = "[release](https://pypi.org/project/onnxoptimizer/0.3.9/)"
+    row = f"| Since | introduced in 0.3.9 (0.3.8 is fine) ({release}); 2 builds tried |"
+    assert row in _as_read(issue_b["body"])
+    assert "| Since |" not in issue_a["body"]
+    said = [c["body"] for c in server.comments_on(issue_a["number"]) if "ditox-ci:since" in c["body"]]
+    assert len(said) == 1 and "introduced in 0.3.9 (0.3.8 is fine)" in _as_read(said[0]), said
+    assert server.comments_on(issue_b["number"]) == []  # its body says it
+    # BUG_A is gone and its issue closed; bisecting the range then names the fix on the closed issue
+    gone = write(tmp_path, "n3.json", report(BUG_B))
+    argv = ["--report", str(gone), "--previous", str(path), "--file-issues", "--close-fixed"]
+    assert run_publish(argv, env)[0] == 0
+    assert issue_a["state"] == "closed"
+    fixed = replace(BUG_A, status="fixed", since=FIXED_BY_271)
+    after = write(tmp_path, "n4.json", report(BUG_B, fixed))
+    assert run_publish(["--report", str(after), "--file-issues", "--close-fixed"], env)[0] == 0
+    named = [_as_read(c["body"]) for c in server.comments_on(issue_a["number"])]
+    named = [body for body in named if "fixed by 6250b85" in body]
+    assert len(named) == 1 and "[commit](https://github.com/o/r/commit/6250b85)" in named[0], named
+    assert "touches shared code" in named[0]
 
 
 def test_not_planned_issue_stays_closed(server, tmp_path: Path):

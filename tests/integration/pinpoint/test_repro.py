@@ -160,6 +160,7 @@ def test_bundle_files_pin_versions_and_read_like_a_bug_report(tmp_path: Path) ->
         "README.md",
         "ditox_repro",  # what repro.py runs: ditox-ci's runtime, copied
         "expected.npz",
+        "finding.json",  # the finding and its optimizer call, for `ditox-ci bisect`
         "inputs.npz",
         "model.onnx",
         "optimizer_adapter.py",  # the custom adapter travels with the bundle

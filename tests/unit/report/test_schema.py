@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from ditox_ci.report.model import (
     Report,
 )
 from ditox_ci.report.schema import read_checked_report, report_schema, schema_errors
+from ditox_ci.report.since import BAD, CHANGES, COMMITS, GOOD, RELEASES, SKIP, Point, Since, Tried
 
 FINDING = Finding(
     fingerprint="0123456789abcdef0001",
@@ -48,6 +50,24 @@ def test_enumerations_match_the_report_model() -> None:
     assert tuple(finding["status"]["enum"]) == STATUSES
     assert tuple(finding["culprit"]["properties"]["scope"]["enum"]) == CULPRIT_SCOPES
     assert tuple(report_schema()["$defs"]["model"]["properties"]["status"]["enum"]) == MODEL_STATUSES
+    since = report_schema()["$defs"]["since"]["properties"]
+    assert tuple(since["change"]["enum"]) == CHANGES
+    assert tuple(since["over"]["enum"]) == (RELEASES, COMMITS)
+    assert tuple(since["tried"]["items"]["properties"]["verdict"]["enum"]) == (GOOD, BAD, SKIP)
+
+
+def test_a_bisected_finding_is_valid_and_reads_back() -> None:
+    since = Since(
+        RELEASES,
+        "introduced",
+        Point("0.3.8", "0.3.8"),
+        Point("0.3.9", "0.3.9", "https://pypi.org/project/onnxoptimizer/0.3.9/"),
+        tried=(Tried("0.3.8", GOOD, 3, 0), Tried("0.3.9", BAD, 3, 3)),
+        builds=2,
+    )
+    report = replace(REPORT, findings=(replace(FINDING, since=since),))
+    assert schema_errors(report.to_json()) == []
+    assert Report.from_json(json.loads(json.dumps(report.to_json()))).findings[0].since == since
 
 
 def test_a_report_the_model_writes_is_valid() -> None:
