@@ -8,7 +8,7 @@ MODELS ?= onnx-node onnx-data exported packaged
 SWEEP_ARGS ?=
 MODELS_STAMP := $(VENV)/.models-$(shell cksum < ditox_ci/data/packaged-models.yml | cut -d' ' -f1)
 
-.PHONY: install models exported-models sweep test test-unit test-integration image-test lint bench clean
+.PHONY: install models exported-models sweep bisect bisect-history test test-unit test-integration image-test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,20 @@ sweep: $(MODELS_STAMP)
 	$(BIN)/ditox-ci sweep --models $(MODELS) --out $(OUT) $(SWEEP_ARGS); code=$$?; \
 	echo "report: $(OUT)/report.json  summary: $(OUT)/summary.md  (exit $$code: 0 = no new findings, 1 = new findings)"; \
 	test $$code -le 1
+
+# Since when (docs/bisect.md): each new bug of `make sweep`'s report tried on onnxoptimizer's
+# releases (wheels from PyPI, nothing built); the results go into $(OUT)/report.json
+bisect: $(STAMP)
+	$(BIN)/ditox-ci bisect --report $(OUT)
+
+# The same bugs over onnx/optimizer's own history since 0.4.2 (each commit built from source, so
+# OPTIMIZER_CHECKOUT must be a clone with its submodules): names the commits that fixed them
+OPTIMIZER_CHECKOUT ?=
+bisect-history: $(STAMP)
+	@test -f "$(OPTIMIZER_CHECKOUT)/third_party/onnx/CMakeLists.txt" || { \
+	  echo "set OPTIMIZER_CHECKOUT to a clone of onnx/optimizer with its submodules (git clone --recursive)"; exit 2; }
+	OPTIMIZER_CHECKOUT=$(abspath $(OPTIMIZER_CHECKOUT)) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	  tests/integration/triage/test_bisect_history.py
 
 test: $(MODELS_STAMP) lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration

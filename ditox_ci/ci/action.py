@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from ditox_ci.ci.inputs import (
+    BISECT_FLAGS,
     FETCHED,
     MODES,
     PUBLISH_FLAGS,
@@ -117,13 +118,19 @@ STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
     "sweep": _sweep_steps,
     "merge": lambda inputs, python: [_cli(python, _merge_argv(inputs))],
     "publish": lambda inputs, python: [_cli(python, _argv("publish", PUBLISH_FLAGS, inputs), True)],
+    # builds releases or commits and runs them: as the workspace's owner, like the sweep
+    "bisect": lambda inputs, python: [
+        *_install(python, inputs.optimizer),
+        _cli(python, _argv("bisect", BISECT_FLAGS, inputs)),
+    ],
 }
 
 
 def _download_steps(inputs: ActionInputs, python: str) -> list[Step]:
     """A `ditox-ci previous` download for each report input given as `workflow:…` that a stage of
     the mode reads (`previous`: sweep and publish; `reuse_from`: the sweep)."""
-    reads = {"previous": inputs.mode != "merge", "reuse_from": "sweep" in MODES[inputs.mode]}
+    stages = MODES[inputs.mode]
+    reads = {"previous": "sweep" in stages or "publish" in stages, "reuse_from": "sweep" in stages}
     steps = []
     for name, into in FETCHED.items():
         given = str(getattr(inputs, name))

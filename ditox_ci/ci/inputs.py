@@ -1,6 +1,6 @@
 """The Action's inputs: action.yml's inputs as one frozen dataclass, read and checked through the
 options resolver, what `mode` and `fail_on` mean, and the table that maps the other inputs to the
-flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`).
+flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`, `BISECT_FLAGS`).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class ActionInputs:
     check_name: str = "ditox-ci"
     comment_key: str = "default"
     max_new_issues: int = 10
+    bisect_budget: float | None = None
 
 
 # Which CLI stages each mode runs, in order.
@@ -66,6 +67,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "merge": ("merge",),
     "publish": ("publish",),
     "all": ("sweep", "publish"),
+    "bisect": ("bisect",),
 }
 
 
@@ -96,7 +98,7 @@ def read_inputs(env: Mapping[str, str]) -> ActionInputs:
     if inputs.mode == "merge" and not inputs.reports:
         raise ConfigError("mode 'merge' needs the `reports` input: the shard report folders")
     _refuse_option_like(inputs)
-    if "sweep" in MODES[inputs.mode]:  # what the sweep will say, said before anything is installed
+    if {"sweep", "bisect"} & set(MODES[inputs.mode]):  # said before anything is installed
         # as checked (stripped: a trailing newline of a YAML block once skipped the install step)
         optimizer = parse_spec(inputs.optimizer, "input optimizer:").text
         base = inputs.base_optimizer and parse_spec(inputs.base_optimizer, "input base_optimizer:").text
@@ -254,6 +256,17 @@ PUBLISH_FLAGS = (
     InputFlag("dry_run", _when_on),
     # the check's conclusion follows the job's gate (the job's exit code reads it too)
     InputFlag("fail_on", _given),
+)
+BISECT_FLAGS = (
+    InputFlag("report", _given, value=lambda inputs: str(report_path(inputs)), reads=("out",)),
+    InputFlag("optimizer", _given),
+    # over the optimizer's releases (wheels: nothing built); its commits need git and the
+    # optimizer's compiler, which the runner has and the image has not (docs/bisect.md)
+    InputFlag("bisect_budget", flag="--budget"),
+    InputFlag("rtol"),
+    InputFlag("atol"),
+    InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
+    InputFlag("timeout"),
 )
 # The inputs no stage's flag carries, and where they go instead.
 ACTION_ONLY = {

@@ -238,6 +238,11 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
             judged = plausibility(Path(options.checkout), since.after.ref, bug.step.passes)
             since = dataclasses.replace(since, plausibility=judged)
         found[bug.fingerprint] = since
+    unmade = {t.ref for since in found.values() for t in since.tried if t.ref not in bisector.built}
+    log.notice(
+        f"{len(bugs)} bug(s) bisected over {len(points)} {over}: {len(bisector.built)} build(s) made or "
+        f"taken from the cache, {len(unmade)} that could not be made (said above) or were out of time"
+    )
     return found
 
 

@@ -83,7 +83,12 @@ def release_build(
 
 
 def _git(checkout: Path, *args: str) -> str:
-    done = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True, check=False)
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(checkout), *args], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        raise InputError("bisect over commits needs git, which is not installed here") from None
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or [f"exit code {done.returncode}"]
         raise InputError(f"bisect: git {' '.join(args[:2])} in {checkout}: {lines[-1]}")

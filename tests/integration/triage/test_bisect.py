@@ -285,10 +285,15 @@ def test_a_reports_new_and_fixed_bugs_are_bisected_in_one_range_and_recorded(wor
         pythonpath=world["c6"],
     )
     assert swept.returncode == 1, swept.stderr[-3000:]
+    # the bundles in last night's folder, as the nightly's `since` job has a fixed bug's
+    (tmp_path / "last-night").mkdir()
+    (tmp_path / "swept" / "repro").rename(tmp_path / "last-night" / "repro")
     done = _cli(
         "bisect",
         "--report",
         "swept",
+        "--bundles-from",
+        "last-night",
         "--checkout",
         str(world["repo"]),
         "--good",
@@ -313,3 +318,44 @@ def test_a_reports_new_and_fixed_bugs_are_bisected_in_one_range_and_recorded(wor
     )
     # the report still follows its schema
     read_checked_report(tmp_path / "swept" / "report.json")
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "said"),
+    [
+        ((), 2, "name the bugs"),
+        (("--report", "nowhere"), 4, "nowhere: no report.json there"),
+        (("bundle-without-record",), 4, "no finding.json"),
+        (("bundle-without-record", "--good", "HEAD"), 2, "--good and --bad go together"),
+        (("bundle-without-record", "--runs", "0"), 2, "--runs must be 1 or more"),
+    ],
+)
+def test_bad_input_is_one_line_and_its_own_exit_code(
+    tmp_path: Path, args: tuple[str, ...], code: int, said: str
+):
+    (tmp_path / "bundle-without-record").mkdir()
+    onnx.save(_model(), tmp_path / "bundle-without-record" / "model.onnx")
+    done = _cli("bisect", *args, cwd=tmp_path)
+    assert done.returncode == code, done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.strip()]
+    assert said in line, line
+
+
+def test_a_checkout_without_the_ref_is_said_before_anything_is_built(world, tmp_path: Path):
+    done = _cli(
+        "bisect",
+        str(world["root"] / f"bundle-{EI}"),
+        "--checkout",
+        str(world["repo"]),
+        "--good",
+        "v9.9",
+        "--bad",
+        "main",
+        "--optimizer",
+        OPTIMIZER,
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 4 and "--good v9.9 is no commit of" in done.stderr, done.stderr
+    assert not (tmp_path / "cache" / "builds").exists()

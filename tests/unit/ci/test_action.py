@@ -524,3 +524,14 @@ def test_an_optimizer_input_is_used_as_checked_so_a_trailing_newline_still_insta
     assert (inputs.optimizer, inputs.base_optimizer) == ("onnxsim", "onnxsim")
     install, sweep = plan(inputs, "py")
     assert install.title == "install optimizer onnxsim" and "--optimizer" in sweep.command
+
+
+def test_bisect_tries_the_releases_as_the_workspaces_owner_without_a_token() -> None:
+    env = {"INPUT_MODE": "bisect", "INPUT_OPTIMIZER": "onnxoptimizer==0.4.2", "INPUT_BISECT_BUDGET": "20"}
+    (argv,) = build_argv(env)
+    report, optimizer = "ditox-report/report.json", "onnxoptimizer==0.4.2"
+    assert argv == ["bisect", "--report", report, "--optimizer", optimizer, "--budget", "20.0"]
+    # it installs and runs builds of the optimizer; last night's report is none of its business
+    steps = plan(read_inputs({**env, "INPUT_PREVIOUS": "workflow:nightly.yml"}), "python")
+    assert [s.title for s in steps] == ["ditox-ci bisect"]
+    assert steps[0].as_workspace_owner and not steps[0].needs_token

@@ -9,13 +9,17 @@ import dataclasses
 import yaml
 
 from ditox_ci.ci.action import build_argv
-from ditox_ci.ci.inputs import ACTION_ONLY, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
+from ditox_ci.ci.inputs import ACTION_ONLY, BISECT_FLAGS, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
 from ditox_ci.cli.publish import PublishSettings
-from ditox_ci.run_options import SweepOptions
+from ditox_ci.run_options import BisectOptions, SweepOptions
 from tests.helpers import ROOT, option_names
 
 INPUTS = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]
-TABLES = {"sweep": (SWEEP_FLAGS, SweepOptions), "publish": (PUBLISH_FLAGS, PublishSettings)}
+TABLES = {
+    "sweep": (SWEEP_FLAGS, SweepOptions),
+    "publish": (PUBLISH_FLAGS, PublishSettings),
+    "bisect": (BISECT_FLAGS, BisectOptions),
+}
 
 
 def test_every_input_of_action_yml_is_mapped_by_the_table_or_the_action_s_own() -> None:
@@ -49,6 +53,7 @@ GIVEN = ActionInputs(
     close_fixed=True,
     dry_run=True,
     untrusted=True,
+    bisect_budget=30.0,
 )
 OFF = ActionInputs(comment=False, check=False)
 

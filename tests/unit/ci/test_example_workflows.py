@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from ditox_ci.report.outputs import REPORT_ARTIFACT
-from tests.helpers import ROOT
+from tests.helpers import ROOT, option_names
 
 EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
 
@@ -136,3 +136,21 @@ def test_the_threat_model_gives_each_job_the_permissions_its_workflow_grants(
     data = _workflow(ROOT / "examples" / workflow)
     permissions = data["jobs"][job_name].get("permissions", data.get("permissions", {}))
     assert {f"{scope}: {level}" for scope, level in permissions.items()} == granted
+
+
+def test_the_nightlys_since_job_bisects_with_options_the_cli_has_and_reports_that_exist() -> None:
+    """The job after `report`: every `ditox-ci bisect` option its script gives is one the CLI has,
+    it bisects the report the report job uploaded, and it runs only when there are new or fixed bugs."""
+    data = _workflow(ROOT / "examples" / "nightly.yml")
+    job = data["jobs"]["since"]
+    assert job["needs"] == "report"
+    assert "needs.report.outputs.new" in job["if"] and "needs.report.outputs.fixed" in job["if"]
+    assert set(data["jobs"]["report"]["outputs"]) == {"new", "fixed"}
+    script = next(step["run"] for step in job["steps"] if "ditox-ci bisect" in step.get("run", ""))
+    command = script[script.index("ditox-ci bisect") :].split("\n")[0]
+    given = re.findall(r"(--[\w-]+)", command + " " + script[script.index("range=(") :])
+    known = option_names("bisect")
+    assert given and all(flag in known for flag in given), (given, sorted(known))
+    assert "--report ditox-report" in command and "--budget" in command
+    assert _artifacts(job["steps"], "download") == ["ditox-report"]
+    assert job["steps"][0]["with"]["fetch-depth"] == 0
