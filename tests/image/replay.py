@@ -366,7 +366,14 @@ class _Context:
             return True
         if condition == "success()":
             return not run.failed
-        output = re.fullmatch(r"!cancelled\(\) && (steps\.\w+\.outputs\.[\w-]+) != ''", condition)
+        return all(self._term(term, run) for term in condition.split(" && "))
+
+    def _term(self, term: str, run: JobRun) -> bool:
+        """One `&&` term of a condition: `!cancelled()`, or a step's output compared with ''
+        or with a string."""
+        if term == "!cancelled()":
+            return True
+        output = re.fullmatch(r"(steps\.\w+\.outputs\.[\w-]+) != '([^']*)'", term)
         if output:
-            return bool(self.value(output.group(1), run))
-        raise AssertionError(f"the replay does not know the condition {condition!r}")
+            return str(self.value(output.group(1), run) or "") != output.group(2)
+        raise AssertionError(f"the replay does not know the condition term {term!r}")
