@@ -18,12 +18,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ditox_ci import sweep as sweeping
 from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.loading import ModelLoadError, load_model
 from ditox_ci.log import Log
 from ditox_ci.report import Report
-from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep import run as sweeping
+from ditox_ci.sweep.setup import SweepOptions
 
 FAKES = Path(__file__).resolve().parents[1] / "tests" / "fakes"
 os.environ["PYTHONPATH"] = os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])

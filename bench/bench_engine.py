@@ -29,8 +29,8 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.run_options import SweepOptions
-from ditox_ci.sweep import sweep
+from ditox_ci.sweep.run import sweep
+from ditox_ci.sweep.setup import SweepOptions
 
 DEFAULT_SOURCES = ("onnx-node", "onnx-data:[sp]*")
 STRIDE = int(os.environ.get("BENCH_STRIDE", "3"))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.log import Log
-from ditox_ci.run_options import SweepOptions
-from ditox_ci.sweep import sweep
+from ditox_ci.sweep.run import sweep
+from ditox_ci.sweep.setup import SweepOptions
 
 GENERATE_S = 5.0
 FUZZ_BUDGET_S = 20.0

@@ -48,8 +48,8 @@ from ditox_ci.engine.heap import keep_freed_memory
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
-from ditox_ci.run_options import SweepOptions
-from ditox_ci.sweep import sweep
+from ditox_ci.sweep.run import sweep
+from ditox_ci.sweep.setup import SweepOptions
 
 # the wheel's data models and three of its light networks (random weights, 5-27 MB): models whose
 # work outweighs the fixed cost of starting on them

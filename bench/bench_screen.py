@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ditox_ci.log import Log
 from ditox_ci.report.model import write_report
-from ditox_ci.run_options import SweepOptions
-from ditox_ci.sweep import sweep
+from ditox_ci.sweep.run import sweep
+from ditox_ci.sweep.setup import SweepOptions
 
 SOURCES = ("onnx-data:light/bvlc_alexnet", "onnx-data:light/resnet50")
 WORKERS = 2

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ditox_ci.cli.sweep import add_sweep_arguments
-from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
+from ditox_ci.engine.pool import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
@@ -21,8 +21,8 @@ from ditox_ci.options import resolve
 from ditox_ci.report.model import Report, read_report
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Since
-from ditox_ci.run_options import BisectOptions, worker_config
 from ditox_ci.safewrite import write_bytes_atomic
+from ditox_ci.sweep.setup import BisectOptions, worker_config
 from ditox_ci.triage.bisect import Bisector, Bug, BuildAt, load_bug, not_reproduced, reference
 from ditox_ci.triage.bisect_builds import (
     commit_build,

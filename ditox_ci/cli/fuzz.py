@@ -16,7 +16,7 @@ from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import single_pass_label
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.errors import EXIT_OK, InternalError, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import NotGenerated, StreamedCorpus
@@ -26,9 +26,9 @@ from ditox_ci.report.coverage import firing, never_fired
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.outputs import prepare_out_dir
-from ditox_ci.run_options import FuzzOptions, SweepSetup, sweep_setup
-from ditox_ci.sweep import run_sweep
-from ditox_ci.sweep_plan import ModelStream
+from ditox_ci.sweep.plan import ModelStream
+from ditox_ci.sweep.run import run_sweep
+from ditox_ci.sweep.setup import FuzzOptions, SweepSetup, sweep_setup
 
 NAME = "fuzz"
 HELP = "generate models that trigger each optimizer pass (and near-misses), then sweep them"

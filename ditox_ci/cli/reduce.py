@@ -21,8 +21,8 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step, check_passes
+from ditox_ci.engine.pool import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
@@ -34,7 +34,7 @@ from ditox_ci.pinpoint.repro import build_under_test, write_repro
 from ditox_ci.report.evidence import Pinpointing
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.report.outputs import prepare_out_dir
-from ditox_ci.run_options import ReduceOptions, worker_config
+from ditox_ci.sweep.setup import ReduceOptions, worker_config
 
 NAME = "reduce"
 HELP = "shrink a model that fails under given passes and write a repro bundle"

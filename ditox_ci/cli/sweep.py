@@ -22,8 +22,8 @@ from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.exercised import never_fired_warnings
 from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import write_outputs
-from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
-from ditox_ci.sweep import run_sweep
+from ditox_ci.sweep.run import run_sweep
+from ditox_ci.sweep.setup import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.triage.classify import classify
 
 NAME = "sweep"

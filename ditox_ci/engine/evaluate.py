@@ -1,6 +1,6 @@
 """Original vs optimized for one model: the oracles that turn an optimizer call into an Outcome.
 
-Runs inside a worker process (`child.py`): the optimizer and ONNX Runtime are native code that
+Runs inside a worker process (`worker.py`): the optimizer and ONNX Runtime are native code that
 can crash, and this module assumes nothing survives that. The original model is prepared once
 (`original.py`: parsed, run on every sample) and its outputs are reused by every step; an optimized
 model whose bytes were already judged is not run again. What its graph shows before it runs is read

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.model import Culprit, Finding

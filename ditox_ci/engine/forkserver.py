@@ -16,7 +16,7 @@ from typing import Any
 from ditox_ci.errors import InternalError
 
 # what every worker needs imported: the forkserver imports it once, each worker forks with it
-PRELOAD = ["ditox_ci.engine.child"]
+PRELOAD = ["ditox_ci.engine.worker"]
 
 
 def mp_context() -> multiprocessing.context.BaseContext:

@@ -4,7 +4,7 @@ against this ModelContext (`evaluate.py`), so the original is parsed and run onc
 that may reuse verdicts judged before (`engine.reuse`) loads it only (`load_original`): it runs
 (`run_original`) when a result needs judging, never when every result was judged before.
 
-Runs inside a worker process (`child.py`). A model that cannot be tested at all (unreadable,
+Runs inside a worker process (`worker.py`). A model that cannot be tested at all (unreadable,
 over protobuf's limit, no runner can run it) raises SkipModel with the reason the report shows.
 """
 

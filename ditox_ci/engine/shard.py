@@ -30,8 +30,8 @@ from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import node_count
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import Job, JobCounts, JobResult
 from ditox_ci.engine.screen import screened_size
-from ditox_ci.engine.worker import Job, JobCounts, JobResult
 from ditox_ci.errors import UsageError
 from ditox_ci.report.model import Report
 

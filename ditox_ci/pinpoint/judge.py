@@ -18,8 +18,8 @@ from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.original import EXACT_SAMPLES
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import Job, WorkerPool
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import Job, WorkerPool
 from ditox_ci.errors import InternalError
 from ditox_ci.report.model import INTERNAL_ERROR
 

@@ -38,8 +38,8 @@ from ditox_ci.engine.findings import culprit_fingerprint
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import JobResult, WorkerPool
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import JobResult, WorkerPool
 from ditox_ci.errors import InternalError
 from ditox_ci.log import Log
 from ditox_ci.pinpoint.judge import JudgeError, PoolJudge, candidate_outcome

@@ -21,8 +21,8 @@ from typing import Any
 from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
+from ditox_ci.engine.pool import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.engine.reuse import Reuse
-from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation

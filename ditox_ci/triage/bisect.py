@@ -34,8 +34,8 @@ from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine.original import EXACT_SAMPLES
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import Job, WorkerPool
 from ditox_ci.engine.repro_runtime import read_samples
-from ditox_ci.engine.worker import Job, WorkerPool
 from ditox_ci.errors import InputError, InternalError, OptimizerLoadError
 from ditox_ci.log import Log
 from ditox_ci.optimizers.install import Installation

@@ -26,7 +26,7 @@ from typing import Any
 from ditox_ci.control import NOP
 from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import Job, JobResult, WorkerPool
+from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.fuzz import GENERATORS
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log

@@ -19,7 +19,7 @@ from typing import Any
 
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import Job, JobResult, WorkerPool
+from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.report.evidence import Tries
 from ditox_ci.report.kinds import TIERS

@@ -112,8 +112,8 @@ def test_a_signal_while_the_report_is_assembled_leaves_it_whole(
 ) -> None:
     """Every model done, the workers stopping, the report being put together: a SIGTERM now is only
     noted (the work is complete), never an Interrupted that loses the report."""
-    from ditox_ci import sweep as sweep_module
     from ditox_ci.__main__ import main_inner
+    from ditox_ci.sweep import run as sweep_module
 
     models = tmp_path / "models"
     models.mkdir()
@@ -138,9 +138,9 @@ def test_an_interrupted_stream_of_models_claims_no_plan(tmp_path: Path) -> None:
     """`ditox-ci fuzz` makes models as workers free up: an interrupted one planned none ("1 of 0")."""
     from ditox_ci.errors import Interrupted
     from ditox_ci.log import Log
-    from ditox_ci.run_options import SweepOptions, sweep_setup
-    from ditox_ci.sweep import run_sweep
-    from ditox_ci.sweep_plan import ModelStream
+    from ditox_ci.sweep.plan import ModelStream
+    from ditox_ci.sweep.run import run_sweep
+    from ditox_ci.sweep.setup import SweepOptions, sweep_setup
 
     onnx.save(_chain("quick", 3), tmp_path / "quick.onnx")
 

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
 from ditox_ci.engine.plan import DEFAULT_CONFIGS, Step, build_steps
-from ditox_ci.engine.worker import Job, JobResult, WorkerConfig, WorkerPool
+from ditox_ci.engine.pool import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import load_optimizer
 
 INFO = load_optimizer("onnxoptimizer").info

@@ -13,8 +13,8 @@ import onnxoptimizer
 from ditox_ci.engine.divergence import first_divergence
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import WorkerConfig, WorkerPool
 from ditox_ci.engine.values import Feeds
-from ditox_ci.engine.worker import WorkerConfig, WorkerPool
 from ditox_ci.pinpoint.judge import PoolJudge
 from ditox_ci.pinpoint.localize import PART_RUNS, VERIFY_RUNS, Probe, localize
 from ditox_ci.pinpoint.reduce import reduce, same_finding

@@ -17,8 +17,8 @@ from wheels import changed_pass_onnxoptimizer
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import build_steps
+from ditox_ci.engine.pool import Job, WorkerConfig, WorkerPool
 from ditox_ci.engine.reuse import failed_outcomes, passed_digests, reuse_table
-from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.report.model import Verdicts
 from tests import helpers

@@ -82,6 +82,6 @@ def test_every_copy_source_survives_the_dockerignore() -> None:
 
 def test_the_dockerignore_check_sees_a_dropped_file() -> None:
     rules = [(True, "*"), (False, "ditox_ci"), (True, "**/__pycache__")]
-    assert _sent_to_the_build("ditox_ci/sweep.py", rules)
+    assert _sent_to_the_build("ditox_ci/sweep/run.py", rules)
     assert not _sent_to_the_build("models.lock", rules)
     assert not _sent_to_the_build("ditox_ci/__pycache__/sweep.cpython-311.pyc", rules)

@@ -11,7 +11,7 @@ import yaml
 from ditox_ci.ci.action import build_argv
 from ditox_ci.ci.inputs import ACTION_ONLY, BISECT_FLAGS, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
 from ditox_ci.cli.publish import PublishSettings
-from ditox_ci.run_options import BisectOptions, SweepOptions
+from ditox_ci.sweep.setup import BisectOptions, SweepOptions
 from tests.helpers import ROOT, option_names
 
 INPUTS = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["inputs"]

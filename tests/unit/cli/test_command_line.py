@@ -84,7 +84,7 @@ def test_reduce_takes_the_sweeps_judging_settings_as_flags() -> None:
     """They reached reduce only through DITOX_* variables, which its --help did not say."""
     from ditox_ci.cli import reduce
     from ditox_ci.options import resolve
-    from ditox_ci.run_options import ReduceOptions
+    from ditox_ci.sweep.setup import ReduceOptions
 
     argv = ["m.onnx", "--passes", "a", "--calibrate", "off", "--runner", "reference"]
     argv += ["--comparator", "classification", "--dynamic-dim", "3", "--memory-limit", "1024"]

@@ -16,9 +16,9 @@ from ditox_ci.ci.inputs import read_inputs
 from ditox_ci.errors import ConfigError, InputError, InternalError, UsageError
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.report.model import MAX_REPORT_BYTES, write_report
-from ditox_ci.run_options import SweepOptions
 from ditox_ci.safeload import MAX_JSON_DEPTH, MAX_JSON_ELEMENTS, parse_json, parse_yaml
-from ditox_ci.sweep_plan import plan_sweep
+from ditox_ci.sweep.plan import plan_sweep
+from ditox_ci.sweep.setup import SweepOptions
 from tests.helpers import minimal_report
 from tests.integration.action_models import write_models
 

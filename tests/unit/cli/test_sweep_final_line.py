@@ -13,7 +13,7 @@ from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.options import resolve
 from ditox_ci.report.model import Culprit, Finding, ModelEntry
-from ditox_ci.run_options import SweepOptions, SweepSetup, worker_config
+from ditox_ci.sweep.setup import SweepOptions, SweepSetup, worker_config
 from ditox_ci.triage.baseline import load_baseline
 from tests.helpers import minimal_report
 

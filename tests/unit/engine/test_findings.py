@@ -7,7 +7,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.findings import SHARED_MIN_PASSES, findings_for, shared_failure
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.report.bugs import group_bugs
 
 PASSES = ("a", "b", "c", "d", "e")

@@ -6,7 +6,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 
 STEPS = (
     Step("nop", ("nop",)),

@@ -9,7 +9,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.findings import findings_for
 from ditox_ci.engine.outcome import Outcome, Verdict, failure_fingerprint, magnitude_band
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.pinpoint.localize import localize
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.triage.base_optimizer import BY_BASE, judge_on_base

@@ -13,8 +13,8 @@ import pytest
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.pool import Job, JobCounts, JobResult
 from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs, shard_walls, split_model
-from ditox_ci.engine.worker import Job, JobCounts, JobResult
 
 STEPS = (
     Step("nop", ("nop",)),

@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine.child import _Outbox
 from ditox_ci.engine.deaths import Death
 from ditox_ci.engine.divergence import Divergence
 from ditox_ci.engine.messages import FLUSH_STEPS
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import (
+from ditox_ci.engine.pool import (
     Batch,
     InternalFailure,
     Job,
@@ -37,6 +36,7 @@ from ditox_ci.engine.worker import (
     _Running,
     _Slot,
 )
+from ditox_ci.engine.worker import _Outbox
 from ditox_ci.errors import OptimizerLoadError
 
 STEPS = (Step("pass:a", ("a",)), Step("pass:b", ("b",)))

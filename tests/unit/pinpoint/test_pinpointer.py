@@ -16,7 +16,7 @@ from ditox_ci.corpus.inputs import make_feeds, write_recorded_inputs
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import JobResult, WorkerConfig, WorkerPool
+from ditox_ci.engine.pool import JobResult, WorkerConfig, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.pinpoint import pinpointer as pinpoint
 from ditox_ci.pinpoint.pinpointer import Pinpointed, PinpointOptions, culprit_step

@@ -3,7 +3,7 @@ import pytest
 from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.options import resolve
-from ditox_ci.run_options import SweepOptions
+from ditox_ci.sweep.setup import SweepOptions
 
 
 def test_precedence_defaults_config_env_flags():

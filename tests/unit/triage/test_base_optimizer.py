@@ -5,7 +5,7 @@ from pathlib import Path
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
-from ditox_ci.engine.worker import JobResult
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import cache_key
 from ditox_ci.report.model import Culprit, Finding

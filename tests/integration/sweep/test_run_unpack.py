@@ -9,8 +9,8 @@ from ditox_ci.corpus import CorpusContext
 from ditox_ci.corpus.node_cases import node_root
 from ditox_ci.engine.shard import Shard
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.run_options import SweepOptions
-from ditox_ci.sweep_plan import plan_sweep
+from ditox_ci.sweep.plan import plan_sweep
+from ditox_ci.sweep.setup import SweepOptions
 
 
 def test_each_shard_unpacks_its_own_models_and_no_other(tmp_path: Path) -> None:

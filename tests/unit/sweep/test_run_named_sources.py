@@ -7,7 +7,7 @@ import pytest
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.errors import InputError
-from ditox_ci.sweep_plan import require_every_named_source
+from ditox_ci.sweep.plan import require_every_named_source
 
 
 def _ref(name: str, source: str, unavailable: str = "") -> ModelRef:

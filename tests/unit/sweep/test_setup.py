@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from ditox_ci import run_options
 from ditox_ci.compare.tensor import DEFAULT_ATOL, DEFAULT_RTOL, Tolerances
+from ditox_ci.engine.pool import DEFAULT_MEMORY_LIMIT_MB, available_memory_mb
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
-from ditox_ci.engine.worker import DEFAULT_MEMORY_LIMIT_MB, available_memory_mb
 from ditox_ci.errors import ConfigError, UsageError
 from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.options import resolve
-from ditox_ci.run_options import PARENT_SHARE_MB, ReduceOptions, SweepOptions, worker_config
+from ditox_ci.sweep import setup
+from ditox_ci.sweep.setup import PARENT_SHARE_MB, ReduceOptions, SweepOptions, worker_config
 
 BUILD = Installation("onnxoptimizer", "onnxoptimizer", None, load_optimizer("onnxoptimizer").info)
 
@@ -111,7 +111,7 @@ def test_a_memory_limit_given_caps_the_pool_and_none_lets_it_share_what_the_mach
 ) -> None:
     assert available_memory_mb() > 0  # /proc/meminfo is readable here
     # the machine's free memory, fixed: another test's workers must not move the figure read
-    monkeypatch.setattr(run_options, "available_memory_mb", lambda: 20_000.0)
+    monkeypatch.setattr(setup, "available_memory_mb", lambda: 20_000.0)
     given = worker_config(resolve(SweepOptions, env={"DITOX_MEMORY_LIMIT": "4608"}), BUILD)
     assert (given.memory_limit_mb, given.budget_mb) == (4608, 0)
     default = worker_config(resolve(SweepOptions), BUILD)

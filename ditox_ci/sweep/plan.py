@@ -12,15 +12,15 @@ from pathlib import Path
 
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
 from ditox_ci.engine.plan import Step, build_steps
+from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.engine.screen import screened_from
 from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
-from ditox_ci.engine.worker import Job, JobResult, WorkerPool
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.report import Finding, Report
 from ditox_ci.report.outputs import prepare_out_dir
-from ditox_ci.run_options import SweepOptions, SweepSetup
+from ditox_ci.sweep.setup import SweepOptions, SweepSetup
 
 # Every job of a matrix must compute the same plan, so unless --jobs says otherwise a sharded plan
 # assumes this many workers per shard job (GitHub's standard runners have 2 cores), never the

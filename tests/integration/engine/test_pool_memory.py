@@ -16,7 +16,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine import memory
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from ditox_ci.engine.pool import Job, WorkerConfig, WorkerPool
 from tests.helpers import FAKES
 
 FAKE = FAKES / "memory_killed.py"

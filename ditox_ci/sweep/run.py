@@ -1,6 +1,6 @@
 """The sweep: every model of the corpus (this shard's share) through every step, into one Report.
 
-set up (`run_options.sweep_setup`) → plan (`sweep_plan`) → worker pool (optimize, run, compare) →
+set up (`setup.sweep_setup`) → plan (`plan`) → worker pool (optimize, run, compare) →
 findings (nop control collapses infrastructure failures into one finding) → base build, re-runs,
 pinpointing → coverage and stats → report.
 """
@@ -24,21 +24,21 @@ from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
-from ditox_ci.engine.worker import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
 from ditox_ci.pinpoint.repro import build_under_test
-from ditox_ci.progress import Progress
 from ditox_ci.report import Finding, ModelEntry, Report
 from ditox_ci.report.model import INTERNAL_ERROR, Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
-from ditox_ci.run_options import SweepOptions, SweepSetup, sweep_setup
-from ditox_ci.sweep_plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
+from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
+from ditox_ci.sweep.progress import Progress
+from ditox_ci.sweep.setup import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
 from ditox_ci.triage.baseline import Baseline
 from ditox_ci.triage.builds import BuildIdentity, identify, look_alike

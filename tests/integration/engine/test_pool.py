@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from ditox_ci.engine.pool import Job, WorkerConfig, WorkerPool
 from tests.helpers import FAKES
 
 FAULTY = FAKES / "faulty_optimizers.py"

@@ -15,7 +15,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine import memory
 from ditox_ci.engine.deaths import Death, failure_outcome
 from ditox_ci.engine.outcome import failure_fingerprint
-from ditox_ci.engine.worker import (
+from ditox_ci.engine.pool import (
     ALLOWANCE_BASE_MB,
     ALLOWANCE_PER_MODEL_MB,
     DEFAULT_MEMORY_LIMIT_MB,

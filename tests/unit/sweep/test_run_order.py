@@ -7,9 +7,9 @@ from pathlib import Path
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.worker import Job, WorkerConfig, WorkerPool
+from ditox_ci.engine.pool import Job, WorkerConfig, WorkerPool
 from ditox_ci.optimizers import OptimizerInfo
-from ditox_ci.sweep_plan import SweepPlan, alone_last
+from ditox_ci.sweep.plan import SweepPlan, alone_last
 
 STEPS = (Step("nop", ("nop",)),)
 INFO = OptimizerInfo(name="fake", version="0", passes=("nop",), default_passes=())

@@ -7,7 +7,7 @@ import io
 import itertools
 
 from ditox_ci.log import Log
-from ditox_ci.progress import CI_STATUS_EVERY_S, Progress
+from ditox_ci.sweep.progress import CI_STATUS_EVERY_S, Progress
 
 
 class Clock:

@@ -23,16 +23,16 @@ from ditox_ci.corpus import default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
-from ditox_ci.engine.reuse import Reuse, reuse_table
-from ditox_ci.engine.runner import RUNNER_CHOICES
-from ditox_ci.engine.screen import SCREEN_MIN_MB
-from ditox_ci.engine.shard import Shard
-from ditox_ci.engine.worker import (
+from ditox_ci.engine.pool import (
     DEFAULT_MEMORY_LIMIT_MB,
     WorkerConfig,
     allowance_per_model_mb,
     available_memory_mb,
 )
+from ditox_ci.engine.reuse import Reuse, reuse_table
+from ditox_ci.engine.runner import RUNNER_CHOICES
+from ditox_ci.engine.screen import SCREEN_MIN_MB
+from ditox_ci.engine.shard import Shard
 from ditox_ci.errors import UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
