@@ -13,9 +13,8 @@ from pathlib import Path
 
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
-from ditox_ci.control import NOP
+from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import ModelRef
-from ditox_ci.engine.plan import single_pass_label
 from ditox_ci.engine.pool import JobResult
 from ditox_ci.errors import EXIT_OK, InternalError, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus

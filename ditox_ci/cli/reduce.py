@@ -16,7 +16,7 @@ from pathlib import Path
 import onnx
 
 from ditox_ci.cli.sweep import add_sweep_arguments
-from ditox_ci.control import PASSES_PREFIX
+from ditox_ci.control import PASSES_PREFIX, list_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
@@ -100,7 +100,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         feeds = make_feeds(model, ref, options.samples, options.seed, options.dynamic_dim)
     except InputSpecError as exc:
         raise InputError(f"cannot make inputs for {path}: {exc}") from None
-    step = Step(PASSES_PREFIX + ",".join(passes), passes, options.fixed_point)
+    step = Step(list_label(PASSES_PREFIX, passes), passes, options.fixed_point)
     config = worker_config(options, build)
     with WorkerPool(config) as pool, tempfile.TemporaryDirectory(prefix="ditox-reduce-") as scratch:
         judge = PoolJudge(pool, Path(scratch))
@@ -116,7 +116,7 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
         # the fingerprint counts what the passes alone rewrite, as the sweep's does: not fixed-point
         rewrites = failure
         if step.fixed_point:
-            once = Step(PASSES_PREFIX + ",".join(passes), passes)
+            once = Step(list_label(PASSES_PREFIX, passes), passes)
             with contextlib.suppress(JudgeError):
                 rewrites, _ = judge.candidate_judged(ref.id, model, feeds, once)
 

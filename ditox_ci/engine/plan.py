@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ditox_ci.control import NOP, PASSES_PREFIX, SINGLE_PREFIX
+from ditox_ci.control import NOP, PASSES_PREFIX, SINGLE_PREFIX, list_label, single_pass_label
 from ditox_ci.errors import UsageError
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
@@ -59,11 +59,6 @@ def _default(info: OptimizerInfo) -> list[Step]:
 def _fixed_point(info: OptimizerInfo) -> list[Step]:
     # an opaque optimizer runs its default and the control only
     return [] if info.opaque else [Step("fixed-point", info.default_passes, fixed_point=True)]
-
-
-def single_pass_label(name: str) -> str:
-    """The config that runs pass `name` alone: `pass:<name>`."""
-    return f"{SINGLE_PREFIX}{name}"
 
 
 def _single(info: OptimizerInfo) -> list[Step]:
@@ -118,7 +113,7 @@ def build_steps(
             steps.extend(CONFIGS[name](info))
     if passes:
         check_passes(passes, info)
-        steps.append(Step(PASSES_PREFIX + ",".join(passes), tuple(passes)))
+        steps.append(Step(list_label(PASSES_PREFIX, passes), tuple(passes)))
     asked = [name for name in configs if name != NOP]
     if asked and len(steps) == 1:
         # `--configs single` on an opaque optimizer would run the control alone and say nothing

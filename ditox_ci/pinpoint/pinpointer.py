@@ -30,7 +30,7 @@ from typing import Any
 
 import onnx
 
-from ditox_ci.control import NOP
+from ditox_ci.control import CULPRIT_PREFIX, NOP, PROBE_PREFIX, list_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import load_model
 from ditox_ci.engine.divergence import Divergence
@@ -111,7 +111,7 @@ def culprit_step(step: Step, culprit: Culprit, steps: dict[str, Step]) -> Step:
         return steps.get(NOP, Step(NOP, (NOP,)))
     if culprit.scope == "unknown" or not culprit.passes:
         return step
-    return Step("culprit:" + ",".join(culprit.passes), culprit.passes, step.fixed_point)
+    return Step(list_label(CULPRIT_PREFIX, culprit.passes), culprit.passes, step.fixed_point)
 
 
 class _Pinpointer:
@@ -144,12 +144,13 @@ class _Pinpointer:
             key = (result.ref.id, tuple(passes))
             if key not in self.probes:
                 self.probe_runs += 1
-                self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(passes), key[1]))
+                self.probes[key] = self.judge.run(result.ref, Step(list_label(PROBE_PREFIX, passes), key[1]))
             return self.probes[key]
 
         def rerun(passes: Sequence[str]) -> Outcome:  # a repeat: never the cached verdict
             self.probe_runs += 1
-            return self.judge.run(result.ref, Step("probe:" + ",".join(passes), tuple(passes)), fresh=True)
+            probe = Step(list_label(PROBE_PREFIX, passes), tuple(passes))
+            return self.judge.run(result.ref, probe, fresh=True)
 
         if self.options.opaque:
             return Culprit("unknown", (), OPAQUE_METHOD, 0)
@@ -177,7 +178,7 @@ class _Pinpointer:
         key = (result.ref.id, culprit.passes)
         if key not in self.probes:
             self.probe_runs += 1
-            self.probes[key] = self.judge.run(result.ref, Step("probe:" + ",".join(key[1]), key[1]))
+            self.probes[key] = self.judge.run(result.ref, Step(list_label(PROBE_PREFIX, key[1]), key[1]))
         return self.probes[key]
 
     def _original(self, result: JobResult) -> tuple[onnx.ModelProto, Feeds]:

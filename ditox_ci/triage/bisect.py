@@ -29,6 +29,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ditox_ci.control import PASSES_PREFIX, list_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
 from ditox_ci.engine.original import EXACT_SAMPLES
@@ -90,7 +91,7 @@ def load_bug(bundle: Path, scratch: Path) -> Bug:
         record = json.loads((bundle / BUNDLE_RECORD).read_text(encoding="utf-8"))
         finding = Finding.from_json(record["finding"])
         step = Step(
-            f"bisect:{','.join(record['passes'])}", tuple(record["passes"]), bool(record["fixed_point"])
+            list_label(PASSES_PREFIX, record["passes"]), tuple(record["passes"]), bool(record["fixed_point"])
         )
         model_path, inputs = bundle / "model.onnx", read_samples(bundle / "inputs.npz")
     except FileNotFoundError as exc:
