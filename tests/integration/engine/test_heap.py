@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from ditox_ci.engine import child
+from ditox_ci.engine import worker
 from ditox_ci.engine.heap import KEPT_FREE_MAX_BYTES
 from ditox_ci.engine.messages import Job, WorkerConfig, WorkerState
 from ditox_ci.engine.plan import Step
 from ditox_ci.optimizers import load_optimizer
-from tests.integration.engine.test_worker import _ref
+from tests.integration.engine.test_pool import _ref
 
 MIB = 2**20
 
@@ -70,23 +70,23 @@ def test_a_dropped_context_is_gone_when_the_memory_it_held_goes_back(
     """A worker drops a large model's prepared original when the next model comes: if anything of
     the last job still held it (its screen did), the trim gave nothing back and the next model's
     memory limit was charged with it."""
-    monkeypatch.setattr(child, "CONTEXT_KEPT_MAX_BYTES", 0)  # every model counts as large
+    monkeypatch.setattr(worker, "CONTEXT_KEPT_MAX_BYTES", 0)  # every model counts as large
     prepared: list[weakref.ref[Any]] = []
     alive_at_release: list[list[bool]] = []
-    real_prepare = child.prepare
+    real_prepare = worker.prepare
 
     def prepare(*args: Any) -> Any:
         context = real_prepare(*args)
         prepared.append(weakref.ref(context))
         return context
 
-    monkeypatch.setattr(child, "prepare", prepare)
+    monkeypatch.setattr(worker, "prepare", prepare)
     monkeypatch.setattr(
-        child, "release_freed_memory", lambda: alive_at_release.append([r() is not None for r in prepared])
+        worker, "release_freed_memory", lambda: alive_at_release.append([r() is not None for r in prepared])
     )
     receiver, conn = multiprocessing.Pipe(duplex=False)
     config = WorkerConfig()
-    jobs = child._Jobs(
+    jobs = worker._Jobs(
         conn, WorkerState(multiprocessing.get_context()), config, load_optimizer(config.optimizer)
     )
     steps = (Step("nop", ()),)
