@@ -13,9 +13,8 @@ import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import onnx
 import onnxruntime
@@ -24,29 +23,25 @@ from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, findings_for
-from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerConfig, WorkerPool, worker_count
+from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerPool, worker_count
 from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPAQUE_NOTE
-from ditox_ci.optimizers.install import Installation
-from ditox_ci.pinpoint.pinpointer import PinpointOptions, pinpoint
+from ditox_ci.pinpoint.pinpointer import PinpointOptions
 from ditox_ci.pinpoint.repro import build_under_test
-from ditox_ci.report import Finding, ModelEntry, Report
-from ditox_ci.report.model import INTERNAL_ERROR, Verdicts
+from ditox_ci.report import ModelEntry, Report
+from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.sweep.progress import Progress
 from ditox_ci.sweep.setup import SweepOptions, SweepSetup, sweep_setup
-from ditox_ci.triage.base_optimizer import BY_BASE, check_on_base
-from ditox_ci.triage.baseline import Baseline
-from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
-from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
-from ditox_ci.triage.reproduce import reproduce
+from ditox_ci.sweep.stages import Finished, SweepState, run_stages
+from ditox_ci.triage.base_optimizer import BY_BASE
+from ditox_ci.triage.builds import BuildIdentity, identify
 
 # where the models made for the passes a PR adds or changes go, below --out
-EXERCISED_DIR = "exercised"
 
 
 def _file_sha256(ref: ModelRef) -> str:
@@ -69,19 +64,6 @@ def environment_info() -> dict[str, str]:
     }
 
 
-@dataclass
-class _Finished:
-    """What the sweep has finished so far, filled in by each stage: an interruption keeps it, and
-    the report holds only it (whole models, their findings as far as they were judged)."""
-
-    results: list[JobResult] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    base_stats: dict[str, Any] | None = None
-    reproduce_stats: dict[str, Any] | None = None
-    pinpoint_stats: dict[str, int] | None = None
-    exercise_stats: dict[str, Any] | None = None
-
-
 def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse]) -> Iterator[Job]:
     """Each job with what its model may reuse from a stored report (engine/reuse.py)."""
     for job in jobs:
@@ -92,7 +74,7 @@ def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse]) -> Iterator[Job
 def _sweep_models(
     pool: WorkerPool,
     plan: SweepPlan,
-    finished: _Finished,
+    finished: Finished,
     log: Log,
     stream: ModelStream | None,
     on_result: Callable[[JobResult], None] | None,
@@ -120,87 +102,6 @@ def _sweep_models(
                 on_result(result)
 
 
-def _judge_on_base(
-    finished: _Finished,
-    plan: SweepPlan,
-    config: WorkerConfig,
-    base: Installation,
-    head: BuildIdentity,
-    workers: int,
-    deadline: float,
-    baseline: Baseline,
-    log: Log,
-) -> None:
-    """Findings the base build shows too are older than the change under test (`check_on_base`);
-    the base's identity is recorded beside it, with a warning when it looks like the head's. A
-    finding the baseline knows is known whatever the base does: it is not run there."""
-    today = datetime.date.today()
-    by_baseline: list[Finding] = []
-    checking: list[Finding] = []
-    for finding in finished.findings:
-        (checking if baseline.match(finding, today) is None else by_baseline).append(finding)
-    with log.group("base optimizer"):
-        checked = check_on_base(checking, finished.results, plan.steps, config, base, workers, deadline, log)
-        build = identify(base.info, base.optimizer, base.path)
-        warning = look_alike(head, build)
-        if warning:
-            log.warning(warning)
-    stats = {**checked.stats, "known_by_baseline": len(by_baseline), "build": build.to_json()}
-    if warning:
-        stats["look_alike"] = warning
-    finished.findings, finished.base_stats = [*checked.findings, *by_baseline], stats
-
-
-def _exercise(
-    options: SweepOptions,
-    plan: SweepPlan,
-    base: Installation,
-    pool: WorkerPool,
-    finished: _Finished,
-    log: Log,
-) -> SweepPlan:
-    """The passes the head adds or changes get models made for them (`triage.exercise`), in shard 0
-    only: every shard would make the same ones. Their models join the sweep's, with their configs."""
-    if options.exercise_budget <= 0 or options.shard.index != 0:
-        return plan
-    changed = changed_passes(Path.cwd(), options.changed_since, plan.info.passes, log)
-    targets = passes_to_exercise(plan.info, base.info, changed)
-    if not targets:
-        return plan
-    with log.group("exercise new and changed passes"):
-        out = Path(options.out) / EXERCISED_DIR
-        done = exercise(
-            targets, plan.steps, pool, out, options.seed, options.exercise_budget, log, among=plan.info.passes
-        )
-    finished.results.extend(done.results)
-    finished.findings.extend(done.findings)
-    finished.exercise_stats = done.stats
-    return replace(plan, labels_run={**plan.labels_run, **done.labels_run()})
-
-
-def _reproduce(
-    finished: _Finished,
-    plan: SweepPlan,
-    pool: WorkerPool,
-    options: PinpointOptions,
-    gate_tiers: tuple[str, ...],
-    log: Log,
-) -> None:
-    """What would gate as new is run again first: a failure no re-run shows is flaky (`reproduce`)."""
-    with log.group("reproduce"):
-        done = reproduce(
-            finished.findings,
-            finished.results,
-            plan.steps,
-            pool,
-            options.by_design,
-            time.monotonic() + options.budget_left(),
-            log,
-            gate_tiers,
-        )
-    finished.findings, finished.reproduce_stats = list(done.findings), done.stats
-
-
 def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> PinpointOptions:
     options, info = setup.options, setup.info
     return PinpointOptions(
@@ -216,24 +117,6 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
         deadline=stream.pinpoint_deadline if stream is not None else None,
         build=build_under_test(setup.build),
     )
-
-
-def _pinpoint_findings(
-    finished: _Finished, plan: SweepPlan, pool: WorkerPool, options: PinpointOptions, log: Log
-) -> None:
-    # in the report's order, not the order workers finished in: the first finding of a bug is the
-    # one reduced and given the issue's standalone script, the same one on every run
-    in_order = sorted(finished.findings, key=lambda f: (f.model, f.config))
-    with log.group("pinpoint"):
-        pinpointed = pinpoint(in_order, finished.results, plan.steps, pool, options, log)
-    finished.findings, finished.pinpoint_stats = list(pinpointed.findings), pinpointed.to_json()
-    failed = pinpointed.internal_errors
-    finished.results = [
-        replace(result, status=INTERNAL_ERROR, reason=failed[result.ref.id])
-        if result.ref.id in failed and result.status != INTERNAL_ERROR
-        else result
-        for result in finished.results
-    ]
 
 
 def _verdicts(result: JobResult) -> Verdicts:
@@ -266,7 +149,7 @@ def _report(
     options: SweepOptions,
     plan: SweepPlan,
     build: BuildIdentity,
-    finished: _Finished,
+    finished: Finished,
     workers: int,
     started: float,
     interrupted: Interrupted | None,
@@ -298,12 +181,7 @@ def _report(
         coverage_checked_by_family=coverage.checked_by_family,
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
-        stages=stage_records(
-            pinpoint=finished.pinpoint_stats,
-            base_optimizer=finished.base_stats,
-            reproduce=finished.reproduce_stats,
-            exercised=finished.exercise_stats,
-        ),
+        stages=stage_records(**finished.records),
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"
@@ -359,7 +237,7 @@ def _sweep_planned(
 ) -> Report:
     options, config = setup.options, setup.worker_config
     workers = worker_count(options.jobs, options.worker_memory_mb, log.warning)
-    finished = _Finished()
+    finished = Finished()
     interrupted: Interrupted | None = None
     # the build under test as its workers load it: an installed copy from its own folder, never
     # the copy this process would import
@@ -367,24 +245,19 @@ def _sweep_planned(
     head = identify(build.info, build.optimizer, build.path)
     # On SIGTERM/SIGINT leaving the block closes the pool (killing the workers) and the report keeps what
     # finished: whole models only, with their findings as far as they were pinpointed.
+    state: SweepState | None = None
     try:
-        base = setup.base
         with WorkerPool(config, workers) as pool:
             _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result, setup.reuse)
-            if base is not None and stream is None:
-                plan = _exercise(options, plan, base, pool, finished, log)
-            pinpointing = _pinpoint_options(setup, stream)
-            # re-runs (on the base, then here) take at most the reduction budget beyond their first try
-            if base is not None:
-                deadline = time.monotonic() + pinpointing.budget_left()
-                _judge_on_base(finished, plan, config, base, head, workers, deadline, setup.baseline, log)
             # re-running, localization and reduction go through the same workers, so the pool stays open
-            if pinpointing.budget_left() > 0 and finished.findings:
-                _reproduce(finished, plan, pool, pinpointing, options.gate_tiers, log)
-            if options.localize != "off" and finished.findings:
-                _pinpoint_findings(finished, plan, pool, pinpointing, log)
+            pinpointing = _pinpoint_options(setup, stream)
+            state = SweepState(setup, plan, pool, workers, head, pinpointing, stream, finished, log)
+            run_stages(state)
             settled()
     except Interrupted as stop:
         interrupted = stop
+    # the plan as the stages left it (the exercised passes' models run their own configs), however
+    # far they got
+    plan = state.plan if state is not None else plan
     key = config.verdict_key
     return _report(options, plan, head, finished, workers, setup.started, interrupted, key, log)
