@@ -147,10 +147,11 @@ def test_the_nightlys_since_job_bisects_with_options_the_cli_has_and_reports_tha
     assert "needs.report.outputs.new" in job["if"] and "needs.report.outputs.fixed" in job["if"]
     assert set(data["jobs"]["report"]["outputs"]) == {"new", "fixed"}
     script = next(step["run"] for step in job["steps"] if "ditox-ci bisect" in step.get("run", ""))
-    command = script[script.index("ditox-ci bisect") :].split("\n")[0]
+    command = script[script.index("ditox-ci bisect") :].replace("\\\n", " ")
     given = re.findall(r"(--[\w-]+)", command + " " + script[script.index("range=(") :])
     known = option_names("bisect")
     assert given and all(flag in known for flag in given), (given, sorted(known))
     assert "--report ditox-report" in command and "--budget" in command
-    assert _artifacts(job["steps"], "download") == ["ditox-report"]
+    assert _artifacts(job["steps"], "download") == ["ditox-report", "optimizer-wheel"]
+    assert "--optimizer dist/*.whl" in command  # the build the bugs were found with
     assert job["steps"][0]["with"]["fetch-depth"] == 0
