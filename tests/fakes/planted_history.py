@@ -17,7 +17,7 @@ import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from wheels import PACKAGE, write_wheel
+from wheels import PACKAGE, PASS_LISTS, write_wheel
 
 _SOURCE = '''"""planted_opt {version}: the real onnxoptimizer, with these passes wrong: {bugs!r}."""
 
@@ -28,15 +28,7 @@ from onnx import numpy_helper
 
 __version__ = "{version}"
 BUGS = {bugs!r}
-
-
-def get_available_passes():
-    return onnxoptimizer.get_available_passes()
-
-
-def get_fuse_and_elimination_passes():
-    return onnxoptimizer.get_fuse_and_elimination_passes()
-
+''' + PASS_LISTS + '''
 
 def _shows(how):
     if how != "flaky" or "PLANTED_FLAKY_COUNTER" not in os.environ:

@@ -15,21 +15,23 @@ from pathlib import Path
 
 PACKAGE = "planted_opt"
 
-_SOURCE = '''"""Planted optimizer build {version}: the real onnxoptimizer, except that {bugs} raise."""
-
-import onnxoptimizer
-
-__version__ = "{version}"
-BUGS = {bugs!r}
-
-
+# a planted build's pass lists: the real onnxoptimizer's (its module imports onnxoptimizer)
+PASS_LISTS = '''
 def get_available_passes():
     return onnxoptimizer.get_available_passes()
 
 
 def get_fuse_and_elimination_passes():
     return onnxoptimizer.get_fuse_and_elimination_passes()
+'''
 
+_SOURCE = '''"""Planted optimizer build {version}: the real onnxoptimizer, except that {bugs} raise."""
+
+import onnxoptimizer
+
+__version__ = "{version}"
+BUGS = {bugs!r}
+''' + PASS_LISTS + '''
 
 def optimize(model, passes, fixed_point=False):
     broken = sorted(set(BUGS) & set(passes))

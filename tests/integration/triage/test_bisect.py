@@ -123,49 +123,35 @@ def _bisected(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return {line.split("\t")[0]: line for line in done.stdout.splitlines() if "\t" in line}
 
 
-def _since(bundle: Path, report: Path) -> Since:
-    fingerprint = json.loads((bundle / "finding.json").read_text())["finding"]["fingerprint"]
-    (finding,) = [f for f in json.loads(report.read_text())["findings"] if f["fingerprint"] == fingerprint]
-    return Since.from_json(finding["since"])
+def _over_commits(
+    world: dict[str, Path], good: str, bad: str, cache: Path, *args: str, cwd: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`ditox-ci bisect ARGS` over the planted history from `good` to `bad`, the checkout named
+    relative to `cwd` as a workflow names it."""
+    range_ = ("--checkout", os.path.relpath(world["repo"], cwd), "--good", good, "--bad", bad)
+    return _cli("bisect", *args, *range_, "--optimizer", OPTIMIZER, "--cache-dir", str(cache), cwd=cwd, **env)
+
+
+def _one_result(path: Path) -> Since:
+    """The one bug's result `--out-json` wrote."""
+    (result,) = json.loads(path.read_text())
+    return Since.from_json(result["since"])
 
 
 def test_bisect_names_the_commit_that_brought_a_bug_and_the_one_that_fixed_it(world, tmp_path):
-    shas, root = _shas(world), world["root"]
-    bundle = root / f"bundle-{EI}"
-    cache = tmp_path / "cache"
-    common = ("--checkout", "repo", "--optimizer", OPTIMIZER, "--cache-dir", str(cache), "--out-json")
-    done = _cli(
-        "bisect",
-        str(bundle),
-        "--good",
-        shas[0],
-        "--bad",
-        shas[6],
-        *common,
-        str(tmp_path / "in.json"),
-        cwd=root,
-    )
+    shas, bundle, cache = _shas(world), str(world["root"] / f"bundle-{EI}"), tmp_path / "cache"
+    done = _over_commits(world, shas[0], shas[6], cache, bundle, "--out-json", "in.json", cwd=tmp_path)
     _bisected(done)
-    entered = Since.from_json(json.loads((tmp_path / "in.json").read_text())[0]["since"])
+    entered = _one_result(tmp_path / "in.json")
     assert (entered.change, entered.after.ref, entered.before.ref) == (INTRODUCED, shas[3], shas[2])
     assert entered.after.label == f"{shas[3][:7]} Rewrite identity elimination (#12)"
     assert entered.plausibility == TOUCHES_THE_PASS
     assert entered.builds <= 5, entered  # ⌈log2 7⌉ + 2
     assert entered.headline.startswith(f"introduced by {shas[3][:7]} Rewrite identity elimination (#12)")
     # the bug leaves at c7; c5 does not build: skipped, said so, and a neighbour tried instead
-    done = _cli(
-        "bisect",
-        str(bundle),
-        "--bad",
-        shas[3],
-        "--good",
-        "main",
-        *common,
-        str(tmp_path / "out.json"),
-        cwd=root,
-    )
+    done = _over_commits(world, "main", shas[3], cache, bundle, "--out-json", "out.json", cwd=tmp_path)
     _bisected(done)
-    left = Since.from_json(json.loads((tmp_path / "out.json").read_text())[0]["since"])
+    left = _one_result(tmp_path / "out.json")
     assert (left.change, left.after.ref, left.before.ref) == (FIXED, shas[7], shas[6])
     assert left.headline.startswith(f"fixed by {shas[7][:7]} Fix identity elimination (#15)")
     (broken,) = [t for t in left.tried if t.verdict == SKIP]
@@ -173,34 +159,26 @@ def test_bisect_names_the_commit_that_brought_a_bug_and_the_one_that_fixed_it(wo
     assert not left.candidates  # c5 is not next to the change: the range is exact
     # a commit that touches only docs could not have brought a bug: flagged
     assert plausibility(world["repo"], shas[2], [EI]) == IMPLAUSIBLE
-    # every commit built once: a second bisection over the same range builds nothing
+    # each commit built once, the second bisection taking the first's builds from the cache
     builds = sorted(p.name for p in (cache / "builds").iterdir() if not p.name.startswith("."))
     assert len(builds) == len({t.ref for t in (*entered.tried, *left.tried) if t.verdict != SKIP}), builds
 
 
 def test_a_flaky_bug_gets_more_runs_where_it_does_not_show_and_a_confidence(world, tmp_path):
-    shas, root = _shas(world), world["root"]
-    counter = tmp_path / "calls"
-    done = _cli(
-        "bisect",
-        str(root / f"bundle-{ED}"),
-        "--checkout",
-        "repo",
-        "--good",
+    shas, bundle, counter = _shas(world), str(world["root"] / f"bundle-{ED}"), str(tmp_path / "calls")
+    done = _over_commits(
+        world,
         shas[0],
-        "--bad",
         "main",
-        "--optimizer",
-        OPTIMIZER,
-        "--cache-dir",
-        str(tmp_path / "cache"),
+        tmp_path / "cache",
+        bundle,
         "--out-json",
-        str(tmp_path / "f.json"),
-        cwd=root,
-        PLANTED_FLAKY_COUNTER=str(counter),
+        "f.json",
+        cwd=tmp_path,
+        PLANTED_FLAKY_COUNTER=counter,
     )
     _bisected(done)
-    since = Since.from_json(json.loads((tmp_path / "f.json").read_text())[0]["since"])
+    since = _one_result(tmp_path / "f.json")
     assert (since.change, since.after.ref) == (INTRODUCED, shas[4]), since
     flaky = [t for t in since.tried if t.verdict == "bad" and t.shown < t.runs]
     assert flaky, since.tried  # it did miss runs where it is present
@@ -288,24 +266,8 @@ def test_a_reports_new_and_fixed_bugs_are_bisected_in_one_range_and_recorded(wor
     # the bundles in last night's folder, as the nightly's `since` job has a fixed bug's
     (tmp_path / "last-night").mkdir()
     (tmp_path / "swept" / "repro").rename(tmp_path / "last-night" / "repro")
-    done = _cli(
-        "bisect",
-        "--report",
-        "swept",
-        "--bundles-from",
-        "last-night",
-        "--checkout",
-        str(world["repo"]),
-        "--good",
-        shas[4],
-        "--bad",
-        "main",
-        "--optimizer",
-        OPTIMIZER,
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        cwd=tmp_path,
-    )
+    args = ("--report", "swept", "--bundles-from", "last-night")
+    done = _over_commits(world, shas[4], "main", tmp_path / "cache", *args, cwd=tmp_path)
     _bisected(done)
     report = json.loads((tmp_path / "swept" / "report.json").read_text())
     since = {f["config"]: Since.from_json(f["since"]) for f in report["findings"]}
@@ -342,20 +304,7 @@ def test_bad_input_is_one_line_and_its_own_exit_code(
 
 
 def test_a_checkout_without_the_ref_is_said_before_anything_is_built(world, tmp_path: Path):
-    done = _cli(
-        "bisect",
-        str(world["root"] / f"bundle-{EI}"),
-        "--checkout",
-        str(world["repo"]),
-        "--good",
-        "v9.9",
-        "--bad",
-        "main",
-        "--optimizer",
-        OPTIMIZER,
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        cwd=tmp_path,
-    )
+    bundle = str(world["root"] / f"bundle-{EI}")
+    done = _over_commits(world, "v9.9", "main", tmp_path / "cache", bundle, cwd=tmp_path)
     assert done.returncode == 4 and "--good v9.9 is no commit of" in done.stderr, done.stderr
     assert not (tmp_path / "cache" / "builds").exists()
