@@ -18,8 +18,9 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import resolve
-from ditox_ci.report.model import Report, read_report
+from ditox_ci.report.model import Report
 from ditox_ci.report.outputs import write_outputs
+from ditox_ci.report.schema import read_checked_report
 from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Since
 from ditox_ci.safewrite import write_bytes_atomic
 from ditox_ci.sweep.setup import BisectOptions, worker_config
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     flags = {key: value for key, value in vars(args).items() if key not in ("run", "debug", "bundles")}
     options = resolve(BisectOptions, flags=flags, env=env)
     report_path = _report_file(options.report) if options.report else None
-    report = read_report(report_path) if report_path else None
+    report = read_checked_report(report_path) if report_path else None
     if not args.bundles and report is None:
         raise UsageError("name the bugs: repro bundle folders, or --report REPORT")
     deadline = time.monotonic() + options.budget * 60 if options.budget else None

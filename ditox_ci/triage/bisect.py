@@ -29,6 +29,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import onnx
+
 from ditox_ci.control import PASSES_PREFIX, list_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import write_recorded_inputs
@@ -101,8 +103,6 @@ def load_bug(bundle: Path, scratch: Path) -> Bug:
         ) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise InputError(f"repro bundle {bundle}: {BUNDLE_RECORD} is not readable ({exc!r})") from None
-    import onnx  # here: the CLI's help does not load onnx
-
     folder = scratch / finding.fingerprint
     write_recorded_inputs(folder, onnx.load(str(model_path)), inputs)
     ref = ModelRef(
