@@ -11,6 +11,7 @@ from typing import Any
 from ditox_ci.engine.evaluate import RUNNER_TITLES
 from ditox_ci.engine.messages import DEFAULT_MEMORY_LIMIT_MB
 from ditox_ci.engine.outcome import Outcome
+from ditox_ci.report.kinds import OPTIMIZER_CRASH, OPTIMIZER_TIMEOUT, RUNTIME_ERROR, WARNING
 
 
 class Death(str, Enum):
@@ -42,9 +43,9 @@ def failure_outcome(
     if in_optimizer and cause.memory:
         return _resource_limit(detail, stderr, allowance_mb)
     if cause is Death.TIMED_OUT:
-        kind = "optimizer-timeout" if in_optimizer else "runtime-error"
+        kind = OPTIMIZER_TIMEOUT if in_optimizer else RUNTIME_ERROR
     else:
-        kind = "optimizer-crash" if in_optimizer else "runtime-error"
+        kind = OPTIMIZER_CRASH if in_optimizer else RUNTIME_ERROR
     runner_title = RUNNER_TITLES.get(runner_name, runner_name)
     where = "optimizer" if in_optimizer else f"{runner_title} on the optimized model"
     if cause.memory:
@@ -77,7 +78,7 @@ def _resource_limit(detail: str, stderr: str, allowance_mb: int) -> Outcome:
     }
     if stderr:
         evidence["stderr"] = stderr
-    return Outcome("warning", message, evidence)
+    return Outcome(WARNING, message, evidence)
 
 
 def signal_name(exitcode: int | None) -> str:

@@ -43,7 +43,18 @@ from ditox_ci.engine.structure import (
     unused_initializers,
 )
 from ditox_ci.optimizers import LoadedOptimizer, optimizer_error
-from ditox_ci.report.kinds import TIERS, WRONG_RESULT_SCALE, Tier
+from ditox_ci.report.kinds import (
+    INTERFACE_CHANGE,
+    INVALID_MODEL,
+    OPTIMIZER_ERROR,
+    RUNTIME_ERROR,
+    RUNTIME_LOAD_ERROR,
+    TIERS,
+    VALUES_KIND,
+    WARNING,
+    WRONG_RESULT_SCALE,
+    Tier,
+)
 
 # A model's whole evaluation is imported from here (the worker, the sweep, `ditox-ci reduce`, the
 # tests): preparing the original once (original.py) and judging each step (below).
@@ -171,10 +182,10 @@ def _judge_changed(
         error = checker_error(data)
         if error is not None:
             evidence["checker"] = error
-            verdicts.append(Verdict("invalid-model", error))
+            verdicts.append(Verdict(INVALID_MODEL, error))
     change = interface_change(context.model, optimized)
     if change is not None:
-        verdicts.append(Verdict("interface-change", change))
+        verdicts.append(Verdict(INTERFACE_CHANGE, change))
     feeds = fed(context.feeds, context.model, optimized)
     if feeds is None:  # other inputs: nothing the original ran on can be fed by position
         return Outcome.of(verdicts, evidence)
@@ -191,17 +202,17 @@ def _judge_changed(
     try:
         session = runner.load_session(data, settings.threads, runner_name)
     except runner.RuntimeLoadError as exc:
-        return Outcome.of([*verdicts, Verdict("runtime-load-error", str(exc))], evidence)
+        return Outcome.of([*verdicts, Verdict(RUNTIME_LOAD_ERROR, str(exc))], evidence)
     try:
         outputs = runner.run_all(session, feeds)
     except runner.RuntimeRunError as exc:
-        return Outcome.of([*verdicts, Verdict("runtime-error", str(exc))], evidence)
+        return Outcome.of([*verdicts, Verdict(RUNTIME_ERROR, str(exc))], evidence)
     if not outputs_unchanged(context.model, optimized):  # the interface change says how they differ
         return Outcome.of(verdicts, evidence)
     values = _comparisons(context, session, outputs, comparators, settings, evidence)
     if values is not None:
         values = _unless_saturated(context, optimized, session, outputs, values, settings)
-        if values.kind == "output-mismatch" or not verdicts:
+        if values.kind == VALUES_KIND or not verdicts:
             evidence = values.evidence
             verdicts.append(Verdict(values.kind or "", values.message))
     if verdicts:
@@ -210,7 +221,7 @@ def _judge_changed(
     if introduced:
         message = f"optimizer introduced {len(introduced)} unused initializer(s)"
         return Outcome(
-            "warning",
+            WARNING,
             message,
             {**evidence, "message": message, "initializers": sorted(introduced)[:20]},
         )
@@ -297,7 +308,7 @@ def _comparisons(
     if gate is None:
         return None
     return Outcome(
-        "output-mismatch",
+        VALUES_KIND,
         gate.message,
         {
             **evidence,
@@ -422,7 +433,7 @@ def _optimized_outcome(
         except ValueError:
             pass  # over protobuf's 2 GiB: the ModelProto path below goes through external data
         except Exception as exc:
-            return Outcome("optimizer-error", *optimizer_error(exc))
+            return Outcome(OPTIMIZER_ERROR, *optimizer_error(exc))
         else:
             return judge_bytes(context, data, comparators, settings, on_phase)
     model = optimizer_input(context, optimizer)
@@ -433,8 +444,8 @@ def _optimized_outcome(
             optimized = optimizer.normalize(optimized)
     except Exception as exc:
         # keyed on the root cause: one bug, one message, whatever wrapped it on the way out
-        return Outcome("optimizer-error", *optimizer_error(exc))
+        return Outcome(OPTIMIZER_ERROR, *optimizer_error(exc))
     if not isinstance(optimized, onnx.ModelProto):
         message = f"optimizer returned {type(optimized).__name__}, not ModelProto"
-        return Outcome("optimizer-error", message, {"message": message})
+        return Outcome(OPTIMIZER_ERROR, message, {"message": message})
     return judge(context, optimized, comparators, settings, on_phase)

@@ -17,7 +17,7 @@ from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
 from ditox_ci.report.evidence import Triage
-from ditox_ci.report.kinds import FindingKind
+from ditox_ci.report.kinds import VALUES_KIND, FindingKind
 from ditox_ci.report.model import Culprit, Finding
 
 # evidence of a finding on a model whose nop control failed too: what the control did
@@ -63,7 +63,7 @@ def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool
     if outcome.same_failure(nop):
         return True
     original_fails = bool(result.info.get("runner_fallback"))
-    return original_fails and outcome.kind == nop.kind and outcome.kind != "output-mismatch"
+    return original_fails and outcome.kind == nop.kind and outcome.kind != VALUES_KIND
 
 
 @dataclass(frozen=True)

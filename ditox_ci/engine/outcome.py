@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ditox_ci.report.fingerprint import fingerprint, normalize_message
-from ditox_ci.report.kinds import INVALID_MODEL, RUNTIME_LOAD_ERROR, kind_gates, severity
+from ditox_ci.report.kinds import INVALID_MODEL, RUNTIME_LOAD_ERROR, VALUES_KIND, kind_gates, severity
 
 # decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
 # beyond them every error is "tiny" or "huge"
@@ -146,7 +146,7 @@ class Outcome:
         return next((v.message for v in identity if not _checker_beside_others(v, identity)), self.message)
 
     def _same_verdict(self, mine: Verdict, theirs: Verdict, other: Outcome, same_interface: bool) -> bool:
-        if mine.kind != "output-mismatch":
+        if mine.kind != VALUES_KIND:
             return normalize_message(mine.message) == normalize_message(theirs.message)
         ours, their_evidence = self.evidence, other.evidence
         if ours.get("comparator", "tensor") != their_evidence.get("comparator", "tensor"):

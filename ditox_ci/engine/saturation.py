@@ -19,6 +19,7 @@ from ditox_ci.corpus.inputs import wide_inputs
 from ditox_ci.engine import runner
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.values import record_values
+from ditox_ci.report.kinds import WARNING
 
 # how far a saturated sample's float inputs are scaled back, step by step, to find one that keeps
 # every intermediate finite
@@ -88,4 +89,4 @@ def precision_warning(mismatch: Outcome, sample: int, tensors: Sequence[str], sc
         "mismatch": mismatch.message,
         "saturated": {"sample": sample, "tensors": list(tensors[:TENSORS_SHOWN]), "finite_scale": scale},
     }
-    return Outcome("warning", message, evidence, mismatch.digest, mismatch.changed)
+    return Outcome(WARNING, message, evidence, mismatch.digest, mismatch.changed)

@@ -49,6 +49,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.screen import JobScreen
 from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
+from ditox_ci.report.kinds import VALUES_KIND
 
 _Last = TypeVar("_Last")
 
@@ -253,7 +254,7 @@ class _Jobs:
                 failure = InternalFailure(f"{step.label}: {type(exc).__name__}: {exc}")
                 break
             outbox.add(StepFinished(index, outcome))
-            if job.divergence is not None and outcome.kind == "output-mismatch":
+            if job.divergence is not None and outcome.kind == VALUES_KIND:
                 # the mismatch reaches the pool before the search that may die
                 outbox.flush()
                 on_phase("divergence")

@@ -133,14 +133,41 @@ class FindingKind(Enum):
         False,
     )
 
+    # What differs per kind beyond its row, read by code and templates instead of its name:
+    @property
+    def crashes_process(self) -> bool:
+        """Its repro dies by the optimizer's signal rather than exiting 1."""
+        return self is FindingKind.OPTIMIZER_CRASH
+
+    @property
+    def hangs(self) -> bool:
+        """Its repro never finishes: the optimizer does not return."""
+        return self is FindingKind.OPTIMIZER_TIMEOUT
+
+    @property
+    def judged_by_checker(self) -> bool:
+        """The checker (its full check) is what refuses the result, so a repro runs it."""
+        return self is FindingKind.INVALID_MODEL
+
+    @property
+    def compares_values(self) -> bool:
+        """The verdict is on the outputs' values: a comparison with tolerances (and a tier)."""
+        return self is FindingKind.OUTPUT_MISMATCH
+
 
 BY_NAME: dict[str, FindingKind] = {kind.value: kind for kind in FindingKind}
 FINDING_KINDS: tuple[str, ...] = tuple(BY_NAME)
 # what a baseline entry accepts only when it names them
 NAMED_ONLY_KINDS: tuple[str, ...] = tuple(kind.value for kind in FindingKind if not kind.accepted_by_default)
-VALUES_KIND = FindingKind.OUTPUT_MISMATCH.value
+OPTIMIZER_CRASH = FindingKind.OPTIMIZER_CRASH.value
+OPTIMIZER_TIMEOUT = FindingKind.OPTIMIZER_TIMEOUT.value
+OPTIMIZER_ERROR = FindingKind.OPTIMIZER_ERROR.value
 INVALID_MODEL = FindingKind.INVALID_MODEL.value
 RUNTIME_LOAD_ERROR = FindingKind.RUNTIME_LOAD_ERROR.value
+RUNTIME_ERROR = FindingKind.RUNTIME_ERROR.value
+VALUES_KIND = FindingKind.OUTPUT_MISMATCH.value
+INTERFACE_CHANGE = FindingKind.INTERFACE_CHANGE.value
+WARNING = FindingKind.WARNING.value
 
 
 def severity(kind: str) -> int:

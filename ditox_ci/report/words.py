@@ -22,7 +22,7 @@ import onnx.parser
 from onnx import numpy_helper
 
 from ditox_ci.registry import Registry
-from ditox_ci.report.kinds import FindingKind
+from ditox_ci.report.kinds import INVALID_MODEL, FindingKind
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import small_values
 from ditox_ci.report.text import first_line, md, span
@@ -256,13 +256,13 @@ def what_happened(finding: Finding, record: Mapping[str, Any] | None) -> str:
     # mismatch) whose result it refuses too (often the change is by design and the refusal the bug),
     # and an invalid model told by its rewrite
     checker = str(finding.measured.get("checker") or "")
-    if finding.kind == "invalid-model" and rewritten:  # the rewrite alone does not say what is wrong
+    if finding.kind == INVALID_MODEL and rewritten:  # the rewrite alone does not say what is wrong
         checker = checker or finding.message
-    elif finding.kind == "invalid-model":
+    elif finding.kind == INVALID_MODEL:
         checker = ""  # the kind's sentence says the checker refuses it, with its message
     if checker:
         ended = sentence if sentence.endswith(".") else f"{sentence}."
-        also = "" if finding.kind == "invalid-model" else " also"
+        also = "" if finding.kind == INVALID_MODEL else " also"
         return f"{ended} The optimized model{also} fails ONNX's checker: {md(rounded(first_line(checker)))}."
     return sentence
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import yaml
 
+from ditox_ci.control import PASSES_PREFIX, SINGLE_PREFIX
 from ditox_ci.errors import ConfigError, InternalError, UsageError
 from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
 from ditox_ci.report.model import Finding, Report, write_text_atomic
@@ -80,9 +81,9 @@ def finding_passes(finding: Finding) -> tuple[str, ...]:
         return ()
     if finding.culprit.passes:
         return finding.culprit.passes
-    prefix, _, rest = finding.config.partition(":")
-    if prefix in ("pass", "passes") and rest:
-        return tuple(p for p in rest.split(",") if p)
+    for prefix in (SINGLE_PREFIX, PASSES_PREFIX):
+        if finding.config.startswith(prefix):
+            return tuple(p for p in finding.config.removeprefix(prefix).split(",") if p)
     return ()
 
 

@@ -5,6 +5,7 @@ to gate)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -163,3 +164,19 @@ def test_every_consumer_gates_as_the_table_says(
 ) -> None:
     report = _report(kind, status)
     assert CONSUMERS[consumer](report, tmp_path) == closes_gate(kind, status)
+
+
+def test_what_differs_per_kind_is_read_from_the_member_not_a_name_in_a_template() -> None:
+    """A template asks `kind_of(f.kind).crashes_process`, never `f.kind == "optimizer-crash"`: a
+    renamed or added kind then needs no template edited."""
+    compared = [
+        f"{path.name}:{number}"
+        for path in sorted((ROOT / "templates").glob("*.j2"))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"kind\s*[!=]=\s*['\"]", line)
+    ]
+    assert compared == []
+    per_kind = ("crashes_process", "hangs", "judged_by_checker", "compares_values")
+    assert [[k.value for k in FindingKind if getattr(k, name)] for name in per_kind] == [
+        ["optimizer-crash"], ["optimizer-timeout"], ["invalid-model"], ["output-mismatch"]
+    ]
