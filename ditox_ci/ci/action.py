@@ -37,6 +37,7 @@ from ditox_ci.ci.inputs import (
 from ditox_ci.ci.leftovers import become_subreaper, end_leftovers
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.optimizers.install import adapter_lock
+from ditox_ci.report.kinds import FIXED, KNOWN, NEW
 from ditox_ci.report.model import Report
 from ditox_ci.safewrite import append_bytes, folder, written_or_input_error
 
@@ -333,9 +334,9 @@ def gate(report: Report, fail_on: str) -> int:
 
 def outputs(report: Report, path: Path) -> dict[str, str]:
     return {
-        "new": str(report.count("new")),
-        "known": str(report.count("known")),
-        "fixed": str(report.count("fixed")),
+        "new": str(report.count(NEW)),
+        "known": str(report.count(KNOWN)),
+        "fixed": str(report.count(FIXED)),
         "report": str(path),
     }
 

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.exercised import exercised_model_ids
+from ditox_ci.report.kinds import FIXED, KNOWN
 from ditox_ci.report.model import Finding, ModelEntry, Report, Verdicts
 from ditox_ci.report.stats import SweepStats
 
@@ -202,15 +203,15 @@ def _merge_findings(reports: Sequence[Report], configs: Sequence[str]) -> tuple[
             key = _finding_key(finding)
             if key not in found:
                 found[key] = finding
-            elif found[key].status == "fixed":  # a shard that still shows it outweighs one that does not
+            elif found[key].status == FIXED:  # a shard that still shows it outweighs one that does not
                 found[key] = _also_in(finding, found[key], configs)
             else:
                 found[key] = _also_in(found[key], finding, configs)
-    present = {ref for f in found.values() if f.status == "known" for ref in _vouched_for(f)}
+    present = {ref for f in found.values() if f.status == KNOWN for ref in _vouched_for(f)}
     return tuple(
         found[key]
         for key in sorted(found)
-        if not (found[key].status == "fixed" and _gone(found[key]) in present)
+        if not (found[key].status == FIXED and _gone(found[key]) in present)
     )
 
 

@@ -18,6 +18,8 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import resolve
+from ditox_ci.report.kinds import FIXED as FIXED_STATUS
+from ditox_ci.report.kinds import NEW
 from ditox_ci.report.model import Report
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.report.schema import read_checked_report
@@ -159,7 +161,7 @@ def _chosen(report: Report, report_path: Path, options: BisectOptions, log: Log)
     if unknown:
         raise InputError(f"--fingerprint {unknown[0]}: no finding of {report_path} has it")
     wanted = [known[fp] for fp in fingerprints] or [
-        f for f in report.findings if f.status in ("new", "fixed")
+        f for f in report.findings if f.status in (NEW, FIXED_STATUS)
     ]
     bundles: dict[Path, str] = {}
     without = []

@@ -64,7 +64,7 @@ class Check(Surface):
         return options.check and bool(self.context.sha)
 
     def publish(self, report: Report, texts: Texts) -> None:
-        new = [bug for bug in group_bugs(report.findings, report.gate_tiers) if bug.status == "new"]
+        new = [bug for bug in group_bugs(report.findings, report.gate_tiers) if bug.status == NEW]
         # the job's gate (`fail_on`); under `never` the check shows what `new` would fail on, and
         # informs: it never fails, as the job does not
         informs = self.fail_on == "never"

@@ -31,6 +31,7 @@ from ditox_ci.github.text import (
     with_subject,
 )
 from ditox_ci.log import Log
+from ditox_ci.report.kinds import FIXED
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.since import NOT_REPRODUCED
 from ditox_ci.report.text import md
@@ -151,7 +152,7 @@ class Issues(Surface):
 
     def publish(self, report: Report, texts: Texts) -> None:
         open_by_fp = _group(f for f in report.findings if issue_worthy(f, report.gate_tiers))
-        fixed_by_fp = _group(f for f in report.findings if f.status == "fixed")
+        fixed_by_fp = _group(f for f in report.findings if f.status == FIXED)
         if not open_by_fp and not (self.close_fixed and fixed_by_fp):
             return
         optimizer = str(report.optimizer.get("name", ""))
@@ -313,7 +314,7 @@ def _not_shown_fixed(issue: Issue, report: Report, optimizer: str) -> str | None
     if subject is None:
         return "the issue names no model of its own (filed before ditox-ci recorded one); close it by hand"
     fingerprint = fingerprint_in(issue.body)
-    if any(f.fingerprint == fingerprint and f.status != "fixed" for f in report.findings):
+    if any(f.fingerprint == fingerprint and f.status != FIXED for f in report.findings):
         return "this report still shows the bug"
     unproven = _not_run_to_completion(report, [subject])
     return f"this report {unproven}" if unproven else None

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ditox_ci.report.evidence import KnownBy, KnownSource, Reduction, ReductionEnd
-from ditox_ci.report.kinds import TIERS, verdicts_gate
+from ditox_ci.report.kinds import FIXED, KNOWN, NEW, TIERS, verdicts_gate
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 
 
@@ -205,9 +205,9 @@ def bug_context(report: Report) -> dict[str, Any]:
     """What every bug-centric template takes: new bugs and warnings, fixed and flaky bugs, known
     groups, and the tally they open with."""
     findings, tiers = report.findings, report.gate_tiers
-    new = group_bugs((f for f in findings if f.status == "new"), tiers)
-    known = [f for f in findings if f.status == "known"]
-    fixed = group_bugs((f for f in findings if f.status == "fixed"), tiers)
+    new = group_bugs((f for f in findings if f.status == NEW), tiers)
+    known = [f for f in findings if f.status == KNOWN]
+    fixed = group_bugs((f for f in findings if f.status == FIXED), tiers)
     flaky = group_bugs((f for f in findings if f.status == FLAKY), tiers)
     return {
         "tally": tally(new, len(known), len(fixed), len(flaky)),

@@ -10,6 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from ditox_ci.report.kinds import FIXED, KNOWN
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 
 # XML 1.0 cannot carry most control characters at all, even escaped
@@ -30,7 +31,7 @@ def _cases(report: Report) -> list[tuple[str, str]]:
     swept = tuple(report.stats.get("configs") or ())
     cases = [(entry.id, config) for entry in report.models for config in (entry.configs or swept)]
     # a finding whose config the model list does not name still gets its case
-    cases += [(f.model, f.config) for f in report.findings if f.status != "fixed"]
+    cases += [(f.model, f.config) for f in report.findings if f.status != FIXED]
     return list(dict.fromkeys(cases))
 
 
@@ -38,7 +39,7 @@ def junit_xml(report: Report) -> str:
     skipped_models = {entry.id: entry.reason for entry in report.models if entry.status != "ok"}
     findings: dict[tuple[str, str], list[Finding]] = {}
     for finding in report.findings:
-        if finding.status != "fixed":
+        if finding.status != FIXED:
             findings.setdefault((finding.model, finding.config), []).append(finding)
     suite = ET.Element("testsuite", name=f"ditox-ci {report.optimizer.get('name', 'optimizer')}")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
@@ -64,9 +65,9 @@ def junit_xml(report: Report) -> str:
         elif model in skipped_models:
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=_text(f"model skipped: {skipped_models[model]}", 1000))
-        elif any(f.status == "known" for f in here):
+        elif any(f.status == KNOWN for f in here):
             counts["skipped"] += 1
-            reasons = sorted({_known_by(f) for f in here if f.status == "known"})
+            reasons = sorted({_known_by(f) for f in here if f.status == KNOWN})
             ET.SubElement(case, "skipped", message=_text(f"known: {', '.join(reasons)}", 1000))
     for name, value in counts.items():
         suite.set(name, str(value))

@@ -28,9 +28,12 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from enum import Enum
 
-# the statuses that may gate; `report.model.STATUSES` lists them all
+# a finding's statuses (`report.model.STATUSES` lists them in order): new and known may gate
 NEW = "new"
 KNOWN = "known"
+FIXED = "fixed"
+# seen once and never again when re-run (triage/reproduce.py): kept, listed apart, never gating
+FLAKY = "flaky"
 # `fail_on` (the Action's input, publish's flag): the statuses whose findings close the gate; the
 # command line's exit codes are "new"'s
 FAIL_ON: dict[str, tuple[str, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}

@@ -15,6 +15,8 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
 from ditox_ci.report.kinds import (
+    FIXED,
+    FLAKY,
     INVALID_MODEL,
     KNOWN,
     NEW,
@@ -50,10 +52,7 @@ REPORT_KEYS = (
 # `nondeterministic`: a failure that comes and goes, blamed on no pass (`passes`: the smallest pass
 # list that showed it; pinpoint/localize.py)
 CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "nondeterministic", "unknown")
-# flaky: a failure the sweep saw once that no re-run showed again (triage/reproduce.py): kept with
-# its evidence, listed apart, never closes the gate
-FLAKY = "flaky"
-STATUSES = (NEW, KNOWN, "fixed", FLAKY)
+STATUSES = (NEW, KNOWN, FIXED, FLAKY)
 # a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
 # failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
 # goes on, and the run exits 70 once the report is written
@@ -103,7 +102,7 @@ class Finding:
     model: str
     config: str
     culprit: Culprit
-    status: str = "new"
+    status: str = NEW
     measured: dict[str, Any] = field(default_factory=dict)
     repro: str | None = None
     triage: Triage = field(default_factory=Triage)
@@ -171,7 +170,7 @@ class Finding:
             model=data["model"],
             config=data["config"],
             culprit=Culprit.from_json(data["culprit"]),
-            status=data.get("status", "new"),
+            status=data.get("status", NEW),
             measured=measured,
             repro=data.get("repro"),
             triage=triage,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci import PROJECT_URL
-from ditox_ci.report.kinds import FINDING_KINDS, FindingKind, kind_gates, verdicts_gate
+from ditox_ci.report.kinds import FINDING_KINDS, NEW, FindingKind, kind_gates, verdicts_gate
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.report.upstream import pass_source
 
@@ -83,7 +83,7 @@ def _result(report: Report, finding: Finding, place: Place | None) -> dict[str, 
 def sarif_log(report: Report, place: Place | None = None) -> dict[str, Any]:
     """The log of the report's new findings, each placed on the file `place` names (publish: a
     file of the repository, as the check's annotations), else the culprit pass's source."""
-    new = [f for f in report.findings if f.status == "new"]
+    new = [f for f in report.findings if f.status == NEW]
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",

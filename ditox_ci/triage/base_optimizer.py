@@ -27,6 +27,7 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.report.evidence import KnownBy, KnownSource
+from ditox_ci.report.kinds import KNOWN
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.reproduce import retry, tries_of
 
@@ -83,7 +84,7 @@ def judge_on_base(
         seen = tried.get((finding.model, finding.config))
         if seen is not None and seen.reproduced:
             triage = replace(finding.triage, known_by=BY_BASE, base_optimizer=label)
-            judged.append(replace(finding, status="known", triage=triage))
+            judged.append(replace(finding, status=KNOWN, triage=triage))
             continue
         base = last.get(finding.model)
         outcome = base.outcomes.get(finding.config) if base and base.status == "ok" else None

@@ -41,7 +41,7 @@ import yaml
 
 from ditox_ci.control import PASSES_PREFIX, SINGLE_PREFIX
 from ditox_ci.errors import ConfigError, InternalError, UsageError
-from ditox_ci.report.kinds import FINDING_KINDS, NAMED_ONLY_KINDS
+from ditox_ci.report.kinds import FINDING_KINDS, FIXED, NAMED_ONLY_KINDS
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.safeload import parse_yaml, read_text
 from ditox_ci.safewrite import written_or_input_error
@@ -371,7 +371,7 @@ def update_baseline(
     added: list[BaselineEntry] = []
     known = 0
     for finding in findings:
-        if finding.status == "fixed":
+        if finding.status == FIXED:
             continue
         if layered.match(finding, today) or any(e.matches(finding) for e in added):
             known += 1

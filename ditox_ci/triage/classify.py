@@ -19,17 +19,17 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from ditox_ci.report.evidence import KnownBy, KnownSource, Triage
-from ditox_ci.report.kinds import TIERS, FindingKind, verdicts_gate
+from ditox_ci.report.kinds import FIXED, KNOWN, NEW, TIERS, FindingKind, verdicts_gate
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
 
 def _known(finding: Finding, by: KnownBy) -> Finding:
-    return replace(finding, status="known", triage=replace(finding.triage, known_by=by))
+    return replace(finding, status=KNOWN, triage=replace(finding.triage, known_by=by))
 
 
 def _new(finding: Finding) -> Finding:
-    return replace(finding, status="new", triage=replace(finding.triage, known_by=None))
+    return replace(finding, status=NEW, triage=replace(finding.triage, known_by=None))
 
 
 def _decided_here(known_by: KnownBy, entry_ids: set[str], previous: Report | None) -> bool:
@@ -48,7 +48,7 @@ def _fixed_from_entry(entry: BaselineEntry) -> Finding:
         model=entry.model,
         config="",
         culprit=Culprit(scope="pass" if entry.passes else "unknown", passes=entry.passes),
-        status="fixed",
+        status=FIXED,
         measured={"message": f"baseline entry '{entry.id}' no longer matches any finding"},
         triage=Triage(stale_entry=entry.id),
     )
@@ -65,13 +65,13 @@ def classify(
     Idempotent: classifying an already classified report gives the same report.
     """
     today = today or dt.date.today()
-    previous_open = {f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != "fixed"}
+    previous_open = {f.fingerprint: f for f in (previous.findings if previous else ()) if f.status != FIXED}
     matched: dict[str, int] = {e.id: 0 for e in baseline.entries}
     entry_ids = set(matched)
     expired_hits: dict[str, list[str]] = {}
     findings: list[Finding] = []
     for finding in report.findings:
-        if finding.status == "fixed":
+        if finding.status == FIXED:
             findings.append(finding)
             continue
         for candidate in baseline.entries:
@@ -81,7 +81,7 @@ def classify(
         known_by = finding.triage.known_by or KnownBy(KnownSource.ENGINE)
         if entry:
             findings.append(_known(finding, KnownBy(KnownSource.BASELINE, entry.id)))
-        elif finding.status == "known" and not _decided_here(known_by, entry_ids, previous):
+        elif finding.status == KNOWN and not _decided_here(known_by, entry_ids, previous):
             findings.append(_known(finding, known_by))
         elif finding.fingerprint in previous_open:
             findings.append(_known(finding, KnownBy(KnownSource.PREVIOUS)))
@@ -101,7 +101,7 @@ def classify(
     for old in previous_open.values():
         # A model this run did not check (another shard, a narrower --models) proves nothing.
         if old.fingerprint not in present and old.model in checked_models:
-            findings.append(replace(old, status="fixed"))
+            findings.append(replace(old, status=FIXED))
             present.add(old.fingerprint)
 
     stale, unchecked = [], []
@@ -139,7 +139,7 @@ def issue_worthy(finding: Finding, gate_tiers: Collection[str] = TIERS) -> bool:
     findings (the optimizer's own round trip fails, whatever the passes) are bugs of the optimizer
     like any other and get an issue too."""
     return (
-        finding.status not in ("fixed", FLAKY)
+        finding.status not in (FIXED, FLAKY)
         and verdicts_gate(finding.verdicts, finding.tier, gate_tiers)
         and not (finding.triage.known_by and finding.triage.known_by.baseline_entry is not None)
     )
