@@ -23,7 +23,7 @@ from ditox_ci.report.kinds import NEW
 from ditox_ci.report.model import Report
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.report.schema import read_checked_report
-from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Since
+from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Since, Tried
 from ditox_ci.safewrite import write_bytes_atomic
 from ditox_ci.sweep.setup import BisectOptions, worker_config
 from ditox_ci.triage.bisect import Bisector, Bug, BuildAt, load_bug, not_reproduced, reference
@@ -130,12 +130,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         ]
         write_bytes_atomic(Path(options.out_json), json.dumps(results, indent=1).encode())
     if report is not None and report_path is not None:
-        by_bundle = {
-            repro: found[bug.fingerprint]
-            for bug in bugs
-            for path, repro in chosen.items()
-            if bug.bundle == path
-        }
+        by_bundle = {chosen[bug.bundle]: found[bug.fingerprint] for bug in bugs if bug.bundle in chosen}
         _record(report, report_path, by_bundle, log)
     return 0
 
@@ -193,6 +188,7 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
         return WorkerPool(worker_config(options, build))
 
     build_at: BuildAt
+    known: list[tuple[Bug, Tried]] = []  # the references' runs at an end of the range: its verdicts
     if options.over_commits:
         assert options.good is not None and options.bad is not None
         checkout, over = Path(options.checkout), COMMITS
@@ -207,13 +203,16 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
             if all(bug.reference for bug in referenced):
                 break
             with build_at(end) as build, pool_for(build) as pool:
-                referenced = [
-                    bug if bug.reference else reference(pool, bug, options.runs) for bug in referenced
+                at_end = [
+                    (bug, None) if bug.reference else reference(pool, bug, options.runs, end)
+                    for bug in referenced
                 ]
+            referenced = [bug for bug, _ in at_end]
+            known += [(bug, tried) for bug, tried in at_end if tried is not None]
     else:
         over = RELEASES
         with optimizer_build(options.optimizer, cache, log) as build, pool_for(build) as pool:
-            referenced = [reference(pool, bug, options.runs) for bug in bugs]
+            referenced = [reference(pool, bug, options.runs)[0] for bug in bugs]
             module, distribution = (
                 build.optimizer,
                 options.package or next(iter(build.info.distributions), None),
@@ -233,7 +232,7 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
         )
     runnable = [bug for bug in referenced if bug.reference is not None]
     found = {bug.fingerprint: not_reproduced(bug, over) for bug in referenced if bug.reference is None}
-    bisector = Bisector(runnable, build_at, pool_for, options.runs, log, deadline)
+    bisector = Bisector(runnable, build_at, pool_for, options.runs, log, deadline, known)
     for bug in runnable:
         with log.group(f"bisect {bug.fingerprint} over {len(points)} {over}"):
             since = bisector.bisect(bug, points, over)

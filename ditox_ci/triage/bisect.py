@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -175,18 +175,21 @@ def tried_at(point: Point, bug: Bug, outcomes: Sequence[Outcome], reason: str) -
     return Tried(point.ref, GOOD, len(outcomes), 0)
 
 
-def reference(pool: WorkerPool, bug: Bug, runs: int) -> Bug:
+def reference(pool: WorkerPool, bug: Bug, runs: int, point: Point | None = None) -> tuple[Bug, Tried | None]:
     """`bug` with what the build it was found with shows (`pool`'s): its first failure of the
-    finding's kind in `runs` runs, and its show rate; no reference when none showed."""
-    outcomes, _ = judge_at(pool, bug, runs)
+    finding's kind in `runs` runs, and its show rate; no reference when none showed. When that
+    build is one of the bisection's `point`s (an end of a range of commits), the runs are its
+    verdict there too, so the search does not run them again."""
+    outcomes, reason = judge_at(pool, bug, runs)
     failures = [o for o in outcomes if o.failed]
     same_kind = [o for o in failures if o.kind == bug.finding.kind] or failures
     if not same_kind:
-        return bug
+        return bug, None
     shown = sum(o.same_failure(same_kind[0]) for o in outcomes)
     # a bug that missed a run may show less often than it did here: the rate as if one more missed
     rate = 1.0 if shown == len(outcomes) else shown / (len(outcomes) + 1)
-    return replace(bug, reference=same_kind[0], rate=rate)
+    found = replace(bug, reference=same_kind[0], rate=rate)
+    return found, tried_at(point, found, outcomes, reason) if point is not None else None
 
 
 # a build for a point: the installed optimizer, or OptimizerLoadError when it cannot be made
@@ -206,15 +209,17 @@ class Bisector:
         runs: int,
         log: Log,
         deadline: float | None = None,
+        known: Sequence[tuple[Bug, Tried]] = (),
     ) -> None:
+        """`known`: verdicts already judged on a build (the references' runs at a range's end)."""
         self.bugs = list(bugs)
         self.build_at = build_at
         self.pool_for = pool_for
         self.runs = runs
         self.log = log
         self.deadline = deadline
-        self.verdicts: dict[tuple[str, str], Tried] = {}
-        self.built: set[str] = set()
+        self.verdicts: dict[tuple[str, str], Tried] = {(t.ref, bug.fingerprint): t for bug, t in known}
+        self.built: set[str] = {t.ref for _, t in known}
         self.out_of_budget = False
 
     def verdict(self, bug: Bug, point: Point) -> Tried:
@@ -305,7 +310,7 @@ class Located:
 
 
 def _first_testable(
-    points: Sequence[Point], order: Iterator[int], verdict: Callable[[Point], Tried]
+    points: Sequence[Point], order: Iterable[int], verdict: Callable[[Point], Tried]
 ) -> int | None:
     for index in order:
         if verdict(points[index]).verdict != SKIP:
@@ -318,10 +323,10 @@ def locate(points: Sequence[Point], verdict: Callable[[Point], Tried]) -> Locate
     testable point first, then the oldest, then halving the range between them; a point that
     cannot be tested is replaced by its nearest untried neighbour in the range (git bisect skip),
     and the untestable points left between the two ends are the result's candidates."""
-    newest = _first_testable(points, iter(range(len(points) - 1, -1, -1)), verdict)
+    newest = _first_testable(points, range(len(points) - 1, -1, -1), verdict)
     if newest is None:
         return Located(INCONCLUSIVE, note="no build could be tested")
-    oldest = _first_testable(points, iter(range(newest)), verdict)
+    oldest = _first_testable(points, range(newest), verdict)
     new_state = verdict(points[newest]).verdict
     if oldest is None or verdict(points[oldest]).verdict == new_state:
         first = points[oldest if oldest is not None else newest]
