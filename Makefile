@@ -8,7 +8,7 @@ MODELS ?= onnx-node onnx-data exported packaged
 SWEEP_ARGS ?=
 MODELS_STAMP := $(VENV)/.models-$(shell cksum < ditox_ci/data/packaged-models.yml | cut -d' ' -f1)
 
-.PHONY: install models exported-models sweep bisect bisect-history test test-unit test-integration image-test lint bench clean
+.PHONY: install models exported-models browser sweep bisect bisect-history test test-unit test-integration image-test lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,7 +55,12 @@ bisect-history: $(STAMP)
 	OPTIMIZER_CHECKOUT=$(abspath $(OPTIMIZER_CHECKOUT)) $(BIN)/python -m pytest -q -p no:cacheprovider \
 	  tests/integration/triage/test_bisect_history.py
 
-test: $(MODELS_STAMP) lint
+# Debian's Chromium, in which a test opens the history page headless (tests/integration/cli/test_history.py)
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || { \
+	  echo "make test needs Chromium for the history page's test: apt-get install chromium (as root)"; exit 2; }
+
+test: $(MODELS_STAMP) lint browser
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration
 
 # The Action as GitHub runs it: the image built from the Dockerfile (podman; a Debian stand-in for
@@ -68,7 +73,7 @@ image-test: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit
 
-test-integration: $(STAMP)
+test-integration: $(STAMP) browser
 	$(BIN)/python -m pytest -q tests/integration
 
 lint: $(STAMP)

@@ -25,6 +25,7 @@ from typing import Any
 from ditox_ci.ci.inputs import (
     BISECT_FLAGS,
     FETCHED,
+    HISTORY_FLAGS,
     MODES,
     PUBLISH_FLAGS,
     REPORT_FILE,
@@ -124,6 +125,8 @@ STAGES: dict[str, Callable[[ActionInputs, str], list[Step]]] = {
         *_install(python, inputs.optimizer),
         _cli(python, _argv("bisect", BISECT_FLAGS, inputs)),
     ],
+    # appends the night to the nights before it: needs no token, writes only into `out`
+    "history": lambda inputs, python: [_cli(python, _argv("history", HISTORY_FLAGS, inputs))],
 }
 
 
@@ -131,7 +134,7 @@ def _download_steps(inputs: ActionInputs, python: str) -> list[Step]:
     """A `ditox-ci previous` download for each report input given as `workflow:…` that a stage of
     the mode reads (`previous`: sweep and publish; `reuse_from`: the sweep)."""
     stages = MODES[inputs.mode]
-    reads = {"previous": "sweep" in stages or "publish" in stages, "reuse_from": "sweep" in stages}
+    reads = {"previous": bool({"sweep", "publish", "history"} & set(stages)), "reuse_from": "sweep" in stages}
     steps = []
     for name, into in FETCHED.items():
         given = str(getattr(inputs, name))

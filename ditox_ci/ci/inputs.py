@@ -1,6 +1,6 @@
 """The Action's inputs: action.yml's inputs as one frozen dataclass, read and checked through the
 options resolver, what `mode` and `fail_on` mean, and the table that maps the other inputs to the
-flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`, `BISECT_FLAGS`).
+flags of the stages' commands (`SWEEP_FLAGS`, `PUBLISH_FLAGS`, `BISECT_FLAGS`, `HISTORY_FLAGS`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ class ActionInputs:
     atol: float | None = None
     max_skipped: float | None = None
     gate_tiers: tuple[str, ...] = ()
+    gate_missed: bool = False
     jobs: int | None = None
     runner: str = "auto"
     timeout: float | None = None
@@ -68,6 +69,7 @@ MODES: dict[str, tuple[str, ...]] = {
     "publish": ("publish",),
     "all": ("sweep", "publish"),
     "bisect": ("bisect",),
+    "history": ("history",),
 }
 
 
@@ -230,6 +232,7 @@ SWEEP_FLAGS = (
     InputFlag("atol"),
     InputFlag("max_skipped"),
     InputFlag("gate_tiers", _joined),
+    InputFlag("gate_missed", _when_on),
     InputFlag("jobs"),
     InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
     InputFlag("timeout"),
@@ -267,6 +270,11 @@ BISECT_FLAGS = (
     InputFlag("atol"),
     InputFlag("runner", value=lambda inputs: "" if inputs.runner == "auto" else inputs.runner),
     InputFlag("timeout"),
+)
+HISTORY_FLAGS = (
+    InputFlag("report", _given, value=lambda inputs: str(Path(inputs.out)), reads=("out",)),
+    # the previous night's download holds its history.json beside its report.json
+    InputFlag("previous", value=previous_report),
 )
 # The inputs no stage's flag carries, and where they go instead.
 ACTION_ONLY = {

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
+from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.exercised import exercised_model_ids
 from ditox_ci.report.kinds import FIXED, KNOWN
 from ditox_ci.report.model import Finding, ModelEntry, Report, Verdicts
@@ -131,6 +132,13 @@ def _combine_parts(
     judged = [entry.verdicts for entry in entries if entry.verdicts is not None]
     passed = tuple(sorted({digest for verdicts in judged for digest in verdicts.passed}))
     failed = {digest: outcome for verdicts in judged for digest, outcome in verdicts.failed.items()}
+    # each part's configs' effects; the control's is each part's alike
+    effects = [entry.effect for entry in entries if entry.effect is not None]
+    effect = (
+        replace(effects[0], configs={label: e for one in effects for label, e in one.configs.items()})
+        if effects and not skipped
+        else None
+    )
     # the part that ran the original says how it was drawn (another may have reused every verdict)
     drawn = next((verdicts for verdicts in judged if verdicts.draw is not None), next(iter(judged), None))
     return replace(
@@ -146,6 +154,7 @@ def _combine_parts(
             else None
         ),
         reused=sum(entry.reused for entry in entries),
+        effect=effect,
     )
 
 
@@ -273,6 +282,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         models_skipped=sum(1 for entry in models if entry.status != "ok"),
         runners=runners,
         models_planned=planned,
+        effect=effect_totals(entry.effect for entry in models if entry.effect is not None),
     )
     if stopped:
         indexes = tuple(report.shard.get("index", 0) for report, _ in stopped)

@@ -10,7 +10,7 @@ import argparse
 import importlib
 from types import ModuleType
 
-NAMES = ("sweep", "merge", "reduce", "publish", "previous", "baseline", "corpus", "fuzz", "bisect")
+NAMES = ("sweep", "merge", "reduce", "publish", "previous", "history", "baseline", "corpus", "fuzz", "bisect")
 # those whose models run in workers: the command line starts their forkserver before importing them
 WORKER_COMMANDS = frozenset({"sweep", "fuzz", "reduce", "bisect"})
 

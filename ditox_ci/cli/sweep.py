@@ -170,6 +170,14 @@ def add_sweep_arguments(
         help="comma list of the tiers of values bugs (output-mismatch) that gate: wrong-result, "
         "precision, ties (default: all three); a bug of another tier is reported, and fails nothing",
     )
+    add(
+        "--gate-missed",
+        dest="gate_missed",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a missed optimization (a result keeping more nodes than the --reuse-from or --previous "
+        "report's) gates like a bug (default off: a warning)",
+    )
     add("--out", help="output folder (default ditox-report)")
     add(
         "--localize",
@@ -260,6 +268,8 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
         report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
     if options.gate_tiers != TIERS:  # publish and merge gate as the sweep did
         report = replace(report, stats={**report.stats, "gate_tiers": list(options.gate_tiers)})
+    if options.gate_missed:
+        report = replace(report, stats={**report.stats, "gate_missed": True})
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
     if report.shard.get("count", 1) == 1:  # a shard's coverage is its share's: the merge's summary says

@@ -39,6 +39,7 @@ from ditox_ci.engine.structure import (
     checker_error,
     contrib_ops,
     info_notes,
+    model_size,
     op_changes,
     unused_initializers,
 )
@@ -102,7 +103,8 @@ def judge_bytes(
     on_phase: PhaseCallback | None = None,
     optimized: onnx.ModelProto | None = None,
 ) -> Outcome:
-    """`judge` for a serialized model: unchanged or already judged bytes are never parsed."""
+    """`judge` for a serialized model: unchanged or already judged bytes are never parsed, others
+    are, if only for their size (a verdict reused with its evidence)."""
     settings = settings or EvalSettings()
     digest = result_digest(context, data)
     context.result_sizes[digest] = len(data)
@@ -114,18 +116,17 @@ def judge_bytes(
     before = context.reuse.outcome(context.judged_as, digest) if context.reuse is not None else None
     # an outcome that brings its evidence (a stored failure, the head's own on the base build):
     # nothing of the result to read; a stored pass is a digest alone, its op changes read below
+    if optimized is None:
+        optimized = onnx.ModelProto()
+        optimized.ParseFromString(data)
     if before is not None and before.evidence:
         outcome = replace(before, reused=True)
+    elif before is not None:
+        outcome = _reused(context, optimized, before)
     else:
-        if optimized is None:
-            optimized = onnx.ModelProto()
-            optimized.ParseFromString(data)
-        if before is not None:
-            outcome = _reused(context, optimized, before)
-        else:
-            run_original(context, settings)
-            outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
-    outcome = replace(outcome, digest=digest, changed=True)
+        run_original(context, settings)
+        outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
+    outcome = replace(outcome, digest=digest, changed=True, size=model_size(optimized, len(data)))
     context.judged[digest] = outcome
     if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
         context.judged_bytes.setdefault(len(data), []).append((data, digest))

@@ -16,6 +16,7 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
+from ditox_ci.report.effect import WHOLE_OPTIMIZER, Effect, ModelEffect, by_family
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.kinds import VALUES_KIND, FindingKind
 from ditox_ci.report.model import Culprit, Finding
@@ -214,3 +215,26 @@ def coverage_of(results: Iterable[JobResult], steps: Sequence[Step]) -> Coverage
         {name: dict(families) for name, families in changed.items()},
         {name: dict(families) for name, families in checked.items()},
     )
+
+
+def family_effects(results: Iterable[JobResult]) -> dict[str, dict[str, int]]:
+    """The default config's node reduction per model family (`report.effect.by_family`)."""
+    return by_family(
+        (result.ref.family or "other", effect)
+        for result in results
+        if WHOLE_OPTIMIZER in result.outcomes and (effect := effect_of(result)) is not None
+    )
+
+
+def effect_of(result: JobResult) -> ModelEffect | None:
+    """What each config did to the model, for those whose result changed it (report/effect.py);
+    None for a model not judged."""
+    original = result.size
+    if original is None or result.status != "ok":
+        return None
+    configs = {
+        label: Effect.between(original, outcome.size)
+        for label, outcome in result.outcomes.items()
+        if outcome.changed and outcome.size is not None
+    }
+    return ModelEffect(original.nodes, original.initializers, original.bytes, configs)

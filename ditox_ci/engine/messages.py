@@ -46,6 +46,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import Reuse, verdict_key
 from ditox_ci.engine.screen import SCREEN_MIN_MB
+from ditox_ci.report.effect import Size
 
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
 DEFAULT_MEMORY_LIMIT_MB = 3584
@@ -146,6 +147,8 @@ class JobResult:
     draw: Draw | None = None
     wall_s: float = 0.0
     counts: JobCounts = field(default_factory=JobCounts)
+    # the original's size (report/effect.py); None when it was not prepared
+    size: Size | None = None
 
 
 # ---------------------------------------------------------------- messages
@@ -164,6 +167,8 @@ class OriginalPrepared:
     draw: Draw | None = None
     # the original as judged (reuse.judged_as): what its reusable verdicts are filed under
     judged_as: str = ""
+    # the original's size (report/effect.py), which the configs' results are told against
+    size: Size | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ditox_ci.report.effect import Size
 from ditox_ci.report.fingerprint import fingerprint, normalize_message
 from ditox_ci.report.kinds import INVALID_MODEL, RUNTIME_LOAD_ERROR, VALUES_KIND, kind_gates, severity
 
@@ -62,7 +63,8 @@ class Outcome:
     model also changing the interface). `digest` is the sha256 of the optimized model bytes (""
     when the optimizer produced nothing); `changed` says whether those bytes differ from the
     original's; `reused` whether the verdict was judged before, in another run or on another build
-    (engine/reuse.py), instead of in this job.
+    (engine/reuse.py), instead of in this job; `size` the changed result's size (report/effect.py;
+    None when the result is the original or there is none).
     """
 
     kind: str | None
@@ -72,6 +74,7 @@ class Outcome:
     changed: bool = False
     also: tuple[Verdict, ...] = ()
     reused: bool = False
+    size: Size | None = None
 
     @classmethod
     def of(cls, verdicts: Sequence[Verdict], evidence: dict[str, Any]) -> Outcome:

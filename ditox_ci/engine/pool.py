@@ -247,6 +247,7 @@ class WorkerPool:
             draw=original.draw,
             wall_s=time.monotonic() - running.started,
             counts=running.counts,
+            size=original.size,
         )
 
     def _handle(self, slot: _Slot, message: WorkerMessage | StepMessage) -> JobResult | None:

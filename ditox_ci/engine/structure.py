@@ -6,8 +6,11 @@ removed or added, and differences that are only information (a changed interface
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 
 import onnx
+
+from ditox_ci.report.effect import Size
 
 
 def checker_error(data: bytes) -> str | None:
@@ -67,3 +70,25 @@ def info_notes(original: onnx.ModelProto, optimized: onnx.ModelProto) -> list[st
     if renamed:
         found.append("outputs renamed: " + ", ".join(renamed))
     return found
+
+
+def _graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """`graph` and every subgraph in it (If branches, Loop and Scan bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                yield from _graphs(sub)
+
+
+def model_size(model: onnx.ModelProto, nbytes: int) -> Size:
+    """The model's size (report/effect.py): what a pass that fuses, folds or removes shrinks."""
+    ops: Counter[str] = Counter()
+    initializers = 0
+    for graph in _graphs(model.graph):
+        initializers += len(graph.initializer) + len(graph.sparse_initializer)
+        ops.update(
+            node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+            for node in graph.node
+        )
+    return Size(sum(ops.values()), initializers, nbytes, dict(sorted(ops.items())))

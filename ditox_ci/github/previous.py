@@ -2,7 +2,8 @@
 
 Findings still in it are known, those gone are fixed (and their issues closed with
 `--close-fixed`), and its per-model timings balance the shards. The artifact is a zip that the
-earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it, and it must
+earlier run uploaded; only its `report.json` is read, at most MAX_REPORT_BYTES of it (and its
+`history.json`, the nights before, when it has one: `ditox-ci history`), and it must
 parse as a report before anything uses it.
 
 A run that failed counts: a nightly fails on the night it finds a bug (`fail_on: new`), and were
@@ -43,6 +44,7 @@ from ditox_ci.github.client import Retrier, RetryPolicy, connect, error_message
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
 from ditox_ci.report.model import MAX_REPORT_BYTES, Report, read_report
+from ditox_ci.report.nights import HISTORY_FILE, MAX_HISTORY_BYTES
 from ditox_ci.report.stats import SweepStats
 from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
@@ -67,17 +69,25 @@ class PreviousRun:
 
 
 def _extract_report(archive: BinaryIO, artifact: str) -> bytes:
+    data = _extract(archive, artifact, "report.json", MAX_REPORT_BYTES)
+    if data is None:
+        raise InputError(f"the previous run's artifact {artifact}.zip has no top-level report.json")
+    return data
+
+
+def _extract(archive: BinaryIO, artifact: str, name: str, limit: int) -> bytes | None:
+    """The top-level file `name` of the artifact's zip, at most `limit` bytes; None without one."""
     try:
         with zipfile.ZipFile(archive) as bundle:
-            member = next((m for m in bundle.infolist() if m.filename == "report.json"), None)
+            member = next((m for m in bundle.infolist() if m.filename == name), None)
             if member is None:
-                raise InputError(f"the previous run's artifact {artifact}.zip has no top-level report.json")
-            if member.file_size > MAX_REPORT_BYTES:
-                raise InputError(f"the previous run's report.json has {member.file_size} bytes: too many")
+                return None
+            if member.file_size > limit:
+                raise InputError(f"the previous run's {name} has {member.file_size} bytes: too many")
             with bundle.open(member) as source:
-                data = source.read(MAX_REPORT_BYTES + 1)
-            if len(data) > MAX_REPORT_BYTES:  # a header that lied about the size
-                raise InputError("the previous run's report.json is over the size limit")
+                data = source.read(limit + 1)
+            if len(data) > limit:  # a header that lied about the size
+                raise InputError(f"the previous run's {name} is over the size limit")
             return data
     except zipfile.BadZipFile as exc:
         raise InputError(f"the previous run's artifact is not a zip archive ({exc})") from None
@@ -214,6 +224,9 @@ def fetch_previous(
             _download(match.archive_download_url, context.token, archive, policy.timeout_s)
             archive.seek(0)
             data = _extract_report(archive, artifact)
+            archive.seek(0)
+            # the nights before it, which `ditox-ci history` carries forward (report/nights.py)
+            nights = _extract(archive, artifact, HISTORY_FILE, MAX_HISTORY_BYTES)
         report = out_dir / "report.json"
         try:
             write_bytes_atomic(report, data)
@@ -224,6 +237,11 @@ def fetch_previous(
             report.unlink()
             log.warning(f"run {run.id} ({run.html_url}) is not taken as the previous run: {why}")
             continue
+        if nights is not None:
+            try:
+                write_bytes_atomic(out_dir / HISTORY_FILE, nights)
+            except OSError as exc:
+                raise written_or_input_error(out_dir / HISTORY_FILE, exc) from None
         return PreviousRun(run.id, run.html_url, report, run.event, run.conclusion)
     if names and artifact not in names:  # a misnamed artifact would look like the first night forever
         listed = ", ".join(sorted(names)[:NAMES_LISTED]) + (", …" if len(names) > NAMES_LISTED else "")

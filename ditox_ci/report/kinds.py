@@ -128,6 +128,15 @@ class FindingKind(Enum):
         "shows is a verdict of the finding too",
         "The optimized model's inputs or outputs differ from the original's.",
     )
+    MISSED_OPTIMIZATION = (
+        "missed-optimization",
+        "the result keeps more nodes than the reference build's did on the same model and config "
+        "(`--reuse-from`, else `--previous`): a pass that stopped firing or does less. "
+        "`evidence.not_removed` names the op types the reference removed and this build keeps. A "
+        "warning unless the sweep ran with `--gate-missed`",
+        "The optimizer no longer rewrites what an earlier build rewrote.",
+        False,
+    )
     WARNING = (
         "warning",
         "not a failure: e.g. the optimizer introduced unused initializers, or needed more memory "
@@ -170,6 +179,7 @@ RUNTIME_LOAD_ERROR = FindingKind.RUNTIME_LOAD_ERROR.value
 RUNTIME_ERROR = FindingKind.RUNTIME_ERROR.value
 VALUES_KIND = FindingKind.OUTPUT_MISMATCH.value
 INTERFACE_CHANGE = FindingKind.INTERFACE_CHANGE.value
+MISSED_OPTIMIZATION = FindingKind.MISSED_OPTIMIZATION.value
 WARNING = FindingKind.WARNING.value
 
 
@@ -237,10 +247,12 @@ def verdicts_gate(
 ) -> bool:
     """Whether a finding with these verdicts (or this one kind) is a failure: one of them is of a
     kind that gates, a values verdict only when its `tier` is one of `gate_tiers` (a tier this
-    version does not know gates, as an unknown kind does)."""
+    version does not know gates, as an unknown kind does). `gate_tiers` may also name a kind that
+    gates only when asked (`missed-optimization`, with `--gate-missed`: `Report.gate_tiers`)."""
     verdicts = (verdicts,) if isinstance(verdicts, str) else verdicts
     return any(
-        kind_gates(kind) and (kind != VALUES_KIND or tier is None or tier not in TIERS or tier in gate_tiers)
+        (kind_gates(kind) or kind in gate_tiers)
+        and (kind != VALUES_KIND or tier is None or tier not in TIERS or tier in gate_tiers)
         for kind in verdicts
     )
 

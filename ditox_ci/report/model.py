@@ -13,12 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.errors import InputError
+from ditox_ci.report.effect import ModelEffect
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
 from ditox_ci.report.kinds import (
     FIXED,
     FLAKY,
     INVALID_MODEL,
     KNOWN,
+    MISSED_OPTIMIZATION,
     NEW,
     RUNTIME_LOAD_ERROR,
     TIERS,
@@ -235,6 +237,8 @@ class ModelEntry:
     verdicts: Verdicts | None = None
     # configs whose verdict this sweep reused from a stored report instead of judging it
     reused: int = 0
+    # what the optimizer did to it (report/effect.py); None for a model not judged
+    effect: ModelEffect | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -251,6 +255,10 @@ class ModelEntry:
             data["verdicts"] = self.verdicts.to_json()
         if not self.reused:
             del data["reused"]
+        if self.effect is None:
+            del data["effect"]
+        else:
+            data["effect"] = self.effect.to_json()
         return data
 
     @classmethod
@@ -267,6 +275,7 @@ class ModelEntry:
             runner=data.get("runner", ""),
             verdicts=Verdicts.from_json(data["verdicts"]) if data.get("verdicts") else None,
             reused=int(data.get("reused", 0)),
+            effect=ModelEffect.from_json(data["effect"]) if data.get("effect") else None,
         )
 
 
@@ -365,8 +374,10 @@ class Report:
 
     @property
     def gate_tiers(self) -> tuple[str, ...]:
-        """The tiers of values verdicts that gate (`--gate-tiers`, which the sweep records)."""
-        return tuple(self.stats.get("gate_tiers") or TIERS)
+        """The tiers of values verdicts that gate (`--gate-tiers`, which the sweep records), and
+        `missed-optimization` when the sweep ran with `--gate-missed` (`kinds.verdicts_gate`)."""
+        missed = (MISSED_OPTIMIZATION,) if self.stats.get("gate_missed") else ()
+        return (*(self.stats.get("gate_tiers") or TIERS), *missed)
 
     def closes_gate(self, fail_on: str = "new") -> bool:
         """The one gate rule, for exit codes, the Action's job and the check: a finding `fail_on`

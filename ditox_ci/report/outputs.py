@@ -42,6 +42,32 @@ def summary_context(report: Report) -> dict[str, Any]:
         "never_fired": never_fired(report),
         "cannot_fire": sorted(cannot_fire(report).items()),
         "firing": firing(report),
+        **effect_context(report),
+    }
+
+
+def _share(removed: int, of: int) -> str:
+    return f"{removed} ({removed / of:.1%})" if of else str(removed)
+
+
+def effect_context(report: Report) -> dict[str, Any]:
+    """The summary's per-family table of the default config's node reduction: against the
+    reference build's where the sweep compared with one (`stats.missed.by_family`)."""
+    missed = report.stats.get("missed")
+    compared = missed.get("by_family") if isinstance(missed, dict) else None
+    families = compared or report.stats.get("effect_by_family") or {}
+    rows = []
+    for family, totals in sorted(families.items()):
+        nodes, after = int(totals.get("nodes", 0)), int(totals.get("after", 0))
+        row = {"family": family, "models": int(totals.get("models", 0)), "nodes": nodes, "after": after}
+        row["removed"] = _share(nodes - after, nodes)
+        if compared:
+            theirs = int(totals.get("reference_after", 0))
+            row.update(reference_after=theirs, reference_removed=_share(nodes - theirs, nodes))
+        rows.append(row)
+    return {
+        "effect_families": rows,
+        "effect_reference": str(missed.get("reference", "")) if compared and isinstance(missed, dict) else "",
     }
 
 

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from ditox_ci.report.effect import Totals
+
 EXERCISED_KEY = "exercised"
 # per pass, per model family: models it changed, and models it was checked on (the coverage
 # picture's cells and denominators)
@@ -38,10 +40,12 @@ def stage_records(
     base_optimizer: Mapping[str, Any] | None = None,
     reproduce: Mapping[str, Any] | None = None,
     exercised: Mapping[str, Any] | None = None,
+    missed: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The records the sweep's stages wrote, by key (None: the stage did not run)."""
     records = {"pinpoint": pinpoint, "base_optimizer": base_optimizer, "reproduce": reproduce}
     records[EXERCISED_KEY] = exercised
+    records["missed"] = missed
     return {key: dict(record) for key, record in records.items() if record is not None}
 
 
@@ -87,6 +91,10 @@ class SweepStats:
     # per pass, per model family: models it changed, and models it was checked on
     coverage_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     coverage_checked_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    # per config, what its results did to the models, added up (report/effect.py)
+    effect: Mapping[str, Totals] = field(default_factory=dict)
+    # per model family, the default config's models, their nodes and the nodes it left
+    effect_by_family: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     # the signal that stopped the sweep (the first interrupted shard's) before its work was done
     interrupted_by: str | None = None
     # what an interrupted sweep had planned (a stream plans nothing)
@@ -95,6 +103,8 @@ class SweepStats:
     max_skipped: float | None = None
     # the tiers of values verdicts that gate (`--gate-tiers`); None: every tier
     gate_tiers: tuple[str, ...] | None = None
+    # missed optimizations gate (`--gate-missed`)
+    gate_missed: bool = False
     # a merge's: each shard's wall time, and the shards that were interrupted
     shard_wall_s: tuple[float, ...] | None = None
     interrupted_shards: tuple[int, ...] | None = None
@@ -132,6 +142,10 @@ class SweepStats:
             stats[CHECKED_BY_FAMILY] = {
                 name: dict(families) for name, families in self.coverage_checked_by_family.items()
             }
+        if self.effect:  # additive, as the next
+            stats["effect"] = {label: totals.to_json() for label, totals in self.effect.items()}
+        if self.effect_by_family:
+            stats["effect_by_family"] = {family: dict(t) for family, t in self.effect_by_family.items()}
         if self.interrupted_by is not None:
             stats.update(interrupted=True, interrupted_by=self.interrupted_by)
         if self.models_planned is not None:
@@ -142,6 +156,8 @@ class SweepStats:
             stats["max_skipped"] = self.max_skipped
         if self.gate_tiers is not None:
             stats["gate_tiers"] = list(self.gate_tiers)
+        if self.gate_missed:
+            stats["gate_missed"] = True
         if self.shard_wall_s is not None:
             stats["shard_wall_s"] = list(self.shard_wall_s)
         if self.interrupted_shards is not None:
@@ -172,10 +188,13 @@ class SweepStats:
             jobs=int(data.get("jobs", 0)),
             coverage_by_family=family_counts(data.get(CHANGED_BY_FAMILY)),
             coverage_checked_by_family=family_counts(data.get(CHECKED_BY_FAMILY)),
+            effect={str(label): Totals.from_json(t) for label, t in dict(data.get("effect") or {}).items()},
+            effect_by_family=family_counts(data.get("effect_by_family")),
             interrupted_by=str(data.get("interrupted_by", "")) if interrupted else None,
             models_planned=int(data["models_planned"]) if data.get("models_planned") is not None else None,
             max_skipped=float(data["max_skipped"]) if data.get("max_skipped") is not None else None,
             gate_tiers=tuple(map(str, data["gate_tiers"])) if data.get("gate_tiers") is not None else None,
+            gate_missed=bool(data.get("gate_missed", False)),
             shard_wall_s=tuple(map(float, data["shard_wall_s"])) if "shard_wall_s" in data else None,
             interrupted_shards=tuple(map(int, data["interrupted_shards"]))
             if "interrupted_shards" in data
@@ -192,11 +211,13 @@ class SweepStats:
         models_skipped: int,
         runners: Mapping[str, int],
         models_planned: int | None,
+        effect: Mapping[str, Totals] | None = None,
     ) -> SweepStats:
         """The stats of the whole sweep from its shards', in shard order (see the module docstring);
         a merge records each shard's wall time. What only the merged models can say (models
         counted once, the runners that judged them, what an interrupted sweep planned) the
-        caller gives."""
+        caller gives, and the effect totals, which a model split over shards would count twice in
+        its control."""
         first = shards[0]
         stages: dict[str, Any] = {}
         for shard in shards:
@@ -223,10 +244,13 @@ class SweepStats:
             jobs=sum(shard.jobs for shard in shards),
             coverage_by_family=_added([shard.coverage_by_family for shard in shards]),
             coverage_checked_by_family=_added([shard.coverage_checked_by_family for shard in shards]),
+            effect=dict(effect) if effect is not None else first.effect,
+            effect_by_family=_added([shard.effect_by_family for shard in shards]),
             interrupted_by=next((shard.interrupted_by for shard in shards if shard.interrupted), None),
             models_planned=models_planned,
             max_skipped=min(limits) if limits else None,
             gate_tiers=gated,
+            gate_missed=any(shard.gate_missed for shard in shards),
             shard_wall_s=tuple(shard.wall_s for shard in shards),
             stages=stages,
         )

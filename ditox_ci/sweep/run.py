@@ -22,7 +22,7 @@ import onnxruntime
 from ditox_ci import __version__
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
-from ditox_ci.engine.findings import coverage_of, findings_for
+from ditox_ci.engine.findings import coverage_of, effect_of, family_effects, findings_for
 from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerPool, worker_count
 from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
@@ -32,6 +32,7 @@ from ditox_ci.optimizers import OPAQUE_NOTE
 from ditox_ci.pinpoint.pinpointer import PinpointOptions
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report import ModelEntry, Report
+from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
@@ -142,6 +143,7 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
         runner=str(result.info.get("runner", "")),
         verdicts=_verdicts(result) if judged else None,
         reused=sum(1 for outcome in outcomes if outcome.reused),
+        effect=effect_of(result),
     )
 
 
@@ -179,6 +181,8 @@ def _report(
         jobs=workers,
         coverage_by_family=coverage.changed_by_family,
         coverage_checked_by_family=coverage.checked_by_family,
+        effect=effect_totals(entry.effect for entry in models if entry.effect is not None),
+        effect_by_family=family_effects(results),
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
         stages=stage_records(**finished.records),

@@ -132,6 +132,8 @@ class SweepOptions(RunOptions):
     max_skipped: float | None = None
     # the tiers of values bugs that gate (report.kinds.Tier); every tier by default
     gate_tiers: tuple[str, ...] = TIERS
+    # a missed optimization (triage/missed.py) gates like a bug; off: it is a warning
+    gate_missed: bool = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -271,6 +273,9 @@ class SweepSetup:
     base: Installation | None = None
     # per model id, the verdicts a stored report lets the workers reuse (`reusable_verdicts`)
     reuse: Mapping[str, Reuse] = field(default_factory=dict)
+    # the stored report (`--reuse-from`, else `--previous`) what the optimizer did is held against
+    # (triage/missed.py), whatever it was judged with
+    reference: Report | None = None
 
     @property
     def info(self) -> OptimizerInfo:
@@ -302,22 +307,21 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
                 base = stack.enter_context(installing)
         timeout_s = options.timeout if timeout_cap is None else min(options.timeout, timeout_cap)
         config = worker_config(options, build, timeout_s)
-        reuse = reusable_verdicts(options, previous, config, log)
-        yield SweepSetup(options, build, baseline, previous, started, config, base, reuse)
+        # a report of its own is checked against the schema: it decides what is not run
+        reference = read_checked_report(Path(options.reuse_from)) if options.reuse_from else previous
+        reuse = reusable_verdicts(options, reference, config, log)
+        yield SweepSetup(options, build, baseline, previous, started, config, base, reuse, reference)
 
 
 def reusable_verdicts(
-    options: SweepOptions, previous: Report | None, config: WorkerConfig, log: Log
+    options: SweepOptions, stored: Report | None, config: WorkerConfig, log: Log
 ) -> dict[str, Reuse]:
     """The verdicts a stored report (`--reuse-from`, else `--previous`) lets this sweep reuse, per
     model: none when it was judged by other settings or versions (`reuse.verdict_key`), which is
     said, or with `--no-reuse`."""
     source = options.reuse_from or options.previous
-    if not options.reuse or not source:
+    if not options.reuse or stored is None:
         return {}
-    stored = previous if source == options.previous else None
-    if stored is None:  # a report of its own is checked against the schema: it decides what is not run
-        stored = read_checked_report(Path(source))
     if stored.stats.get("verdict_key") != config.verdict_key:
         runtime = stored.environment.get("onnxruntime")
         made_by = f"ditox-ci {stored.tool.get('version')}, onnxruntime {runtime}"

@@ -8,7 +8,8 @@ loops over `STAGES` in their order; each reads its settings from the state, neve
 - `Exercise` (a PR check, shard 0): models made for the passes the head adds or changes;
 - `BaseCheck` (with `--base-optimizer`): what the base build shows too is older than the change;
 - `Reproduce`: what would gate as new is run again; a failure no re-run shows is flaky;
-- `Pinpoint`: localization and reduction, repro bundles.
+- `Pinpoint`: localization and reduction, repro bundles;
+- `MissedCheck` (with a reference report): what an earlier build rewrote and this one no longer does.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ditox_ci.sweep.setup import SweepSetup
 from ditox_ci.triage.base_optimizer import check_on_base
 from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
+from ditox_ci.triage.missed import missed_optimizations
 from ditox_ci.triage.reproduce import reproduce
 
 EXERCISED_DIR = "exercised"
@@ -217,7 +219,30 @@ class Pinpoint:
         return StageResult(tuple(pinpointed.findings), pinpointed.to_json(), results=results)
 
 
-STAGES: tuple[Stage, ...] = (Exercise(), BaseCheck(), Reproduce(), Pinpoint())
+class MissedCheck:
+    """What the reference report's build did to the same models and this one does no more
+    (`missed_optimizations`): findings of their own, after the failures' pinpointing."""
+
+    key, title = "missed", "missed optimizations"
+
+    def runs(self, state: SweepState) -> bool:
+        # another optimizer's report is no reference for this one's: the same name, or (a build
+        # given by import path) the same default passes
+        reference, info = state.setup.reference, state.plan.info
+        return reference is not None and (
+            reference.optimizer.get("name") == info.name
+            or list(reference.optimizer.get("default_passes") or ()) == list(info.default_passes)
+        )
+
+    def run(self, state: SweepState) -> StageResult:
+        reference, finished = state.setup.reference, state.finished
+        assert reference is not None
+        missed = missed_optimizations(finished.results, state.plan.steps, reference)
+        state.log.info(f"{len(missed.findings)} missed optimizations against {missed.reference}")
+        return StageResult((*finished.findings, *missed.findings), missed.record())
+
+
+STAGES: tuple[Stage, ...] = (Exercise(), BaseCheck(), Reproduce(), Pinpoint(), MissedCheck())
 
 
 def run_stages(state: SweepState) -> None:

@@ -103,6 +103,8 @@ class JobRun:
     workspace: Path
     results: dict[str, StepResult] = field(default_factory=dict)
     failed: bool = False
+    # the folder an upload-pages-artifact step took, when one ran
+    pages: Path | None = None
 
     def action_results(self) -> list[StepResult]:
         return [r for key, r in self.results.items() if key.startswith("ditox:")]
@@ -175,6 +177,10 @@ class Runner:
                 script = context.fill(step["run"], run)
                 run.results[key] = self._shell(base, script, step.get("env", {}), context, run)
                 run.failed |= run.results[key].code != 0
+            elif uses.startswith("actions/upload-pages-artifact@"):
+                site = run.workspace / inputs["path"]
+                assert (site / "index.html").is_file(), f"{workflow_name} {job_name}: no index.html in {site}"
+                run.pages = site
             elif uses.startswith("github/codeql-action/upload-sarif@"):
                 sarif = json.loads((run.workspace / inputs["sarif_file"]).read_text())
                 assert sarif["version"] == "2.1.0", inputs

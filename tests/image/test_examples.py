@@ -179,7 +179,7 @@ def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
     runner: Runner, server: GitHubServer, wheels, tmp_path: Path
 ):
     run_id, first = _nightly(runner, server, wheels["0.4.2"])
-    merge, publish = first.action_results()
+    merge, publish, history = first.action_results()
     assert merge.code == 0, merge.log[-3000:]
     assert "no previous report" in publish.log, publish.log[-3000:]  # the first night
     assert publish.code == 1, publish.log[-3000:]  # fail_on: new, and the Reshape bug is new
@@ -209,14 +209,22 @@ def test_nightly_yml_files_a_true_issue_then_knows_it_the_next_night(
     assert (first.workspace / publish.outputs["sarif"]).is_file()
     assert not not_the_runners(first.workspace)
     no_credentials_in(first.workspace)
+    # the first night of the history, uploaded with the report and as the Pages site's index
+    assert history.code == 0, history.log[-3000:]
+    assert first.pages is not None and "1 night, " in (first.pages / "index.html").read_text()
+    assert (runner.artifacts[run_id]["ditox-report"] / "history.json").is_file()
 
     # the next night: last night's report, as nightly.yml uploaded it, is `previous`; that run
     # failed (its gate found the bug new), as GitHub records it
     artifact = {"ditox-report": uploaded_artifact(runner.artifacts[run_id]["ditox-report"])}
     server.add_workflow_run("nightly.yml", conclusion="failure", artifacts=artifact)
-    _, second = _nightly(runner, server, wheels["0.4.2"])
-    merge, publish = second.action_results()
+    second_id, second = _nightly(runner, server, wheels["0.4.2"])
+    merge, publish, history = second.action_results()
     assert publish.code == 0 and publish.outputs["new"] == "0", publish.log[-3000:]
+    # last night's history.json came with its report: two nights now, the bug open on both
+    assert history.code == 0, history.log[-3000:]
+    nights = json.loads((runner.artifacts[second_id]["ditox-report"] / "history.json").read_text())["nights"]
+    assert len(nights) == 2 and all(n["bugs"] for n in nights)
     assert len([i for i in server.bot_issues() if CULPRIT in i["title"]]) == 1
     assert issue["state"] == "open"
 

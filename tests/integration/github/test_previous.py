@@ -322,3 +322,28 @@ def test_the_runs_looked_at_end_with_a_warning_not_in_silence(
         assert not (out / "report.json").exists()
         err = capsys.readouterr().err
         assert f"no report among the last {RUNS_LOOKED_AT} trusted runs of nightly.yml" in err
+
+
+def test_the_nights_before_come_with_the_report_taken_and_never_with_one_passed_over(tmp_path: Path) -> None:
+    """`ditox-ci history` carries history.json forward: the previous report's artifact brings it,
+    beside report.json; the history of a run whose report is not taken is not written."""
+    taken = _report_bytes(tmp_path, BUG_A)
+    stopped = json.loads(taken)
+    stopped["stats"].update(interrupted=True, interrupted_by="SIGTERM")
+    nights = b'{"schema_version": 1, "nights": []}'
+    out = tmp_path / "previous"
+    argv = ["previous", "--workflow", "nightly.yml", "--out", str(out)]
+    with GitHubServer() as server:
+        both = {"report.json": taken, "history.json": nights}
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": _zip(**both)})
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert (out / "history.json").read_bytes() == nights
+    (out / "history.json").unlink()
+    with GitHubServer() as server:
+        server.add_workflow_run("nightly.yml", artifacts={"ditox-report": _zip(**{"report.json": taken})})
+        cut = {"report.json": json.dumps(stopped).encode(), "history.json": nights}
+        server.add_workflow_run(
+            "nightly.yml", conclusion="cancelled", artifacts={"ditox-report": _zip(**cut)}
+        )
+        assert main_inner(argv, github_env(tmp_path, server.url)) == 0
+        assert (out / "report.json").is_file() and not (out / "history.json").exists()

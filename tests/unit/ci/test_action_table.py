@@ -9,7 +9,16 @@ import dataclasses
 import yaml
 
 from ditox_ci.ci.action import build_argv
-from ditox_ci.ci.inputs import ACTION_ONLY, BISECT_FLAGS, PUBLISH_FLAGS, SWEEP_FLAGS, ActionInputs, InputFlag
+from ditox_ci.ci.inputs import (
+    ACTION_ONLY,
+    BISECT_FLAGS,
+    HISTORY_FLAGS,
+    PUBLISH_FLAGS,
+    SWEEP_FLAGS,
+    ActionInputs,
+    InputFlag,
+)
+from ditox_ci.cli.history import HistoryOptions
 from ditox_ci.cli.publish import PublishSettings
 from ditox_ci.sweep.setup import BisectOptions, SweepOptions
 from tests.helpers import ROOT, option_names
@@ -19,6 +28,7 @@ TABLES = {
     "sweep": (SWEEP_FLAGS, SweepOptions),
     "publish": (PUBLISH_FLAGS, PublishSettings),
     "bisect": (BISECT_FLAGS, BisectOptions),
+    "history": (HISTORY_FLAGS, HistoryOptions),
 }
 
 
@@ -44,6 +54,7 @@ GIVEN = ActionInputs(
     atol=0.1,
     max_skipped=0.1,
     gate_tiers=("wrong-result",),
+    gate_missed=True,
     jobs=1,
     runner="reference",
     timeout=1.0,

@@ -102,7 +102,7 @@ def test_a_baseline_entry_naming_no_kind_accepts_exactly_the_kinds_accepted_by_d
 
 
 def test_only_new_findings_of_a_kind_that_gates_close_the_gate() -> None:
-    assert [kind for kind in FINDING_KINDS if not kind_gates(kind)] == ["warning"]
+    assert [kind for kind in FINDING_KINDS if not kind_gates(kind)] == ["missed-optimization", "warning"]
     assert [status for status in STATUSES if closes_gate("output-mismatch", status)] == ["new"]
     assert not closes_gate("warning", "new") and not closes_gate("output-mismatch", "flaky")
     # a kind a newer writer added is a failure until this version knows better
@@ -111,6 +111,11 @@ def test_only_new_findings_of_a_kind_that_gates_close_the_gate() -> None:
     assert not closes_gate(("output-mismatch",), "new", tier="ties", gate_tiers=("wrong-result",))
     assert closes_gate(("invalid-model", "output-mismatch"), "new", tier="ties", gate_tiers=("wrong-result",))
     assert closes_gate(("output-mismatch",), "new", tier="a-newer-tier", gate_tiers=("wrong-result",))
+    # a missed optimization gates only when asked (`--gate-missed`: Report.gate_tiers names it)
+    assert not closes_gate("missed-optimization", "new")
+    assert closes_gate("missed-optimization", "new", gate_tiers=(*TIERS, "missed-optimization"))
+    asked = replace(_report("missed-optimization", "new"), stats={"gate_missed": True})
+    assert not _report("missed-optimization", "new").closes_gate() and asked.closes_gate()
 
 
 def _junit_failures(report: Report, tmp: Path) -> bool:
@@ -154,6 +159,17 @@ def test_every_consumer_gates_a_values_bug_by_its_tier_as_the_report_says(
     values bug of a tier it leaves out is shown but fails nothing."""
     report = _report("output-mismatch", "new", tier, gate_tiers)
     assert CONSUMERS[consumer](report, tmp_path) == (tier in gate_tiers)
+
+
+@pytest.mark.parametrize("consumer", [name for name in CONSUMERS if name != "worker outcome failed"])
+@pytest.mark.parametrize("asked", [False, True])
+def test_every_consumer_gates_a_missed_optimization_only_when_the_report_asks(
+    consumer: str, asked: bool, tmp_path: Path
+) -> None:
+    """`--gate-missed` (recorded in the report's stats) decides for every reader of the report."""
+    report = _report("missed-optimization", "new")
+    report = replace(report, stats={**report.stats, "gate_missed": True}) if asked else report
+    assert CONSUMERS[consumer](report, tmp_path) == asked
 
 
 @pytest.mark.parametrize("consumer", CONSUMERS)
