@@ -76,6 +76,9 @@ class Repro:
     noise_limits: Mapping[str, Sequence[float | None]] = field(default_factory=dict)
     # the outputs a random op draws anew on every run: only their kind, shape and dtype are judged
     drawn: Sequence[str] = ()
+    # a missed optimization: per op type, how many of it the base build left; the bug is leaving
+    # more (the result's values are not judged)
+    missed: Mapping[str, int] = field(default_factory=dict)
 
     def judging(self, name: str, sample: int, calibrated: bool = True) -> Judging:
         """How output `name` of sample `sample` is judged (`calibrated`: with its noise limit)."""
@@ -304,6 +307,31 @@ def _judge(
     return FIXED
 
 
+def _op_counts(graph: onnx.GraphProto, counts: dict[str, int]) -> dict[str, int]:
+    """Each op type's nodes in `graph` and its subgraphs (`domain::Op` outside the default domain)."""
+    for node in graph.node:
+        name = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}::{node.op_type}"
+        counts[name] = counts.get(name, 0) + 1
+        for attribute in node.attribute:
+            for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                _op_counts(sub, counts)
+    return counts
+
+
+def _missed(optimized: onnx.ModelProto, repro: Repro) -> int:
+    """A missed optimization is present while the result leaves more of an op type than the base
+    build did."""
+    left = _op_counts(optimized.graph, {})
+    kept = {op: left.get(op, 0) for op, base in repro.missed.items() if left.get(op, 0) > base}
+    if kept:
+        said = ", ".join(
+            f"{op} ×{n} (the base build left {repro.missed[op]})" for op, n in sorted(kept.items())
+        )
+        return _bug(f"the optimizer leaves {said}: it no longer rewrites what the base build did")
+    print("OK: the optimizer rewrites what the base build did; the missed optimization is fixed")
+    return FIXED
+
+
 def check(repro: Repro, here: Path, optimizer_spec: str) -> int:
     """Optimize `here`/model.onnx as the finding did, run it and compare with expected.npz."""
     model = onnx.load(str(here / "model.onnx"))
@@ -323,6 +351,8 @@ def check(repro: Repro, here: Path, optimizer_spec: str) -> int:
             optimized = optimizer(model, list(repro.passes), repro.fixed_point)
         except Exception as exc:
             return _bug(f"the optimizer raised {type(exc).__name__}: {exc}")
+    if repro.missed:
+        return _missed(optimized, repro)
     return _judge(model, optimized, repro, inputs, expected)
 
 

@@ -213,6 +213,7 @@ def write_bundle(
     build: BuildUnderTest = AS_INSTALLED,
     judged: JudgedAs | None = None,
     only_the_checker: bool = False,
+    missed: Mapping[str, int] | None = None,
 ) -> Path:
     """Write `directory/<fingerprint>/` and return it (replacing an older bundle of that finding).
 
@@ -222,7 +223,8 @@ def write_bundle(
     long repro.py lets the optimizer (and ONNX Runtime on its result) run before it calls a hang
     the bug; `names` maps the names the finding's message uses to the short ones reduction gave
     `model` (README lists them); `only_the_checker`: the finding's change is by design and the
-    checker refusing its result is the bug (repro.py judges that alone)."""
+    checker refusing its result is the bug (repro.py judges that alone); `missed`: a missed
+    optimization's op types, each with how many the base build left (repro.py counts them alone)."""
     bundle = directory / finding.fingerprint
     if bundle.exists():
         shutil.rmtree(bundle)
@@ -252,6 +254,7 @@ def write_bundle(
         "atol": atol,
         "judged": judged or JudgedAs(),
         "only_the_checker": only_the_checker,
+        "missed": dict(missed or {}),
         "timeout_s": timeout_s,
         "runner": runner,
     }
@@ -291,6 +294,7 @@ def write_repro(
     names: Mapping[str, str] | None = None,
     build: BuildUnderTest = AS_INSTALLED,
     only_the_checker: bool = False,
+    missed: Mapping[str, int] | None = None,
 ) -> Path:
     """The bundle of `finding` under `out_dir`, with the reduced model's expected outputs and each
     output judged as the sweep's oracle (`settings`) judges it (`names`: the original's names of
@@ -325,4 +329,5 @@ def write_repro(
             reduced, PlainRun(data, feeds, outputs, settings.threads, runner_name), settings
         ),
         only_the_checker=only_the_checker,
+        missed=missed,
     )

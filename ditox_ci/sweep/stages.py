@@ -32,7 +32,7 @@ from ditox_ci.sweep.setup import SweepSetup
 from ditox_ci.triage.base_optimizer import check_on_base
 from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
 from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
-from ditox_ci.triage.missed import missed_optimizations
+from ditox_ci.triage.missed import missed_optimizations, pinned_on_base
 from ditox_ci.triage.reproduce import reproduce
 
 EXERCISED_DIR = "exercised"
@@ -221,7 +221,8 @@ class Pinpoint:
 
 class MissedCheck:
     """What the reference report's build did to the same models and this one does no more
-    (`missed_optimizations`): findings of their own, after the failures' pinpointing."""
+    (`missed_optimizations`): findings of their own, after the failures' pinpointing; with a base
+    build, run there too (those it does no better on go) and reduced (`pinned_on_base`)."""
 
     key, title = "missed", "missed optimizations"
 
@@ -239,7 +240,23 @@ class MissedCheck:
         assert reference is not None
         missed = missed_optimizations(finished.results, state.plan.steps, reference)
         state.log.info(f"{len(missed.findings)} missed optimizations against {missed.reference}")
-        return StageResult((*finished.findings, *missed.findings), missed.record())
+        found, record = list(missed.findings), missed.record()
+        pinpointing = state.pinpointing
+        if state.base is not None and found and state.setup.options.localize != "off":
+            deadline = time.monotonic() + pinpointing.budget_left()
+            found, on_base = pinned_on_base(
+                missed,
+                finished.results,
+                state.plan.steps,
+                state.pool,
+                state.base,
+                pinpointing.out_dir,
+                pinpointing.build,
+                deadline,
+                state.log,
+            )
+            record.update(on_base, findings=len(found))
+        return StageResult((*finished.findings, *found), record)
 
 
 STAGES: tuple[Stage, ...] = (Exercise(), BaseCheck(), Reproduce(), Pinpoint(), MissedCheck())

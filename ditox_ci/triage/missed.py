@@ -19,16 +19,23 @@ nodes than that finding's reference did, and so stay known until the optimizer d
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from ditox_ci.engine.findings import effect_of
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.pool import JobResult
+from ditox_ci.engine.pool import JobResult, WorkerPool
+from ditox_ci.log import Log
+from ditox_ci.optimizers.install import Installation
+from ditox_ci.pinpoint.judge import PoolJudge
+from ditox_ci.pinpoint.missed import MissedPinpointer
+from ditox_ci.pinpoint.repro import BuildUnderTest
 from ditox_ci.report.effect import WHOLE_OPTIMIZER, ModelEffect
 from ditox_ci.report.fingerprint import fingerprint
-from ditox_ci.report.kinds import FIXED, MISSED_OPTIMIZATION
+from ditox_ci.report.kinds import FIXED, MISSED_OPTIMIZATION, NEW
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 
 # the method a culprit was found by
@@ -165,3 +172,51 @@ def missed_optimizations(results: Sequence[JobResult], steps: Sequence[Step], re
                 if nodes > int(still.measured.get("reference_nodes", 0)):
                     found.append(replace(still, measured={**still.measured, "nodes": nodes}))
     return Missed(tuple(found), ref.label, dict(sorted(by_family.items())))
+
+
+def pinned_on_base(
+    missed: Missed,
+    results: Sequence[JobResult],
+    steps: Sequence[Step],
+    pool: WorkerPool,
+    base: Installation,
+    out_dir: Path,
+    build: BuildUnderTest,
+    deadline: float,
+    log: Log,
+) -> tuple[list[Finding], dict[str, Any]]:
+    """`missed`'s new findings run on the `--base-optimizer` build: those it does no better on go,
+    the others are reduced (`pinpoint.missed`) while `deadline` allows; carried ones stay as they
+    are. Returns the findings and what the base build did, for the stage's record."""
+    ours = {result.ref.id: result for result in results}
+    by_label = {step.label: step for step in steps}
+    base_config = replace(pool.config, optimizer=base.optimizer, optimizer_path=base.path)
+    kept: list[Finding] = []
+    gone = 0
+    with (
+        tempfile.TemporaryDirectory(prefix="ditox-missed-") as scratch,
+        WorkerPool(base_config, 1) as base_pool,
+    ):
+        judges = (PoolJudge(pool, Path(scratch, "head")), PoolJudge(base_pool, Path(scratch, "base")))
+        pinner = MissedPinpointer(*judges, pool.config, out_dir, build, deadline)
+        for finding in sorted(missed.findings, key=lambda f: (f.model, f.config)):
+            result, step = ours.get(finding.model), by_label.get(finding.config)
+            if finding.status != NEW or result is None or step is None:
+                kept.append(finding)
+                continue
+            left = pinner.on_base(result, step)
+            if left is not None and left >= int(finding.measured["nodes"]):
+                gone += 1
+                log.info(
+                    f"{finding.model} [{finding.config}]: the base build leaves as many nodes; not missed"
+                )
+                continue
+            measured = {**finding.measured, "base_nodes": left} if left is not None else finding.measured
+            kept.append(pinner.reduced(replace(finding, measured=measured), result, step))
+    record = {
+        "base": base.label,
+        "not_on_base": gone,
+        "reduce_checks": pinner.checks,
+        "bundles": pinner.bundles,
+    }
+    return kept, record

@@ -22,6 +22,8 @@ CHECKOUT = Path(os.environ.get("OPTIMIZER_CHECKOUT", "/nonexistent"))
 FIXES = ("(#271)", "(#277)", "(#293)", "(#314)")
 
 
+# each commit is built from source (minutes each, more the first time): beyond the suite's limit
+@pytest.mark.timeout(6 * 3600)
 @pytest.mark.skipif(
     not (CHECKOUT / "third_party" / "onnx" / "CMakeLists.txt").is_file(),
     reason=(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +123,44 @@ def test_another_optimizers_report_is_no_reference(tmp_path: Path) -> None:
     code, lazy, stderr = _sweep(tmp_path, LAZY, "lazy", "--reuse-from", "other.json")
     assert code == 0, stderr
     assert _missed(lazy) == {} and "missed" not in lazy["stats"]
+
+
+def test_on_the_base_build_a_missed_optimization_is_confirmed_and_reduced_to_a_repro(tmp_path: Path) -> None:
+    """A PR check: the reference report says the base branch removed the Identity; the base build
+    in hand confirms it, and the model is cut down to where the base build still removes it and
+    the head does not. Its repro.py exits 1 on the head's build and 0 on the base's."""
+    _sweep(tmp_path, "onnxoptimizer", "base")
+    args = ("--previous", "base/report.json", "--base-optimizer", "onnxoptimizer", "--exercise-budget", "0")
+    code, pr, stderr = _sweep(tmp_path, LAZY, "pr", *args)
+    assert code == 0, stderr
+    missed = _missed(pr)
+    assert set(missed) == {("lazy_plain.onnx", "default"), ("lazy_plain.onnx", f"pass:{LAZY_PASS}")}
+    first = missed[("lazy_plain.onnx", "default")]
+    assert first["evidence"]["base_nodes"] == 2
+    reduction = first["evidence"]["reduction"]
+    # the Identity alone would be the graph's output, which eliminate_identity keeps on any build
+    assert (reduction["nodes_before"], reduction["nodes_after"]) == (3, 2)
+    assert first["evidence"]["reduced"] == {"head_left": {"Add": 1, "Identity": 1}, "base_left": {"Add": 1}}
+    assert pr["stats"]["missed"]["not_on_base"] == 0
+    bundle = tmp_path / "pr" / first["repro"]
+    assert {"model.onnx", "repro.py"} <= {p.name for p in bundle.iterdir()}
+    assert [n.op_type for n in onnx.load(bundle / "model.onnx").graph.node] == ["Identity", "Add"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
+    for optimizer, code, says in (
+        (LAZY, 1, "BUG PRESENT: the optimizer leaves Identity ×1"),
+        ("onnxoptimizer", 0, "OK"),
+    ):
+        ran = subprocess.run(
+            [sys.executable, "repro.py", "--optimizer", optimizer],
+            cwd=bundle,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        assert ran.returncode == code and says in ran.stdout, ran.stdout + ran.stderr
+
+    # a base build that does no better (the lazy one itself) makes no missed optimization
+    args = ("--previous", "base/report.json", "--base-optimizer", LAZY, "--exercise-budget", "0")
+    code, same, stderr = _sweep(tmp_path, LAZY, "same", *args)
+    assert code == 0, stderr
+    assert _missed(same) == {} and same["stats"]["missed"]["not_on_base"] == 2
