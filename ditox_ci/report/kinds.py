@@ -162,6 +162,12 @@ class FindingKind(Enum):
         return self is FindingKind.INVALID_MODEL
 
     @property
+    def compares_builds(self) -> bool:
+        """The verdict is against another build's result (a reference report, the base build), not
+        against the original model."""
+        return self is FindingKind.MISSED_OPTIMIZATION
+
+    @property
     def compares_values(self) -> bool:
         """The verdict is on the outputs' values: a comparison with tolerances (and a tier)."""
         return self is FindingKind.OUTPUT_MISMATCH

@@ -15,7 +15,7 @@ to the previous night's `history.json` and keeps the last `MAX_NIGHTS`:
 config removed over all models (`stats.effect`), `bugs` one entry per bug (fingerprint) the night
 had open or fixed, with its culprit (its passes joined, or its scope), kind and status: the
 findings that gate (by the report's own `--gate-tiers`) and the missed optimizations, never a
-warning.
+warning nor what the baseline accepts.
 `history.html` draws it (`report/nights_page.py`).
 """
 
@@ -27,6 +27,7 @@ from typing import Any
 
 from ditox_ci.errors import InputError
 from ditox_ci.report.effect import WHOLE_OPTIMIZER
+from ditox_ci.report.evidence import KnownSource
 from ditox_ci.report.kinds import FIXED, KNOWN, MISSED_OPTIMIZATION, NEW, verdicts_gate
 from ditox_ci.report.model import Finding, Report
 
@@ -132,6 +133,15 @@ def _bugs(findings: Iterable[Finding]) -> dict[str, NightBug]:
     return dict(sorted(bugs.items()))
 
 
+def _a_bug(finding: Finding, gate_tiers: tuple[str, ...]) -> bool:
+    """A finding that gates (or a missed optimization) and that the baseline does not accept: a
+    documented limitation is no bug of the night."""
+    known_by = finding.triage.known_by
+    if known_by is not None and known_by.source is KnownSource.BASELINE:
+        return False
+    return finding.kind == MISSED_OPTIMIZATION or verdicts_gate(finding.verdicts, finding.tier, gate_tiers)
+
+
 def night_of(report: Report, date: str, sha: str, run: str = "") -> Night:
     """The night `report` (a whole sweep, classified) says, swept on `date` at commit `sha` in
     the workflow run `run`."""
@@ -152,11 +162,7 @@ def night_of(report: Report, date: str, sha: str, run: str = "") -> Night:
         changed={
             name: int(counts.get("models_changed", 0)) for name, counts in sorted(report.coverage.items())
         },
-        bugs=_bugs(
-            f
-            for f in report.findings
-            if f.kind == MISSED_OPTIMIZATION or verdicts_gate(f.verdicts, f.tier, report.gate_tiers)
-        ),
+        bugs=_bugs(f for f in report.findings if _a_bug(f, report.gate_tiers)),
         run=run,
     )
 

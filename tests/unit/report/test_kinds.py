@@ -192,7 +192,11 @@ def test_what_differs_per_kind_is_read_from_the_member_not_a_name_in_a_template(
         if re.search(r"kind\s*[!=]=\s*['\"]", line)
     ]
     assert compared == []
-    per_kind = ("crashes_process", "hangs", "judged_by_checker", "compares_values")
+    per_kind = ("crashes_process", "hangs", "judged_by_checker", "compares_values", "compares_builds")
     assert [[k.value for k in FindingKind if getattr(k, name)] for name in per_kind] == [
-        ["optimizer-crash"], ["optimizer-timeout"], ["invalid-model"], ["output-mismatch"]
+        ["optimizer-crash"],
+        ["optimizer-timeout"],
+        ["invalid-model"],
+        ["output-mismatch"],
+        ["missed-optimization"],
     ]
