@@ -16,7 +16,7 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
-from ditox_ci.report.effect import WHOLE_OPTIMIZER, Effect, ModelEffect, by_family
+from ditox_ci.report.effect import NO_EFFECT, WHOLE_OPTIMIZER, Effect, ModelEffect, by_family
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.kinds import VALUES_KIND, FindingKind
 from ditox_ci.report.model import Culprit, Finding
@@ -227,8 +227,10 @@ def family_effects(results: Iterable[JobResult]) -> dict[str, dict[str, int]]:
 
 
 def effect_of(result: JobResult) -> ModelEffect | None:
-    """What each config did to the model, for those whose result changed it (report/effect.py);
-    None for a model not judged."""
+    """What each config did to the model (report/effect.py): for those whose result changed it,
+    but not those whose change is the `nop` control's alike (`ModelEffect.of` reads them as the
+    control's); a config that left the model as it was while the control did not says so. None
+    for a model not judged."""
     original = result.size
     if original is None or result.status != "ok":
         return None
@@ -237,4 +239,12 @@ def effect_of(result: JobResult) -> ModelEffect | None:
         for label, outcome in result.outcomes.items()
         if outcome.changed and outcome.size is not None
     }
-    return ModelEffect(original.nodes, original.initializers, original.bytes, configs)
+    control = configs.get(NOP)
+    if control is not None:
+        configs = {label: effect for label, effect in configs.items() if label == NOP or effect != control}
+        configs |= {
+            label: NO_EFFECT
+            for label, outcome in result.outcomes.items()
+            if not outcome.changed and outcome.kind is None and label != NOP
+        }
+    return ModelEffect(original.nodes, original.initializers, original.bytes, dict(sorted(configs.items())))

@@ -6,6 +6,11 @@ from __future__ import annotations
 import onnx
 from onnx import TensorProto, helper
 
+from ditox_ci.control import NOP
+from ditox_ci.corpus import ModelRef
+from ditox_ci.engine.findings import effect_of
+from ditox_ci.engine.outcome import Outcome
+from ditox_ci.engine.pool import JobResult
 from ditox_ci.engine.structure import model_size
 from ditox_ci.report.effect import Effect, ModelEffect, Size, Totals, by_family, effect_totals
 
@@ -51,3 +56,29 @@ def test_totals_add_up_per_config_and_per_family() -> None:
         "cnn": {"models": 2, "nodes": 16, "after": 12},
         "nlp": {"models": 1, "nodes": 6, "after": 5},
     }
+
+
+def _outcome(size: Size | None, changed: bool = True) -> Outcome:
+    return Outcome(None, changed=changed, size=size, digest="d" if changed else "")
+
+
+def test_a_config_that_did_what_the_control_did_is_read_as_the_control() -> None:
+    """Half of a default sweep's configs only show the round trip's change: they are not written,
+    and read back as the control's; one that left the model as it was while the control did not
+    is written as no change."""
+    original = Size(3, 1, 100, {"Identity": 1, "Add": 1, "Tanh": 1})
+    round_trip = Size(3, 1, 96, {"Identity": 1, "Add": 1, "Tanh": 1})
+    fused = Size(2, 1, 70, {"Add": 1, "Tanh": 1})
+    ref = ModelRef(id="m", source="test", path="m.onnx")
+    outcomes = {
+        NOP: _outcome(round_trip),
+        "pass:eliminate_nop_pad": _outcome(round_trip),
+        "pass:eliminate_identity": _outcome(fused),
+        "pass:odd": _outcome(None, changed=False),
+    }
+    effect = effect_of(JobResult(ref, "ok", outcomes=outcomes, size=original))
+    assert effect is not None
+    assert set(effect.configs) == {NOP, "pass:eliminate_identity", "pass:odd"}
+    assert effect.of("pass:eliminate_nop_pad") == effect.of(NOP) == Effect(0, 0, -4)
+    assert effect.of("pass:odd") == Effect(0, 0, 0)
+    assert effect.nodes_after("pass:eliminate_identity") == 2
