@@ -113,7 +113,10 @@ class Night:
 
 
 def _culprit(finding: Finding) -> str:
-    return ", ".join(finding.culprit.passes) or finding.culprit.scope
+    """The passes a bug is blamed on, or its scope when it is no pass's (a bug of the code every
+    pass goes through, shared or not, or one that comes and goes, is no row of each pass)."""
+    culprit = finding.culprit
+    return ", ".join(culprit.passes) if culprit.scope in ("pass", "interaction") else culprit.scope
 
 
 def _bugs(findings: Iterable[Finding]) -> dict[str, NightBug]:

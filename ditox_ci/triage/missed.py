@@ -8,8 +8,9 @@ config) both ran on the same original (its sha256) is compared by what its resul
 finding, naming the op types the reference removed and this build no longer does. It is a warning
 unless the sweep ran with `--gate-missed`.
 
-Its culprit is the config's pass for a single-pass config; for a config of several passes, the
-passes whose own single-pass config misses on the same model (`interaction` when none does).
+Its culprit is the optimizer's own round trip (`infrastructure`) when the `nop` control misses on
+the model too; else the config's pass for a single-pass config, and for a config of several passes
+the passes whose own single-pass config misses on the same model (`unknown` when none does).
 
 A night compares with the night before, so the next night's sweep sees no difference any more:
 the reference's own open missed findings are carried forward while the result still keeps more
@@ -25,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ditox_ci.control import NOP
 from ditox_ci.engine.findings import effect_of
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult, WorkerPool
@@ -41,6 +43,7 @@ from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report
 # the method a culprit was found by
 SINGLE_PASS_CONFIG = "single-pass config"
 SINGLE_PASS_RESULTS = "single-pass results"
+CONTROL = "nop control"
 MESSAGE = "keeps more nodes than the reference build's result"
 
 
@@ -99,8 +102,10 @@ def _finding(
         "not_removed": dict(sorted(kept.items())),
         "reference": reference,
     }
+    # a culprit of no pass keys on its scope, and an unknown one on its config too
+    keyed = culprit.passes or _unpinned(culprit, config)
     return Finding(
-        fingerprint=fingerprint(MISSED_OPTIMIZATION, culprit.passes, MESSAGE, kept),
+        fingerprint=fingerprint(MISSED_OPTIMIZATION, keyed, MESSAGE, kept),
         kind=MISSED_OPTIMIZATION,
         model=model,
         config=config,
@@ -109,13 +114,21 @@ def _finding(
     )
 
 
-def _culprit(step: Step, missing: set[str]) -> Culprit:
-    """The single pass of a single-pass config; else the passes whose own config misses too."""
+def _unpinned(culprit: Culprit, config: str) -> tuple[str, ...]:
+    return (culprit.scope,) if culprit.scope == "infrastructure" else (culprit.scope, config)
+
+
+def _culprit(step: Step, missing: set[str], control_misses: bool) -> Culprit:
+    """The optimizer's own round trip when the `nop` control misses too (every config goes through
+    it); else the single pass of a single-pass config, or the passes whose own config misses too
+    (`unknown` when none does: no single pass did it in the reference either)."""
+    if control_misses:
+        return Culprit("infrastructure", (), CONTROL)
     if step.single_pass:
         return Culprit("pass", (step.single_pass,), SINGLE_PASS_CONFIG)
     alone = tuple(name for name in step.passes if name in missing)
     if not alone:
-        return Culprit("interaction", step.passes, SINGLE_PASS_RESULTS)
+        return Culprit("unknown", (), SINGLE_PASS_RESULTS)
     return Culprit("pass" if len(alone) == 1 else "interaction", alone, SINGLE_PASS_RESULTS)
 
 
@@ -164,7 +177,7 @@ def missed_optimizations(results: Sequence[JobResult], steps: Sequence[Step], re
         missing = {step.single_pass for step in steps if step.single_pass and step.label in fewer}
         for step in steps:
             if step.label in fewer:
-                culprit = _culprit(step, {name for name in missing if name})
+                culprit = _culprit(step, {name for name in missing if name}, NOP in fewer)
                 found.append(_finding(model, step.label, culprit, head, fewer[step.label], ref.label))
             elif (model, step.label) in carried and step.label in result.outcomes:
                 still = carried[(model, step.label)]
