@@ -102,12 +102,12 @@ def _last_night(nights: Sequence[Night], repository: str) -> str:
     for fingerprint, bug in new.items():
         link = _issue_link(fingerprint, repository)
         items.append(
-            f'<li class="worse">new bug <code>{escape(fingerprint[:12])}</code>: {escape(bug.kind)} in '
-            f"<code>{escape(bug.culprit)}</code> on {escape(bug.model)} [{escape(bug.config)}] {link}</li>"
+            f'<li class="worse">new bug <code>{escape(fingerprint[:12])}</code>: {escape(bug.kind)}, culprit '
+            f"<code>{escape(bug.culprit)}</code>, on {escape(bug.model)} [{escape(bug.config)}] {link}</li>"
         )
     for fingerprint in gone:
         old = before.bugs[fingerprint] if before else None
-        what = f"{escape(old.kind)} in <code>{escape(old.culprit)}</code>" if old else ""
+        what = f"{escape(old.kind)}, culprit <code>{escape(old.culprit)}</code>" if old else ""
         items.append(f'<li class="better">gone: <code>{escape(fingerprint[:12])}</code> {what}</li>')
     if before is not None:
         for name in sorted(set(last.changed) | set(before.changed)):
