@@ -23,10 +23,18 @@ from ditox_ci.report.kinds import NEW
 from ditox_ci.report.model import Report
 from ditox_ci.report.outputs import write_outputs
 from ditox_ci.report.schema import read_checked_report
-from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Since, Tried
+from ditox_ci.report.since import COMMITS, FIXED, INTRODUCED, RELEASES, Point, Since, Tried
 from ditox_ci.safewrite import write_bytes_atomic
 from ditox_ci.sweep.setup import BisectOptions, worker_config
-from ditox_ci.triage.bisect import Bisector, Bug, BuildAt, load_bug, not_reproduced, reference
+from ditox_ci.triage.bisect import (
+    Bisector,
+    Bug,
+    BuildAt,
+    load_bug,
+    not_reproduced,
+    reference,
+    where_it_left,
+)
 from ditox_ci.triage.bisect_builds import (
     commit_build,
     commit_points,
@@ -213,6 +221,7 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
         over = RELEASES
         with optimizer_build(options.optimizer, cache, log) as build, pool_for(build) as pool:
             referenced = [reference(pool, bug, options.runs)[0] for bug in bugs]
+            built = Point(options.optimizer, f"{build.info.version} (the build under test)")
             module, distribution = (
                 build.optimizer,
                 options.package or next(iter(build.info.distributions), None),
@@ -231,7 +240,11 @@ def _bisect(bugs: list[Bug], options: BisectOptions, log: Log, deadline: float |
             log=log,
         )
     runnable = [bug for bug in referenced if bug.reference is not None]
-    found = {bug.fingerprint: not_reproduced(bug, over) for bug in referenced if bug.reference is None}
+    gone = [bug for bug in referenced if bug.reference is None]
+    found = {bug.fingerprint: not_reproduced(bug, over) for bug in gone}
+    if over == RELEASES and gone:  # fixed in the build under test: since which release?
+        with log.group(f"where {len(gone)} bug(s) the build under test no longer shows left"):
+            found.update(where_it_left(gone, points, build_at, pool_for, options.runs, built))
     bisector = Bisector(runnable, build_at, pool_for, options.runs, log, deadline, known)
     for bug in runnable:
         with log.group(f"bisect {bug.fingerprint} over {len(points)} {over}"):

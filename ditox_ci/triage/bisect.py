@@ -54,6 +54,7 @@ from ditox_ci.report.since import (
     NOT_REPRODUCED,
     PASS_ABSENT,
     PRESENT_SINCE_OLDEST,
+    RELEASES,
     SKIP,
     Point,
     Since,
@@ -359,3 +360,54 @@ def not_reproduced(bug: Bug, over: str) -> Since:
         change=NOT_REPRODUCED,
         note=f"{bug.fingerprint} did not show on the build it was found with",
     )
+
+
+def where_it_left(
+    bugs: Sequence[Bug],
+    points: Sequence[Point],
+    build_at: BuildAt,
+    pool_for: PoolFor,
+    runs: int,
+    built: Point,
+) -> dict[str, Since]:
+    """Over releases, the bugs the build under test (`built`) no longer shows: the releases tried
+    from the newest back until one shows the bug, which is then where it was last seen, and the
+    release after it (or `built`, when the newest release still has it) where it left. A release
+    that cannot be made is skipped; a bug no release shows is not reproduced."""
+    left: dict[str, Since] = {}
+    tried: dict[str, list[Tried]] = {bug.fingerprint: [] for bug in bugs}
+    after: dict[str, Point] = {bug.fingerprint: built for bug in bugs}
+    waiting = list(bugs)
+    for point in reversed(points):
+        if not waiting:
+            break
+        try:
+            with build_at(point) as build, pool_for(build) as pool:
+                at = [reference(pool, bug, runs, point) for bug in waiting]
+        except OptimizerLoadError as exc:
+            for bug in waiting:
+                tried[bug.fingerprint].append(Tried(point.ref, SKIP, reason=str(exc)))
+            continue
+        for bug, shown in at:
+            fingerprint = bug.fingerprint
+            if shown is None:
+                tried[fingerprint].append(Tried(point.ref, GOOD, runs, 0))
+                after[fingerprint] = point
+                continue
+            steps = (shown, *reversed(tried[fingerprint]))
+            left[fingerprint] = Since(
+                over=RELEASES,
+                change=FIXED,
+                before=point,
+                after=after[fingerprint],
+                tried=steps,
+                builds=len([t for t in steps if t.verdict != SKIP]),
+                confidence=confidence(steps),
+                note="" if after[fingerprint] != built else "the newest release still has it",
+            )
+        waiting = [bug for bug, shown in at if shown is None]
+    for bug in waiting:
+        left[bug.fingerprint] = replace(
+            not_reproduced(bug, RELEASES), tried=tuple(reversed(tried[bug.fingerprint]))
+        )
+    return left

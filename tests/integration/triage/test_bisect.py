@@ -239,6 +239,50 @@ def test_releases_two_bugs_share_builds_and_an_uninstallable_release_is_skipped(
     assert identity.builds <= 5 and deadend.builds <= 5  # ⌈log2 7⌉ + 2
 
 
+@pytest.mark.parametrize(
+    ("releases", "headline"),
+    [
+        # fixed in a release: the releases are tried from the newest back until one has it
+        ([("1.0", {}), ("1.1", DOUBLE), ("1.2", DOUBLE), ("1.3", {})], "fixed in 1.3 (1.2 still has it)"),
+        # fixed since the newest release: the build under test is where it left
+        ([("1.0", {}), ("1.1", DOUBLE)], "fixed in 1.4 (the build under test) (1.1 still has it)"),
+    ],
+)
+def test_releases_a_bug_the_build_under_test_no_longer_shows_is_found_where_it_left(
+    world, tmp_path, releases, headline
+):
+    root = world["root"]
+    wheels = tmp_path / "wheels"
+    for version, bugs in releases:
+        release(wheels, version, bugs)
+    fixed = _install(release(tmp_path / "unreleased", "1.4", {}), tmp_path / "fixed")
+    done = _cli(
+        "bisect",
+        str(root / f"bundle-{EI}"),
+        "--optimizer",
+        OPTIMIZER,
+        "--package",
+        "planted-opt",
+        "--find-links",
+        str(wheels),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--out-json",
+        str(tmp_path / "r.json"),
+        cwd=root,
+        pythonpath=fixed,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    since = _one_result(tmp_path / "r.json")
+    assert (since.change, since.headline) == (FIXED, headline)
+    # the newest release first, back to the newest one that has it, and no further
+    newest_first = [version for version, _ in reversed(releases)]
+    shown_at = next(version for version, bugs in reversed(releases) if bugs)
+    tried = newest_first[: newest_first.index(shown_at) + 1]
+    assert [t.ref for t in since.tried] == list(reversed(tried))
+    assert [t.verdict for t in since.tried] == ["bad", *["good"] * (len(tried) - 1)]
+
+
 def test_a_reports_new_and_fixed_bugs_are_bisected_in_one_range_and_recorded(world, tmp_path):
     """A sweep of the build with both bugs (c6), then one range from c4 to main: the identity bug
     shows at c4 only (fixed in the range), the dead-end one at both ends (older than the range)."""
