@@ -34,7 +34,7 @@ HELP = "generate models that trigger each optimizer pass (and near-misses), then
 DESCRIPTION = """\
 Generate random valid models, each built around the pattern one optimizer pass rewrites (or a
 near-miss it must leave alone), and sweep them as they are made into DIR/report.json,
-DIR/summary.md and DIR/coverage.svg. --budget bounds the whole run: models are made until 90 % of
+DIR/summary.md and DIR/coverage.svg. --budget bounds the whole run: models are made until 85 % of
 it, reductions stop at 95 %, the rest writes the report. The models are made for the passes of
 --optimizer: every built-in optimizer's passes have generators (ONNX Runtime's transformers,
 onnxsim's, onnxslim's patterns, onnxscript's rules, onnx-ir's passes), and the run ends by saying
@@ -53,8 +53,10 @@ examples:
 """
 
 # Shares of --budget, which bounds the whole run: models are made and judged until SWEEP_SHARE,
-# reductions stop at PINPOINT_SHARE, and the rest is for classifying and writing the report.
-SWEEP_SHARE = 0.9
+# reductions stop at PINPOINT_SHARE, and the rest is for classifying and writing the report. The
+# findings are each run once more before they gate, whatever the time (`triage.reproduce`): 520 of
+# them took 2.1 s of a 20 s budget on 2026-11-29, which overran it by 10 % from 0.9
+SWEEP_SHARE = 0.85
 PINPOINT_SHARE = 0.95
 TIMEOUT_SHARE = 0.1
 STARTUP_ALLOWANCE_S = 5.0

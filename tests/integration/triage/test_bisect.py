@@ -132,6 +132,26 @@ def _over_commits(
     return _cli("bisect", *args, *range_, "--optimizer", OPTIMIZER, "--cache-dir", str(cache), cwd=cwd, **env)
 
 
+def _over_releases(
+    world: dict[str, Path], wheels: Path, out: Path, build: Path, *bugs: str
+) -> subprocess.CompletedProcess[str]:
+    """`ditox-ci bisect` of the bundles of `bugs` over the releases in `wheels`, with `build` (an
+    installed planted_opt) as the build under test; its cache and `r.json` go into `out`."""
+    bundles = [str(world["root"] / f"bundle-{bug}") for bug in bugs]
+    releases = ("--package", "planted-opt", "--find-links", str(wheels), "--cache-dir", str(out / "cache"))
+    return _cli(
+        "bisect",
+        *bundles,
+        "--optimizer",
+        OPTIMIZER,
+        *releases,
+        "--out-json",
+        str(out / "r.json"),
+        cwd=world["root"],
+        pythonpath=build,
+    )
+
+
 def _one_result(path: Path) -> Since:
     """The one bug's result `--out-json` wrote."""
     (result,) = json.loads(path.read_text())
@@ -201,23 +221,7 @@ def test_releases_two_bugs_share_builds_and_an_uninstallable_release_is_skipped(
         release(wheels, version, bugs)
     source_release(wheels, "1.1")  # no wheel: bisecting releases builds nothing
     newest = _install(wheels / "planted_opt-1.6-py3-none-any.whl", tmp_path / "newest")
-    done = _cli(
-        "bisect",
-        str(root / f"bundle-{EI}"),
-        str(root / f"bundle-{ED}"),
-        "--optimizer",
-        OPTIMIZER,
-        "--package",
-        "planted-opt",
-        "--find-links",
-        str(wheels),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--out-json",
-        str(tmp_path / "r.json"),
-        cwd=root,
-        pythonpath=newest,
-    )
+    done = _over_releases(world, wheels, tmp_path, newest, EI, ED)
     lines = _bisected(done)
     found = {
         entry["fingerprint"]: Since.from_json(entry["since"])
@@ -251,27 +255,11 @@ def test_releases_two_bugs_share_builds_and_an_uninstallable_release_is_skipped(
 def test_releases_a_bug_the_build_under_test_no_longer_shows_is_found_where_it_left(
     world, tmp_path, releases, headline
 ):
-    root = world["root"]
     wheels = tmp_path / "wheels"
     for version, bugs in releases:
         release(wheels, version, bugs)
     fixed = _install(release(tmp_path / "unreleased", "1.4", {}), tmp_path / "fixed")
-    done = _cli(
-        "bisect",
-        str(root / f"bundle-{EI}"),
-        "--optimizer",
-        OPTIMIZER,
-        "--package",
-        "planted-opt",
-        "--find-links",
-        str(wheels),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--out-json",
-        str(tmp_path / "r.json"),
-        cwd=root,
-        pythonpath=fixed,
-    )
+    done = _over_releases(world, wheels, tmp_path, fixed, EI)
     assert done.returncode == 0, done.stderr[-3000:]
     since = _one_result(tmp_path / "r.json")
     assert (since.change, since.headline) == (FIXED, headline)
