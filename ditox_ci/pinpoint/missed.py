@@ -29,15 +29,16 @@ from ditox_ci.pinpoint.judge import JudgeError, PoolJudge, candidate_outcome
 from ditox_ci.pinpoint.pinpointer import REPRO_DIR
 from ditox_ci.pinpoint.reduce import Verdict, reduce
 from ditox_ci.pinpoint.repro import BuildUnderTest, write_repro
+from ditox_ci.report.effect import Size
 from ditox_ci.report.model import Finding
 
 
-def ops_left(outcome: Outcome | None, model: onnx.ModelProto) -> dict[str, int] | None:
-    """What the optimizer's result left of each op type (the model itself when it left it as it
+def ops_left(outcome: Outcome | None, original: Size) -> dict[str, int] | None:
+    """What the optimizer's result left of each op type (the `original`'s when it left it as it
     was); None when there is no result to count (the optimizer failed, the pool gave no verdict)."""
     if outcome is None or (outcome.kind is not None and outcome.failed and outcome.size is None):
         return None
-    size = outcome.size if outcome.changed and outcome.size is not None else model_size(model, 0)
+    size = outcome.size if outcome.changed and outcome.size is not None else original
     return dict(size.ops)
 
 
@@ -65,13 +66,15 @@ class MissedPinpointer:
             outcome = self.base.run(result.ref, step)
         except JudgeError:
             return None
-        left = ops_left(outcome, load_model(result.ref))
+        # the original as the sweep sized it: nothing to load again
+        left = ops_left(outcome, result.size) if result.size is not None else None
         return None if left is None else sum(left.values())
 
     def _both(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> tuple[dict, dict] | None:
         self.checks += 1
-        head = ops_left(candidate_outcome(self.head, name, model, feeds, step), model)
-        base = ops_left(candidate_outcome(self.base, name, model, feeds, step), model)
+        original = model_size(model, 0)
+        head = ops_left(candidate_outcome(self.head, name, model, feeds, step), original)
+        base = ops_left(candidate_outcome(self.base, name, model, feeds, step), original)
         return None if head is None or base is None else (head, base)
 
     def reduced(self, finding: Finding, result: JobResult, step: Step) -> Finding:
