@@ -22,7 +22,7 @@ from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.exercised import exercised_model_ids
-from ditox_ci.report.kinds import FIXED, KNOWN
+from ditox_ci.report.kinds import FIXED, KNOWN, ModelStatus
 from ditox_ci.report.model import Finding, ModelEntry, Report, Verdicts
 from ditox_ci.report.stats import SweepStats
 
@@ -126,7 +126,7 @@ def _combine_parts(
     if len(parts) == 1 and not missing:
         return first
     entries = [entry for _, entry in parts]
-    skipped = next((entry for entry in entries if entry.status != "ok"), None)
+    skipped = next((entry for entry in entries if entry.status != ModelStatus.OK), None)
     prepared = next((entry for entry in entries if entry.sha256), first)
     ran = tuple(c for c in configs if c in owner) if missing else () if configs else tuple(sorted(owner))
     judged = [entry.verdicts for entry in entries if entry.verdicts is not None]
@@ -272,14 +272,14 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         planned = len(models) + max(0, unfinished)
     # a model split over shards counts once; a shard whose models name no runner (an older report)
     # adds its own counts
-    runners = Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner)
+    runners = Counter(entry.runner for entry in models if entry.status == ModelStatus.OK and entry.runner)
     for report, own in zip(ordered, shard_stats, strict=True):
         if not any(entry.runner for entry in report.models):
             runners.update(own.runners)
     stats = SweepStats.merge(
         shard_stats,
         models_total=len(models),
-        models_skipped=sum(1 for entry in models if entry.status != "ok"),
+        models_skipped=sum(1 for entry in models if entry.status != ModelStatus.OK),
         runners=runners,
         models_planned=planned,
         effect=effect_totals(entry.effect for entry in models if entry.effect is not None),

@@ -132,7 +132,8 @@ def _reduce(path: Path, options: ReduceOptions, build: Installation, log: Log) -
             "written (its repro.py would find nothing); run the command again to catch it"
         )
         return 1
-    kind = str(failure.kind)
+    kind = failure.kind
+    assert kind is not None  # it failed (above)
     fingerprint = failure_fingerprint(failure, passes, rewrites)
     finding = Finding(
         fingerprint=fingerprint,

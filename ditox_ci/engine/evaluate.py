@@ -213,9 +213,9 @@ def _judge_changed(
     values = _comparisons(context, session, outputs, comparators, settings, evidence)
     if values is not None:
         values = _unless_saturated(context, optimized, session, outputs, values, settings)
-        if values.kind == VALUES_KIND or not verdicts:
+        if values.kind is not None and (values.kind is VALUES_KIND or not verdicts):
             evidence = values.evidence
-            verdicts.append(Verdict(values.kind or "", values.message))
+            verdicts.append(Verdict(values.kind, values.message))
     if verdicts:
         return Outcome.of(verdicts, evidence)
     introduced = unused_initializers(optimized.graph) - unused_initializers(context.model.graph)

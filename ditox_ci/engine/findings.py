@@ -18,7 +18,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
 from ditox_ci.report.effect import NO_EFFECT, WHOLE_OPTIMIZER, Effect, ModelEffect, by_family
 from ditox_ci.report.evidence import Triage
-from ditox_ci.report.kinds import VALUES_KIND, FindingKind
+from ditox_ci.report.kinds import VALUES_KIND, FindingKind, ModelStatus
 from ditox_ci.report.model import Culprit, Finding
 
 # evidence of a finding on a model whose nop control failed too: what the control did
@@ -125,11 +125,13 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         if step.label != NOP and (own.kind is None or _as_in_nop(outcome, nop, result)):
             shared_with_nop.append(step.label)
             continue
+        headline = own.kind
+        assert headline is not None  # the nop control's failure is its own; a config's beyond it, checked
         culprit = culprit_for(step)
         rewrites = None
         if shared is not None and step.label != NOP and outcome.same_failure(shared.failure):
             culprit = shared.culprit()
-        elif own.kind == FindingKind.WARNING.value and not step.single_pass:
+        elif headline is FindingKind.WARNING and not step.single_pass:
             alone = _warned_alone(outcome, step, result, steps)
             if alone is not None:
                 culprit, rewrites = Culprit("pass", (alone[0],), WARNED_ALONE, 0), alone[1]
@@ -143,7 +145,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
         findings.append(
             Finding(
                 fingerprint=culprit_fingerprint(outcome, culprit, step.label, rewrites),
-                kind=own.kind or "",
+                kind=headline,
                 model=result.ref.id,
                 config=step.label,
                 culprit=culprit,
@@ -195,7 +197,7 @@ def coverage_of(results: Iterable[JobResult], steps: Sequence[Step]) -> Coverage
     changed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     checked: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for result in results:
-        if result.status != "ok":
+        if result.status != ModelStatus.OK:
             continue
         nop = result.outcomes.get(NOP)
         unchanged = {result.sha256, nop.digest if nop else ""}
@@ -232,7 +234,7 @@ def effect_of(result: JobResult) -> ModelEffect | None:
     control's); a config that left the model as it was while the control did not says so. None
     for a model not judged."""
     original = result.size
-    if original is None or result.status != "ok":
+    if original is None or result.status != ModelStatus.OK:
         return None
     configs = {
         label: Effect.between(original, outcome.size)

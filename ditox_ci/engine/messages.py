@@ -47,6 +47,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import Reuse, verdict_key
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.report.effect import Size
+from ditox_ci.report.kinds import ModelStatus
 
 # 4 workers × 3.5 GiB fit a standard GitHub-hosted runner (4 cores, 16 GB) beside the parent
 DEFAULT_MEMORY_LIMIT_MB = 3584
@@ -133,7 +134,7 @@ class JobCounts:
 @dataclass(frozen=True)
 class JobResult:
     ref: ModelRef
-    status: str
+    status: ModelStatus
     reason: str = ""
     nodes: int = 0
     sha256: str = ""

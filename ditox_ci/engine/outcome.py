@@ -9,7 +9,14 @@ from typing import Any
 
 from ditox_ci.report.effect import Size
 from ditox_ci.report.fingerprint import fingerprint, normalize_message
-from ditox_ci.report.kinds import INVALID_MODEL, RUNTIME_LOAD_ERROR, VALUES_KIND, kind_gates, severity
+from ditox_ci.report.kinds import (
+    INVALID_MODEL,
+    RUNTIME_LOAD_ERROR,
+    VALUES_KIND,
+    FindingKind,
+    kind_gates,
+    severity,
+)
 
 # decades of error_scale (largest difference over the largest expected magnitude) bands are cut at;
 # beyond them every error is "tiny" or "huge"
@@ -49,8 +56,11 @@ def _output_position(evidence: dict[str, Any]) -> Any:
 class Verdict:
     """One way a result failed: a finding kind, and what was seen."""
 
-    kind: str
+    kind: FindingKind
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", FindingKind.named(self.kind))  # however its name was given
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Outcome:
     None when the result is the original or there is none).
     """
 
-    kind: str | None
+    kind: FindingKind | None
     message: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
     digest: str = ""
@@ -75,6 +85,10 @@ class Outcome:
     also: tuple[Verdict, ...] = ()
     reused: bool = False
     size: Size | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind is not None:  # however its name was given
+            object.__setattr__(self, "kind", FindingKind.named(self.kind))
 
     @classmethod
     def of(cls, verdicts: Sequence[Verdict], evidence: dict[str, Any]) -> Outcome:
@@ -93,8 +107,8 @@ class Outcome:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], digest: str = "", changed: bool = False) -> Outcome:
-        kind = None if data.get("kind") is None else str(data["kind"])
-        also = tuple(Verdict(str(k), str(message)) for k, message in data.get("also", ()))
+        kind = None if data.get("kind") is None else FindingKind.named(str(data["kind"]))
+        also = tuple(Verdict(FindingKind.named(str(k)), str(message)) for k, message in data.get("also", ()))
         evidence = dict(data.get("evidence") or {})
         return cls(kind, str(data.get("message", "")), evidence, digest, changed, also)
 
@@ -104,7 +118,7 @@ class Outcome:
         return () if self.kind is None else (Verdict(self.kind, self.message), *self.also)
 
     @property
-    def kinds(self) -> tuple[str, ...]:
+    def kinds(self) -> tuple[FindingKind, ...]:
         return tuple(verdict.kind for verdict in self.verdicts)
 
     @property

@@ -60,6 +60,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.worker import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
 from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import INTERNAL_ERROR
 
 # what the sweep, pinpointing and triage take from here, beside the pool itself
@@ -232,7 +233,7 @@ class WorkerPool:
             return ""
         return _TIMESTAMPS.sub("", _COLOURS.sub("", data.decode(errors="replace"))).strip()
 
-    def _finish(self, running: _Running, status: str, reason: str = "") -> JobResult:
+    def _finish(self, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
         original = running.original or OriginalPrepared(nodes=0, sha256="", info={})
         return JobResult(
             ref=running.job.ref,
@@ -269,17 +270,17 @@ class WorkerPool:
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence
             case ModelSkipped(reason=reason):
-                return self._ended(slot, running, "skipped", reason)
+                return self._ended(slot, running, ModelStatus.SKIPPED, reason)
             case InternalFailure(message=text):
                 # recorded against the model, which gates (exit 70 at the end): a gate must not turn
                 # green because ditox-ci's own oracle code failed on a model, nor lose the report
                 return self._ended(slot, running, INTERNAL_ERROR, text)
             case JobDone(runtime_runs=runs, cache_hits=hits, optimizer_s=seconds):
                 running.counts += JobCounts(runtime_runs=runs, cache_hits=hits, optimizer_s=seconds)
-                return self._ended(slot, running, "ok")
+                return self._ended(slot, running, ModelStatus.OK)
         return None
 
-    def _ended(self, slot: _Slot, running: _Running, status: str, reason: str = "") -> JobResult:
+    def _ended(self, slot: _Slot, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
         """The worker said the job is over: the slot is free, the job's result made."""
         slot.running = None
         self._count_runs(slot.state, running)
@@ -304,7 +305,7 @@ class WorkerPool:
         running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
         running.counts += JobCounts(restarts=1)
         if not running.remaining:
-            return self._finish(running, "ok")
+            return self._finish(running, ModelStatus.OK)
         return None
 
     def _pin(
@@ -317,7 +318,7 @@ class WorkerPool:
             reason = f"the original model {cause} while being loaded, fed and run ({detail})"
             if stderr.strip():
                 reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
-            return self._finish(running, "skipped", reason)
+            return self._finish(running, ModelStatus.SKIPPED, reason)
         if phase == "screen":
             # a pass of a screened list crashed, hung or ran out of memory: the model resumes with
             # screening off, each step on its own, where the pass's failure is its own step's finding

@@ -33,6 +33,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import Job, JobCounts, JobResult
 from ditox_ci.engine.screen import screened_size
 from ditox_ci.errors import UsageError
+from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import Report
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
@@ -338,7 +339,7 @@ def combine_results(parts: Sequence[JobResult], steps: Sequence[Step]) -> JobRes
 
     ordered = sorted(parts, key=first_step)
     prepared = next((part for part in ordered if part.sha256), ordered[0])
-    skipped = next((part for part in ordered if part.status != "ok"), None)
+    skipped = next((part for part in ordered if part.status != ModelStatus.OK), None)
     values: dict[str, Any] = {}
     for spec in fields(JobResult):
         own = [getattr(part, spec.name) for part in ordered]

@@ -31,7 +31,7 @@ from ditox_ci.github.text import (
     with_subject,
 )
 from ditox_ci.log import Log
-from ditox_ci.report.kinds import FIXED
+from ditox_ci.report.kinds import FIXED, ModelStatus
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.since import NOT_REPRODUCED
 from ditox_ci.report.text import md
@@ -331,7 +331,7 @@ def _not_run_to_completion(report: Report, subjects: Iterable[tuple[str, str]]) 
     swept = tuple(report.stats.get("configs") or ())
     for model, config in subjects:
         entry = models.get(model)
-        if entry is None or entry.status != "ok":
+        if entry is None or entry.status != ModelStatus.OK:
             return f"did not run model {model!r} to completion"
         if config not in (entry.configs or swept):
             return f"did not run config {config!r} on model {model!r}"

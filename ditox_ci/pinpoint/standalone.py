@@ -25,7 +25,7 @@ from ditox_ci.compare.calibration import floating
 from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.pinpoint.repro import AS_INSTALLED, BuildUnderTest, installed_version
 from ditox_ci.report.canonical import canonical
-from ditox_ci.report.kinds import BY_NAME
+from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.model import Finding
 from ditox_ci.report.standalone import MODEL_TEXT_LIMIT, STANDALONE_OPTIMIZER, script, standalone_record
 
@@ -153,7 +153,7 @@ def checked_standalone(
     said, _, optimized = done.stdout.partition(_OPTIMIZED_MARK)
     optimized, _, outcome = optimized.partition(_OUTCOME_MARK)
     # a crash kills the interpreter before it can say anything: death by a signal is the bug
-    crashed = BY_NAME[finding.kind].crashes_process and done.returncode < 0
+    crashed = FindingKind.named(finding.kind).crashes_process and done.returncode < 0
     record["reproduces"] = crashed or (done.returncode == 1 and "BUG PRESENT" in said)
     optimized = optimized.strip()
     if optimized and len(optimized) <= MODEL_TEXT_LIMIT:

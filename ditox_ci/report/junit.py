@@ -10,7 +10,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ditox_ci.report.kinds import FIXED, KNOWN
+from ditox_ci.report.kinds import FIXED, KNOWN, ModelStatus
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 
 # XML 1.0 cannot carry most control characters at all, even escaped
@@ -36,7 +36,7 @@ def _cases(report: Report) -> list[tuple[str, str]]:
 
 
 def junit_xml(report: Report) -> str:
-    skipped_models = {entry.id: entry.reason for entry in report.models if entry.status != "ok"}
+    skipped_models = {entry.id: entry.reason for entry in report.models if entry.status != ModelStatus.OK}
     findings: dict[tuple[str, str], list[Finding]] = {}
     for finding in report.findings:
         if finding.status != FIXED:

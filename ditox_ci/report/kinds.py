@@ -4,7 +4,9 @@ Each kind says what it means (docs/cli.md's "Finding kinds" table is `markdown_t
 test holds the two together), whether a new finding of it closes the gate, whether a baseline
 entry that names no kind accepts it, and the text of its SARIF rule. report.json's schema lists
 the same names in the same order (tested), `report/sarif.py` makes one rule per member and
-`triage/baseline.py` reads the named-only kinds from here: adding a kind is one row.
+`triage/baseline.py` reads the named-only kinds from here: adding a kind is one row. A finding's
+status (`Status`) and a model's (`ModelStatus`) are listed here too. All three are `str` enums, the
+types of the records' fields, equal to and written as their names in report.json.
 
 The members are listed most severe first: a judged result shows a *set* of verdicts (an optimized
 model may both be retyped and fail the checker), and the finding's kind, its headline, is the most
@@ -27,20 +29,51 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from enum import Enum
+from typing import Any
 
-# a finding's statuses (`report.model.STATUSES` lists them in order): new and known may gate
-NEW = "new"
-KNOWN = "known"
-FIXED = "fixed"
-# seen once and never again when re-run (triage/reproduce.py): kept, listed apart, never gating
-FLAKY = "flaky"
+
+class _Named(str, Enum):
+    """A member is its name in report.json: equal to that string, written as it in JSON, YAML
+    (`yaml_value`), templates and f-strings."""
+
+    def __str__(self) -> str:
+        return str(self._value_)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self._value_), spec)
+
+
+class Status(_Named):
+    """A finding's status against the baseline and the previous report (`report.model.STATUSES`
+    lists them in this order): new and known may gate."""
+
+    NEW = "new"
+    KNOWN = "known"
+    FIXED = "fixed"
+    # seen once and never again when re-run (triage/reproduce.py): kept, listed apart, never gating
+    FLAKY = "flaky"
+
+
+NEW, KNOWN, FIXED, FLAKY = Status.NEW, Status.KNOWN, Status.FIXED, Status.FLAKY
+
+
+class ModelStatus(_Named):
+    """A model's in a sweep: judged; skipped (the original itself cannot be tested); or
+    ditox-ci's own code failed on it (preparing, judging, pinpointing, reducing): recorded against
+    the model, the sweep goes on, and the run exits 70 once the report is written."""
+
+    OK = "ok"
+    SKIPPED = "skipped"
+    INTERNAL_ERROR = "internal-error"
 # `fail_on` (the Action's input, publish's flag): the statuses whose findings close the gate; the
 # command line's exit codes are "new"'s
-FAIL_ON: dict[str, tuple[str, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}
+FAIL_ON: dict[str, tuple[Status, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}
 
 
-class FindingKind(Enum):
-    """A kind's value is its name in report.json; the rest is its row of the table."""
+class FindingKind(_Named):
+    """A kind's value is its name in report.json; the rest is its row of the table. A name this
+    version does not know (a report from a newer writer) is a kind too, outside the table
+    (`known` False): it gates and ranks first, so such a report cannot pass by it."""
 
     description: str
     sarif_rule: str
@@ -51,13 +84,34 @@ class FindingKind(Enum):
     def __new__(
         cls, name: str, description: str, sarif_rule: str, gates: bool = True, by_default: bool = True
     ) -> FindingKind:
-        member = object.__new__(cls)
+        member = str.__new__(cls, name)
         member._value_ = name
         member.description = description
         member.sarif_rule = sarif_rule
         member.gates = gates
         member.accepted_by_default = by_default
         return member
+
+    @classmethod
+    def _missing_(cls, value: object) -> FindingKind | None:
+        if not isinstance(value, str):
+            return None
+        unknown = str.__new__(cls, value)
+        unknown._name_, unknown._value_ = value, value
+        unknown.description = "a kind this version of ditox-ci does not know"
+        unknown.sarif_rule = "A finding of a kind this version of ditox-ci does not know."
+        unknown.gates, unknown.accepted_by_default = True, True
+        return unknown
+
+    @classmethod
+    def named(cls, name: str) -> FindingKind:
+        """The kind report.json calls `name` (one this version does not know, too)."""
+        return cls(name)  # type: ignore[call-arg]  # the value lookup, not a new member's row
+
+    @property
+    def known(self) -> bool:
+        """Whether the kind is one of the table's (not a newer writer's)."""
+        return self._value_ in type(self)._value2member_map_
 
     # The optimizer itself failing is never a documented property of a pass: only a baseline entry
     # that names one of these kinds accepts it (by_default=False).
@@ -173,32 +227,42 @@ class FindingKind(Enum):
         return self is FindingKind.OUTPUT_MISMATCH
 
 
-BY_NAME: dict[str, FindingKind] = {kind.value: kind for kind in FindingKind}
-FINDING_KINDS: tuple[str, ...] = tuple(BY_NAME)
+FINDING_KINDS: tuple[FindingKind, ...] = tuple(FindingKind)
 # what a baseline entry accepts only when it names them
-NAMED_ONLY_KINDS: tuple[str, ...] = tuple(kind.value for kind in FindingKind if not kind.accepted_by_default)
-OPTIMIZER_CRASH = FindingKind.OPTIMIZER_CRASH.value
-OPTIMIZER_TIMEOUT = FindingKind.OPTIMIZER_TIMEOUT.value
-OPTIMIZER_ERROR = FindingKind.OPTIMIZER_ERROR.value
-INVALID_MODEL = FindingKind.INVALID_MODEL.value
-RUNTIME_LOAD_ERROR = FindingKind.RUNTIME_LOAD_ERROR.value
-RUNTIME_ERROR = FindingKind.RUNTIME_ERROR.value
-VALUES_KIND = FindingKind.OUTPUT_MISMATCH.value
-INTERFACE_CHANGE = FindingKind.INTERFACE_CHANGE.value
-MISSED_OPTIMIZATION = FindingKind.MISSED_OPTIMIZATION.value
-WARNING = FindingKind.WARNING.value
+NAMED_ONLY_KINDS: tuple[FindingKind, ...] = tuple(k for k in FindingKind if not k.accepted_by_default)
+OPTIMIZER_CRASH = FindingKind.OPTIMIZER_CRASH
+OPTIMIZER_TIMEOUT = FindingKind.OPTIMIZER_TIMEOUT
+OPTIMIZER_ERROR = FindingKind.OPTIMIZER_ERROR
+INVALID_MODEL = FindingKind.INVALID_MODEL
+RUNTIME_LOAD_ERROR = FindingKind.RUNTIME_LOAD_ERROR
+RUNTIME_ERROR = FindingKind.RUNTIME_ERROR
+VALUES_KIND = FindingKind.OUTPUT_MISMATCH
+INTERFACE_CHANGE = FindingKind.INTERFACE_CHANGE
+MISSED_OPTIMIZATION = FindingKind.MISSED_OPTIMIZATION
+WARNING = FindingKind.WARNING
 
 
-def severity(kind: str) -> int:
+def yaml_value(value: Any) -> Any:
+    """`value` with every kind, status or tier in it as its plain name: yaml.safe_dump writes
+    plain data only."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {yaml_value(key): yaml_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [yaml_value(item) for item in value]
+    return value
+
+
+def severity(kind: FindingKind) -> int:
     """A kind's rank, 0 the most severe (the order of FindingKind); a kind this version does not
     know ranks first, so a report from a newer writer cannot hide it behind a known one."""
-    known = BY_NAME.get(kind)
-    return -1 if known is None else FINDING_KINDS.index(known.value)
+    return FINDING_KINDS.index(kind) if kind.known else -1
 
 
-def by_severity(kinds: Iterable[str]) -> tuple[str, ...]:
+def by_severity(kinds: Iterable[str]) -> tuple[FindingKind, ...]:
     """`kinds` once each, the most severe first: a finding's verdicts as report.json lists them."""
-    return tuple(sorted(dict.fromkeys(kinds), key=severity))
+    return tuple(sorted(dict.fromkeys(map(FindingKind.named, kinds)), key=severity))
 
 
 # a values error this share of the output's largest magnitude or more is a wrong result: beyond
@@ -244,8 +308,7 @@ TIERS: tuple[str, ...] = tuple(tier.value for tier in Tier)
 def kind_gates(kind: str) -> bool:
     """Whether a finding of `kind` is a failure (a new one closes the gate); a kind this version
     does not know is taken for one, so a report from a newer writer cannot pass by it."""
-    known = BY_NAME.get(kind)
-    return known is None or known.gates
+    return FindingKind.named(kind).gates
 
 
 def verdicts_gate(

@@ -24,6 +24,9 @@ from ditox_ci.report.kinds import (
     NEW,
     RUNTIME_LOAD_ERROR,
     TIERS,
+    FindingKind,
+    ModelStatus,
+    Status,
     by_severity,
     closes_gate,
 )
@@ -55,11 +58,8 @@ REPORT_KEYS = (
 # list that showed it; pinpoint/localize.py)
 CULPRIT_SCOPES = ("pass", "interaction", "infrastructure", "shared", "nondeterministic", "unknown")
 STATUSES = (NEW, KNOWN, FIXED, FLAKY)
-# a model's status: judged; skipped (the original itself cannot be tested); or ditox-ci's own code
-# failed on it (preparing, judging, pinpointing, reducing): recorded against the model, the sweep
-# goes on, and the run exits 70 once the report is written
-INTERNAL_ERROR = "internal-error"
-MODEL_STATUSES = ("ok", "skipped", INTERNAL_ERROR)
+INTERNAL_ERROR = ModelStatus.INTERNAL_ERROR
+MODEL_STATUSES = tuple(ModelStatus)
 
 
 @dataclass(frozen=True)
@@ -100,21 +100,25 @@ class Finding:
     `evidence` object (`evidence`)."""
 
     fingerprint: str
-    kind: str
+    kind: FindingKind
     model: str
     config: str
     culprit: Culprit
-    status: str = NEW
+    status: Status = NEW
     measured: dict[str, Any] = field(default_factory=dict)
     repro: str | None = None
     triage: Triage = field(default_factory=Triage)
     pinpointing: Pinpointing = field(default_factory=Pinpointing)
-    verdicts: tuple[str, ...] = ()
+    verdicts: tuple[FindingKind, ...] = ()
     tier: str | None = None
     # where `ditox-ci bisect` found the bug entered or left (report/since.py)
     since: Since | None = None
 
     def __post_init__(self) -> None:
+        # the types whatever the caller passed their names as
+        object.__setattr__(self, "kind", FindingKind.named(self.kind))
+        object.__setattr__(self, "status", Status(self.status))
+        object.__setattr__(self, "verdicts", tuple(map(FindingKind.named, self.verdicts)))
         # none given, or a kind set anew (`replace(finding, kind=…)`): the kind's verdict alone
         if self.kind not in self.verdicts:
             object.__setattr__(self, "verdicts", (self.kind,))
@@ -168,11 +172,11 @@ class Finding:
         measured, triage, pinpointing = split_evidence(data.get("evidence", {}))
         return cls(
             fingerprint=data["fingerprint"],
-            kind=data["kind"],
+            kind=FindingKind.named(data["kind"]),
             model=data["model"],
             config=data["config"],
             culprit=Culprit.from_json(data["culprit"]),
-            status=data.get("status", NEW),
+            status=Status(data.get("status", NEW)),
             measured=measured,
             repro=data.get("repro"),
             triage=triage,
@@ -224,7 +228,7 @@ class ModelEntry:
     id: str
     source: str
     sha256: str
-    status: str = "ok"
+    status: ModelStatus = ModelStatus.OK
     reason: str = ""
     nodes: int = 0
     cost_s: float = 0.0
@@ -239,6 +243,9 @@ class ModelEntry:
     reused: int = 0
     # what the optimizer did to it (report/effect.py); None for a model not judged
     effect: ModelEffect | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ModelStatus(self.status))  # however its name was given
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -267,7 +274,7 @@ class ModelEntry:
             id=data["id"],
             source=data["source"],
             sha256=data.get("sha256", ""),
-            status=data.get("status", "ok"),
+            status=ModelStatus(data.get("status", ModelStatus.OK)),
             reason=data.get("reason", ""),
             nodes=int(data.get("nodes", 0)),
             cost_s=float(data.get("cost_s", 0.0)),
@@ -388,7 +395,7 @@ class Report:
     def skips(self) -> Skips:
         limit = self.stats.get("max_skipped")
         return Skips(
-            skipped=sum(1 for m in self.models if m.status != "ok"),
+            skipped=sum(1 for m in self.models if m.status != ModelStatus.OK),
             models=len(self.models),
             limit=None if limit is None else float(limit),
             whole=self.shard.get("count", 1) == 1,

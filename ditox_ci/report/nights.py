@@ -28,7 +28,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.effect import WHOLE_OPTIMIZER
 from ditox_ci.report.evidence import KnownSource
-from ditox_ci.report.kinds import FIXED, KNOWN, MISSED_OPTIMIZATION, NEW, verdicts_gate
+from ditox_ci.report.kinds import FIXED, KNOWN, MISSED_OPTIMIZATION, NEW, ModelStatus, verdicts_gate
 from ditox_ci.report.model import Finding, Report
 
 HISTORY_VERSION = 1
@@ -38,7 +38,7 @@ MAX_NIGHTS = 90
 # hundred bugs each
 MAX_HISTORY_BYTES = 16 * 1024 * 1024
 # a status's rank when a bug's findings differ: the bug is new if any finding is
-_RANK = {NEW: 0, KNOWN: 1, FIXED: 3}
+_RANK: dict[str, int] = {NEW: 0, KNOWN: 1, FIXED: 3}
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ def night_of(report: Report, date: str, sha: str, run: str = "") -> Night:
         describe=str(build.get("git_describe", "")) if isinstance(build, Mapping) else "",
         wall_s=float(report.stats.get("wall_s", 0.0)),
         models=len(report.models),
-        skipped=sum(1 for model in report.models if model.status != "ok"),
+        skipped=sum(1 for model in report.models if model.status != ModelStatus.OK),
         nodes_removed=-int(whole.get("nodes", 0)) if isinstance(whole, Mapping) else 0,
         changed={
             name: int(counts.get("models_changed", 0)) for name, counts in sorted(report.coverage.items())

@@ -11,7 +11,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.coverage import cannot_fire, coverage_svg, firing, never_fired
-from ditox_ci.report.kinds import verdicts_gate
+from ditox_ci.report.kinds import ModelStatus, verdicts_gate
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.render import render
 from ditox_ci.report.text import fit, utf8_size
@@ -26,7 +26,7 @@ SUMMARY_LIMIT = 1024 * 1024 - 4096  # the step summary's 1 MiB, less room for wh
 
 def summary_context(report: Report) -> dict[str, Any]:
     failures = [f for f in report.findings if verdicts_gate(f.verdicts, f.tier, report.gate_tiers)]
-    skipped = [m for m in report.models if m.status != "ok"]
+    skipped = [m for m in report.models if m.status != ModelStatus.OK]
     reasons = Counter(m.reason.split(":")[0] for m in skipped)
     coverage = sorted(
         report.coverage.items(), key=lambda item: (-item[1]["models_changed"], item[0])

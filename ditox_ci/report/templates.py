@@ -19,7 +19,7 @@ from typing import Any
 import jinja2
 
 from ditox_ci import PROJECT_URL
-from ditox_ci.report.kinds import BY_NAME
+from ditox_ci.report.kinds import FindingKind
 from ditox_ci.report.text import code, link_target, md, span, truncate
 
 SOURCE_TEMPLATES_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -60,7 +60,7 @@ def _environment(templates_override: str | None, extend: Extension | None) -> ji
     env.filters["url"] = link_target
     env.globals["project_url"] = PROJECT_URL
     # a finding's kind as its member, whose attributes say what differs per kind (report/kinds.py)
-    env.globals["kind_of"] = BY_NAME.__getitem__
+    env.globals["kind_of"] = FindingKind.named
     if extend is not None:
         extend(env)
     return env

@@ -33,6 +33,7 @@ from ditox_ci.pinpoint.pinpointer import PinpointOptions
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report import ModelEntry, Report
 from ditox_ci.report.effect import effect_totals
+from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
@@ -130,7 +131,7 @@ def _verdicts(result: JobResult) -> Verdicts:
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
     outcomes = result.outcomes.values()
-    judged = result.status == "ok" and result.judged_as
+    judged = result.status == ModelStatus.OK and result.judged_as
     return ModelEntry(
         id=result.ref.id,
         source=result.ref.source,
@@ -175,8 +176,8 @@ def _report(
         verdict_key=key,
         worker_restarts=counts.restarts,
         models_total=len(results),
-        models_skipped=sum(1 for r in results if r.status != "ok"),
-        runners=Counter(entry.runner for entry in models if entry.status == "ok" and entry.runner),
+        models_skipped=sum(1 for r in results if r.status != ModelStatus.OK),
+        runners=Counter(entry.runner for entry in models if entry.status == ModelStatus.OK and entry.runner),
         configs=tuple(step.label for step in plan.steps),
         jobs=workers,
         coverage_by_family=coverage.changed_by_family,

@@ -27,7 +27,7 @@ from ditox_ci.log import Log
 from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.report.evidence import KnownBy, KnownSource
-from ditox_ci.report.kinds import KNOWN
+from ditox_ci.report.kinds import KNOWN, ModelStatus
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.reproduce import retry, tries_of
 
@@ -56,7 +56,7 @@ def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], i
 
 def _on_base(outcome: Outcome | None, base: JobResult | None) -> str:
     """What the base build did with the config, in words for the report."""
-    if base is None or base.status != "ok":
+    if base is None or base.status != ModelStatus.OK:
         return f"not checked: {base.reason if base else 'no result'}"
     if outcome is None:
         return "not run: the base build lacks a pass of this config"
@@ -87,7 +87,7 @@ def judge_on_base(
             judged.append(replace(finding, status=KNOWN, triage=triage))
             continue
         base = last.get(finding.model)
-        outcome = base.outcomes.get(finding.config) if base and base.status == "ok" else None
+        outcome = base.outcomes.get(finding.config) if base and base.status == ModelStatus.OK else None
         tries = seen.tries if seen is not None and seen.tries > 1 else None
         triage = replace(finding.triage, on_base=_on_base(outcome, base), base_tries=tries)
         judged.append(replace(finding, triage=triage))

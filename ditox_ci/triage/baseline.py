@@ -41,7 +41,7 @@ import yaml
 
 from ditox_ci.control import PASSES_PREFIX, SINGLE_PREFIX
 from ditox_ci.errors import ConfigError, InternalError, UsageError
-from ditox_ci.report.kinds import FINDING_KINDS, FIXED, NAMED_ONLY_KINDS
+from ditox_ci.report.kinds import FINDING_KINDS, FIXED, NAMED_ONLY_KINDS, ModelStatus, yaml_value
 from ditox_ci.report.model import Finding, Report, write_text_atomic
 from ditox_ci.safeload import parse_yaml, read_text
 from ditox_ci.safewrite import written_or_input_error
@@ -138,7 +138,7 @@ class BaselineEntry:
         A shard, a `--models` subset or a sweep without single-pass configs would otherwise
         flag every entry outside its reach as fixed.
         """
-        checked_models = [m.id for m in report.models if m.status == "ok"]
+        checked_models = [m.id for m in report.models if m.status == ModelStatus.OK]
         if not any(fnmatch.fnmatchcase(model, self.model) for model in checked_models):
             return False
         if self.passes:
@@ -151,7 +151,7 @@ class BaselineEntry:
         if self.optimizer != DEFAULT_OPTIMIZER:
             data["optimizer"] = self.optimizer
         if self.kinds:
-            data["kind"] = self.kinds[0] if len(self.kinds) == 1 else list(self.kinds)
+            data["kind"] = yaml_value(self.kinds[0] if len(self.kinds) == 1 else list(self.kinds))
         if self.passes:
             data["passes"] = list(self.passes)
         if self.model != "*":

@@ -19,7 +19,7 @@ from collections.abc import Collection
 from dataclasses import replace
 
 from ditox_ci.report.evidence import KnownBy, KnownSource, Triage
-from ditox_ci.report.kinds import FIXED, KNOWN, NEW, TIERS, FindingKind, verdicts_gate
+from ditox_ci.report.kinds import FIXED, KNOWN, NEW, TIERS, FindingKind, ModelStatus, verdicts_gate
 from ditox_ci.report.model import FLAKY, Culprit, Finding, Report
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 
@@ -44,7 +44,7 @@ def _fixed_from_entry(entry: BaselineEntry) -> Finding:
     """A `fixed` record for a baseline entry that named one exact finding and no longer matches."""
     return Finding(
         fingerprint=entry.fingerprint or "",
-        kind=entry.kinds[0] if entry.kinds else FindingKind.WARNING.value,
+        kind=FindingKind.named(entry.kinds[0]) if entry.kinds else FindingKind.WARNING,
         model=entry.model,
         config="",
         culprit=Culprit(scope="pass" if entry.passes else "unknown", passes=entry.passes),
@@ -97,7 +97,7 @@ def classify(
     # an interrupted sweep may have stopped before a finding's config or its localization: what it
     # did not show proves nothing, so it marks nothing fixed
     complete = not report.stats.get("interrupted")
-    checked_models = {m.id for m in report.models if m.status == "ok"} if complete else set()
+    checked_models = {m.id for m in report.models if m.status == ModelStatus.OK} if complete else set()
     for old in previous_open.values():
         # A model this run did not check (another shard, a narrower --models) proves nothing.
         if old.fingerprint not in present and old.model in checked_models:

@@ -22,7 +22,7 @@ from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.log import Log
 from ditox_ci.report.evidence import Tries
-from ditox_ci.report.kinds import TIERS
+from ditox_ci.report.kinds import TIERS, ModelStatus
 from ditox_ci.report.model import FLAKY, Finding
 
 # how often a finding is run again before it is called flaky (or, on the base, not reproduced)
@@ -42,7 +42,7 @@ def tries_of(wanted: Mapping[Key, Outcome], results: Iterable[JobResult]) -> dic
             if key[0] != result.ref.id:
                 continue
             ran[key] += 1
-            outcome = result.outcomes.get(key[1]) if result.status == "ok" else None
+            outcome = result.outcomes.get(key[1]) if result.status == ModelStatus.OK else None
             shown[key] += int(outcome is not None and outcome.same_failure(failure))
     return {key: Tries(ran[key], shown[key]) for key in wanted}
 

@@ -5,12 +5,14 @@ to gate)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.action import gate
@@ -23,6 +25,7 @@ from ditox_ci.report.kinds import (
     NAMED_ONLY_KINDS,
     TIERS,
     FindingKind,
+    Status,
     closes_gate,
     kind_gates,
     markdown_table,
@@ -31,7 +34,7 @@ from ditox_ci.report.kinds import (
 from ditox_ci.report.model import STATUSES, Culprit, Finding, ModelEntry, Report, write_report
 from ditox_ci.report.sarif import sarif_log
 from ditox_ci.report.schema import report_schema
-from ditox_ci.triage.baseline import BaselineEntry
+from ditox_ci.triage.baseline import BaselineEntry, accepted_entry
 from ditox_ci.triage.classify import issue_worthy
 from ditox_ci.triage.reproduce import gating
 from tests.helpers import ROOT
@@ -200,3 +203,37 @@ def test_what_differs_per_kind_is_read_from_the_member_not_a_name_in_a_template(
         ["output-mismatch"],
         ["missed-optimization"],
     ]
+
+
+def test_a_finding_holds_its_kind_verdicts_and_status_as_members_written_as_names(tmp_path: Path) -> None:
+    """Whatever a caller passes their names as, the fields are the types, and report.json, the
+    baseline's YAML, templates and messages write each as its plain name."""
+    report = _report("output-mismatch", "known", tier="precision")
+    finding = report.findings[0]
+    assert finding.kind is FindingKind.OUTPUT_MISMATCH and finding.verdicts == (FindingKind.OUTPUT_MISMATCH,)
+    assert finding.status is Status.KNOWN and finding.kind.compares_values
+    assert f"{finding.kind}: {finding.status}" == "output-mismatch: known"
+    path = tmp_path / "report.json"
+    write_report(report, path)
+    data = json.loads(path.read_text())
+    assert (data["findings"][0]["kind"], data["findings"][0]["status"]) == ("output-mismatch", "known")
+    read = Report.from_json(data).findings[0]
+    assert read.kind is FindingKind.OUTPUT_MISMATCH and read.status is Status.KNOWN
+    entry = accepted_entry(finding, "a documented limitation", None)
+    assert "kind: output-mismatch" in yaml.safe_dump(entry.to_yaml())
+    new = replace(report, findings=(replace(finding, status="new"),))
+    assert new.findings[0].status is Status.NEW
+    assert '"ruleId": "ditox-ci/output-mismatch"' in json.dumps(sarif_log(new))
+
+
+def test_a_kind_a_newer_writer_added_is_kept_by_name_gates_and_ranks_first() -> None:
+    finding = Finding.from_json(
+        _report("invalid-model", "new").findings[0].to_json()
+        | {"kind": "optimizer-ate-the-model", "verdicts": ["invalid-model", "optimizer-ate-the-model"]}
+    )
+    assert not finding.kind.known and FindingKind.INVALID_MODEL.known
+    assert finding.kind == finding.to_json()["kind"] == "optimizer-ate-the-model"
+    assert finding.verdicts == ("optimizer-ate-the-model", "invalid-model")  # most severe first
+    assert finding.closes_gate() and kind_gates(finding.kind)
+    with pytest.raises(ValueError):
+        Status("maybe")
