@@ -2,15 +2,20 @@
 
 Each command declares a frozen dataclass; `resolve` fills it. Unknown config keys are errors, and
 every value is parsed by the field's declared type, so a typo never silently becomes a default.
+
+An option is declared once, as a field made by `option`: its type, its default, its choices and
+its help. `add_flags` makes the command's `--flag`s from those fields, the help ending with the
+default the field holds, so the help cannot say another one.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,6 +26,8 @@ T = TypeVar("T")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+# a switch given as `--x on|off` (a bool option with these choices) rather than `--x/--no-x`
+ON_OFF = ("on", "off")
 
 
 def _check_number(value: float, name: str, origin: str, error: type[FatalError]) -> float:
@@ -156,3 +163,111 @@ def _from_origin(
             if str(alone) == str(exc):
                 return ConfigError(f"{origin}: {exc}")
     return exc
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str | Callable[[], str],
+    default_factory: Callable[[], Any] | Any = dataclasses.MISSING,
+    default_text: str | None = None,
+    choices: Sequence[str] | None = None,
+    **flag: Any,
+) -> Any:
+    """An option, declared once: a dataclass field with its default, and what its `--flag` says.
+
+    `help` (or a function that writes it when the parser is built: what is installed here) does not
+    say the default: `add_flags` appends it from `default`, or from `default_text` where the value
+    says too little (None for "every core", a factory, tolerances by each output's dtype).
+    `choices` is the one list both the flag and `check_choices` hold a value to; a bool option
+    with `ON_OFF` takes `--x on|off`, any other `--x/--no-x`. `flag` holds argparse's arguments
+    the field's type does not decide (metavar, nargs, action, required; `flags`: option strings
+    other than `--<name>`)."""
+    metadata = {"help": help, "default_text": default_text, "choices": choices, "flag": flag}
+    if default_factory is not dataclasses.MISSING:
+        return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def _comma_list(text: str) -> tuple[str, ...]:
+    """A list option's flag value: `a,b` (blank items dropped)."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _as_flag(value: Any) -> str:
+    """A default as its flag would give it: on/off, a comma list, 60 for 60.0."""
+    if isinstance(value, bool):
+        return ON_OFF[0] if value else ON_OFF[1]
+    if isinstance(value, tuple):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _default_words(item: dataclasses.Field[Any]) -> str:
+    """What a flag's help says of its option's default: `default_text`, else the value the field
+    holds (a factory's, made); "" where there is none to say (None, an empty string or list)."""
+    text = item.metadata.get("default_text")
+    if text:
+        return f"(default: {text})"
+    value = item.default
+    if item.default_factory is not dataclasses.MISSING:
+        value = item.default_factory()
+    if value is dataclasses.MISSING or value in (None, "", ()):
+        return ""
+    return f"(default {_as_flag(value)})"
+
+
+def add_flags(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    *,
+    skip: Collection[str] = (),
+    helps: Mapping[str, str | Callable[[], str]] | None = None,
+) -> None:
+    """A `--flag` for each option `cls` declares (its fields made by `option`), in their order, but
+    those in `skip`; `helps` rewords those that mean something else to the command."""
+    hints = typing.get_type_hints(cls)
+    for item in dataclasses.fields(cls):
+        if item.name not in skip and "help" in item.metadata:
+            add_flag(parser, item, hints[item.name], (helps or {}).get(item.name))
+
+
+def add_flag(
+    parser: argparse.ArgumentParser,
+    item: dataclasses.Field[Any],
+    hint: Any,
+    help: str | Callable[[], str] | None = None,
+) -> None:
+    """The `--flag` of one option. Its value is None when not given, so the config file and the
+    environment keep theirs (`resolve`); a bool's is True or False (`--x/--no-x`) or on/off."""
+    flag = dict(item.metadata["flag"])
+    names = flag.pop("flags", None) or ("--" + item.name.replace("_", "-"),)
+    said = help or item.metadata["help"]
+    said = said() if callable(said) else said
+    words = _default_words(item)
+    kwargs: dict[str, Any] = {"dest": item.name, "default": None}
+    kwargs["help"] = f"{said} {words}" if words else said
+    choices = item.metadata["choices"]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(arg for arg in typing.get_args(hint) if arg is not type(None))
+    if hint is bool and not choices:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif typing.get_origin(hint) is tuple and not {"nargs", "action"} & set(flag):
+        kwargs["type"] = _comma_list
+    elif hint in (int, float):
+        kwargs["type"] = hint
+    if choices:
+        kwargs["choices"] = tuple(choices)
+    parser.add_argument(*names, **{**kwargs, **flag})
+
+
+def check_choices(options: Any) -> None:
+    """Refuse a value outside its option's `choices`, from whichever source it came (argparse
+    refuses a flag's first, in its own words)."""
+    for item in dataclasses.fields(options):
+        choices, value = item.metadata.get("choices"), getattr(options, item.name)
+        if choices and not isinstance(value, bool) and value not in choices:
+            name = item.name.replace("_", "-")
+            raise UsageError(f"--{name} must be one of {', '.join(choices)}, got '{value}'")

@@ -12,6 +12,7 @@ from typing import Any
 
 from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import ConfigError
+from ditox_ci.optimizers import DEFAULT_OPTIMIZER
 from ditox_ci.optimizers.spec import parse_spec
 from ditox_ci.options import resolve
 from ditox_ci.report.kinds import FAIL_ON
@@ -27,7 +28,7 @@ class ActionInputs:
     models: tuple[str, ...] = ()
     configs: tuple[str, ...] = ()
     passes: tuple[str, ...] = ()
-    optimizer: str = "onnxoptimizer"
+    optimizer: str = DEFAULT_OPTIMIZER
     base_optimizer: str = ""
     exercise_budget: float | None = None
     baseline: str = ""

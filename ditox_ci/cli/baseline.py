@@ -11,7 +11,7 @@ from ditox_ci.cli import add_action
 from ditox_ci.errors import EXIT_OK, UsageError
 from ditox_ci.log import Log
 from ditox_ci.report.model import read_report
-from ditox_ci.triage.baseline import init_baseline, update_baseline
+from ditox_ci.triage.baseline import ENTRY_OPTIMIZER, init_baseline, update_baseline
 
 NAME = "baseline"
 HELP = "manage the baseline of known limitations"
@@ -65,7 +65,7 @@ def _init(args: argparse.Namespace, log: Log, today: dt.date) -> int:
     findings = report.findings if report is not None else ()
     optimizer = str(report.optimizer.get("name") or "") if report is not None else ""
     reason = args.reason or INIT_REASON.format(date=today.isoformat())
-    result = init_baseline(Path(args.baseline), findings, reason, today, optimizer or "onnxoptimizer")
+    result = init_baseline(Path(args.baseline), findings, reason, today, optimizer or ENTRY_OPTIMIZER)
     log.info(
         f"{args.baseline}: created with {len(result.added)} entries ({result.already_known} other "
         "findings already covered); commit it, then add the PR workflow"
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError(f"--expires must be a date like 2026-06-30, got {args.expires!r}") from None
     report = read_report(Path(args.report))
     reason = args.reason or DEFAULT_REASON.format(date=today.isoformat())
-    optimizer = str(report.optimizer.get("name") or "onnxoptimizer")
+    optimizer = str(report.optimizer.get("name") or ENTRY_OPTIMIZER)
     result = update_baseline(Path(args.baseline), report.findings, reason, expires, today, optimizer)
     log = Log(env)
     log.info(

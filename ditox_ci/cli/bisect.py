@@ -8,16 +8,15 @@ import functools
 import json
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from ditox_ci.cli.sweep import add_sweep_arguments
-from ditox_ci.engine.pool import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
+from ditox_ci.engine.pool import WorkerPool
 from ditox_ci.errors import InputError, UsageError
 from ditox_ci.log import Log
 from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
-from ditox_ci.options import resolve
+from ditox_ci.options import add_flags, resolve
 from ditox_ci.report.kinds import FIXED as FIXED_STATUS
 from ditox_ci.report.kinds import NEW
 from ditox_ci.report.model import Report
@@ -67,44 +66,19 @@ exit codes: 0 every bug bisected (each result printed, even inconclusive), >= 2 
 """
 
 
+# the options of the commands that run models that bisect has no use for: a bundle brings its
+# model's inputs, and each build judges it in one worker, one pass list at a time
+NOT_FLAGS = ("samples", "seed", "jobs", "dynamic_dim", "screen")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("bundles", nargs="*", metavar="BUNDLE", help="repro bundle folders to bisect")
-    parser.add_argument("--report", help="a sweep's report (report.json or its folder): bisect its bugs")
-    parser.add_argument(
-        "--fingerprint",
-        dest="fingerprints",
-        action="append",
-        help="only this finding of --report (repeatable)",
-    )
-    parser.add_argument(
-        "--bundles-from",
-        dest="bundles_from",
-        action="append",
-        metavar="DIR",
-        help="also look for --report's repro bundles here (the report a fixed bug was found in)",
-    )
-    parser.add_argument("--optimizer", help="the build the bugs were found with; " + optimizer_help())
-    parser.add_argument("--good", help="a commit of --checkout without the bug (with --bad: bisect commits)")
-    parser.add_argument("--bad", help="a commit of --checkout with the bug; older than --good: find the fix")
-    parser.add_argument("--checkout", help="the optimizer's clone, with history (default: .)")
-    parser.add_argument("--package", help="the distribution whose releases to try (default: the optimizer's)")
-    parser.add_argument(
-        "--find-links", dest="find_links", help="take releases from this folder of wheels only"
-    )
-    parser.add_argument("--runs", type=int, help="runs of a repro on each build (default: 3)")
-    parser.add_argument(
-        "--budget", type=float, help="minutes for building and judging (default: 0, no limit)"
-    )
-    parser.add_argument(
-        "--repository-url", dest="repository_url", help="where commits link to (default: origin)"
-    )
-    parser.add_argument("--out-json", dest="out_json", help="also write each bug's result to this JSON file")
-    parser.add_argument("--timeout", type=float, help="seconds one run may take (default 60)")
-    add_sweep_arguments(
-        parser,
-        {"memory_limit": f"MiB the worker may use (default {DEFAULT_MEMORY_LIMIT_MB})"},
-        only=("calibrate", "runner", "comparator", "memory_limit", "cache_dir", "rtol", "atol"),
-    )
+    helps: dict[str, str | Callable[[], str]] = {
+        "optimizer": lambda: "the build the bugs were found with; " + optimizer_help(),
+        "timeout": "seconds one run may take",
+        "memory_limit": "MiB the worker may use",
+    }
+    add_flags(parser, BisectOptions, skip=NOT_FLAGS, helps=helps)
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

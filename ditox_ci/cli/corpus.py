@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ditox_ci.cli import add_action
-from ditox_ci.corpus import CorpusContext, ModelRef, default_cache_dir, resolve_sources
+from ditox_ci.corpus import DEFAULT_SOURCES, CorpusContext, ModelRef, default_cache_dir, resolve_sources
 from ditox_ci.corpus.inputs import inputs_kind
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log, inert, printable
-from ditox_ci.options import resolve
+from ditox_ci.options import add_flags, option, resolve
 from ditox_ci.report.outputs import prepare_out_dir
 
 NAME = "corpus"
@@ -34,27 +34,21 @@ examples:
 
 @dataclass(frozen=True)
 class CorpusListOptions:
-    models: tuple[str, ...] = ()
-    cache_dir: str = ""
-    json: bool = False
+    models: tuple[str, ...] = option(
+        (), help="paths or named sources", default_text=" ".join(DEFAULT_SOURCES), nargs="+", metavar="SRC"
+    )
+    cache_dir: str = option(
+        "",
+        help="where named sources materialize models",
+        default_text="$DITOX_CACHE_DIR, else $DITOX_CACHE, else ~/.cache/ditox-ci",
+    )
+    json: bool = option(False, help="print a JSON list", action="store_true")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     listing = add_action(actions, "list", "print the models the sources select", DESCRIPTION)
-    listing.add_argument(
-        "--models",
-        nargs="+",
-        metavar="SRC",
-        help="paths or named sources (default: onnx-node onnx-data exported)",
-    )
-    listing.add_argument(
-        "--cache-dir",
-        dest="cache_dir",
-        help="where named sources materialize models (default $DITOX_CACHE_DIR, else $DITOX_CACHE, "
-        "else ~/.cache/ditox-ci)",
-    )
-    listing.add_argument("--json", action="store_true", default=None, help="print a JSON list")
+    add_flags(listing, CorpusListOptions)
 
 
 def _row(ref: ModelRef) -> dict[str, str]:

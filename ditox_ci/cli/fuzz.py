@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ditox_ci.cli.signals import stop_on_signals
-from ditox_ci.cli.sweep import add_sweep_arguments, finish, sweep_options
+from ditox_ci.cli.sweep import add_run_arguments, finish, sweep_options
 from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.pool import JobResult
@@ -21,6 +21,7 @@ from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import NotGenerated, StreamedCorpus
 from ditox_ci.log import Log
 from ditox_ci.optimizers import OPTIMIZERS, OptimizerInfo, load_optimizer
+from ditox_ci.options import add_flags
 from ditox_ci.report.coverage import firing, never_fired
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding, Report
@@ -61,28 +62,29 @@ PINPOINT_SHARE = 0.95
 TIMEOUT_SHARE = 0.1
 STARTUP_ALLOWANCE_S = 5.0
 FUZZ_STATS_KEY = "fuzz"
+# the sweep's options fuzz takes no flag for: it sweeps the corpus it makes, in one job, and has
+# no base build's changed passes to exercise nor a stored report of its models to reuse
+NOT_FLAGS = ("models", "shard", "exercise_budget", "changed_since", "reuse", "reuse_from")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--budget", type=float, default=60.0,
-                        help="seconds for the whole run (default 60); with --no-sweep, for generating")
+                        help="seconds for the whole run (default %(default)g); with --no-sweep, for "
+                        "generating")
     parser.add_argument("--limit", type=int, default=None,
                         help="generate at most N models: with --seed, the same corpus on any machine")
     parser.add_argument("--no-sweep", dest="no_sweep", action="store_true",
                         help="only write the generated corpus to DIR/corpus")
-    # the sweep's options that mean something else here
+    # the sweep's options that mean something else here (fuzz's own defaults: FuzzOptions)
     helps = {
-        "out": "output folder (default ditox-fuzz): report.json, summary.md, coverage.svg, corpus/",
-        "configs": "comma list of configs (default: default,nop and pass:<p> for each generated pass the "
-        "optimizer has)",
-        "timeout": "seconds a model's optimizer or runtime call may take before it is a finding (default "
-        "60), at most a tenth of --budget (a cap never under 1 s)",
-        "seed": "seed of the generators and of the models' random inputs, 0 or more (default 0)",
+        "timeout": "seconds a model's optimizer or runtime call may take before it is a finding, at "
+        "most a tenth of --budget and never under 1 s",
+        "seed": "seed of the generators and of the models' random inputs, 0 or more",
         "passes": "comma list: the passes to generate models for (default: those of --optimizer that have a "
         f"generator; {len(GENERATORS)} generators in all)",
-        "config": "YAML config file; fuzz reads its 'sweep:' section",
     }
-    add_sweep_arguments(parser, helps)
+    add_flags(parser, FuzzOptions, skip=NOT_FLAGS, helps=helps)
+    add_run_arguments(parser, "YAML config file; fuzz reads its 'sweep:' section")
 
 
 def _process_age_s() -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -16,14 +17,14 @@ from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.publisher import PublishOptions, PublishResult, publish, texts_for
 from ditox_ci.github.surface import surface_options
 from ditox_ci.log import Log
-from ditox_ci.options import load_config_file, resolve
+from ditox_ci.options import add_flag, load_config_file, resolve
 from ditox_ci.report.junit import write_junit
 from ditox_ci.report.kinds import FAIL_ON
 from ditox_ci.report.model import Report, write_report
 from ditox_ci.report.sarif import write_sarif
 from ditox_ci.report.schema import read_checked_report
 from ditox_ci.safewrite import written_or_input_error
-from ditox_ci.triage.baseline import load_baseline
+from ditox_ci.triage.baseline import ENTRY_OPTIMIZER, load_baseline
 from ditox_ci.triage.classify import classify
 
 NAME = "publish"
@@ -131,20 +132,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")
 
 
-_OPTION_TYPES = {"int": int, "str": str, "float": float}
-
-
 def _add_surface_options(parser: argparse.ArgumentParser) -> None:
     """Each publish surface's own options (`github/surface.py`), as `--flag`s with their help."""
+    hints = typing.get_type_hints(PublishSettings)
     for option in surface_options():
-        if "help" not in option.metadata:
-            continue
-        name, kind = "--" + option.name.replace("_", "-"), str(getattr(option.type, "__name__", option.type))
-        if kind == "bool":
-            parser.add_argument(name, action=argparse.BooleanOptionalAction, help=option.metadata["help"])
-        else:
-            metavar = option.metadata["metavar"]
-            parser.add_argument(name, type=_OPTION_TYPES[kind], metavar=metavar, help=option.metadata["help"])
+        if "help" in option.metadata:
+            add_flag(parser, option, hints[option.name])
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -168,7 +161,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     previous = read_checked_report(Path(settings.previous)) if settings.previous else None
     baseline = load_baseline(
         Path(settings.baseline) if settings.baseline else None,
-        str(report.optimizer.get("name") or "onnxoptimizer"),
+        str(report.optimizer.get("name") or ENTRY_OPTIMIZER),
     )
     swept, report = report, classify(report, baseline, previous)
     skips = report.skips()

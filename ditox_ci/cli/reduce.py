@@ -15,19 +15,17 @@ from pathlib import Path
 
 import onnx
 
-from ditox_ci.cli.sweep import add_sweep_arguments
 from ditox_ci.control import PASSES_PREFIX, list_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.inputs import InputSpecError, make_feeds
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step, check_passes
-from ditox_ci.engine.pool import DEFAULT_MEMORY_LIMIT_MB, WorkerPool
+from ditox_ci.engine.pool import WorkerPool
 from ditox_ci.engine.values import Feeds
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
-from ditox_ci.options import resolve
+from ditox_ci.options import add_flags, resolve
 from ditox_ci.pinpoint.judge import JudgeError, PoolJudge, candidate_outcome
 from ditox_ci.pinpoint.reduce import reduce, same_finding
 from ditox_ci.pinpoint.repro import build_under_test, write_repro
@@ -53,24 +51,17 @@ the failure did not show again: a warning says so), >= 2 error
 """
 
 
+# the options of the commands that run models that reduce has no use for: its checks run one at a
+# time in one worker, each of one pass list, never a model's single passes to screen
+NOT_FLAGS = ("jobs", "screen")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", type=Path, help="the .onnx model that fails")
-    parser.add_argument("--passes", required=True, help="comma-separated pass list, in order")
-    parser.add_argument("--optimizer", help=optimizer_help())
-    parser.add_argument("--fixed-point", action="store_true", default=None, help="optimize to a fixed point")
-    parser.add_argument("--out", help="bundles go to OUT/<fingerprint>/ (default: ditox-repro)")
-    parser.add_argument("--budget", type=float, help="reduction time budget in seconds (default: 60)")
-    parser.add_argument("--samples", type=int, help="random input samples (default: 2)")
-    parser.add_argument("--seed", type=int, help="seed for the random inputs")
-    parser.add_argument("--rtol", type=float, help="relative tolerance (default by dtype, as the sweep's)")
-    parser.add_argument("--atol", type=float, help="absolute tolerance (default by dtype, as the sweep's)")
-    parser.add_argument("--timeout", type=float, help="seconds one check may take (default 60)")
     # judged as the sweep judged the model: its options, under the same names
-    add_sweep_arguments(
-        parser,
-        {"memory_limit": f"MiB the worker may use (default {DEFAULT_MEMORY_LIMIT_MB})"},
-        only=("calibrate", "runner", "comparator", "dynamic_dim", "memory_limit", "cache_dir"),
-    )
+    helps = {"timeout": "seconds one check may take", "memory_limit": "MiB the worker may use"}
+    add_flags(parser, ReduceOptions, skip=NOT_FLAGS, helps=helps)
+
 
 def flags_of(args: argparse.Namespace) -> dict[str, object]:
     """The command line's options, as the resolver takes them."""

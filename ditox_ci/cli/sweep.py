@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.cli.signals import stop_on_signals
 from ditox_ci.control import NOP
-from ditox_ci.engine.runner import RUNNER_CHOICES
 from ditox_ci.errors import EXIT_NEW_FINDINGS, EXIT_OK, InputError, InternalError
 from ditox_ci.github.context import pull_request_base
 from ditox_ci.log import Log
-from ditox_ci.optimizers import optimizer_help
-from ditox_ci.options import load_config_file, resolve
+from ditox_ci.options import add_flags, load_config_file, resolve
 from ditox_ci.report import Report
 from ditox_ci.report.bugs import bug_context
 from ditox_ci.report.exercised import never_fired_warnings
@@ -53,194 +51,17 @@ examples:
 """
 
 
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(part.strip() for part in text.split(",") if part.strip())
-
-
-def add_sweep_arguments(
-    parser: argparse.ArgumentParser,
-    helps: Mapping[str, str] | None = None,
-    only: Collection[str] | None = None,
-) -> None:
-    """The options every command that sweeps accepts (sweep, fuzz), or `only` those (by name: reduce
-    judges as the sweep judges); `helps` replaces the help of those that mean something else to
-    the command."""
-
-    def add(*flags: str, **kwargs: Any) -> None:
-        name = kwargs.get("dest") or flags[0].lstrip("-").replace("-", "_")
-        if only is not None and name not in only:
-            return
-        parser.add_argument(*flags, **{**kwargs, "help": (helps or {}).get(name, kwargs.get("help"))})
-    add(
-        "--configs",
-        type=_csv,
-        help="comma list of configs (default: default,fixed-point,nop,single)",
-    )
-    add(
-        "--passes",
-        type=_csv,
-        help="comma list: also run exactly this pass list (alone: with --configs nop)",
-    )
-    add(
-        "--optimizer",
-        help=optimizer_help(),
-    )
-    add(
-        "--base-optimizer",
-        dest="base_optimizer",
-        metavar="SPEC",
-        help="the build a PR starts from (wheel, checkout, pip requirement or pkg.mod:function): "
-        "each finding is re-run on it, and one that reproduces there is 'known', not new",
-    )
-    add("--baseline", help="YAML of known limitations, layered on the shipped default")
-    add(
-        "--previous",
-        help="an earlier report.json: its findings that still show are 'known'; its timings balance shards; "
-        "its verdicts are reused unless --reuse-from names another report or --no-reuse",
-    )
-    add("--jobs", type=int, help="worker processes (default: all cores)")
-    add("--timeout", type=float, help="seconds one optimizer or runtime call may take (default 60)")
-    add(
-        "--memory-limit",
-        dest="memory_limit",
-        type=int,
-        help="MiB a worker may use, and × --jobs what they may use together (default 3584 each: 4 "
-        "workers fit a 16 GB runner; together, what the machine has free if that is more)",
-    )
-    add(
-        "--samples",
-        type=int,
-        help="random input samples per model (default 1), plus a wide-range and a sign-structured one "
-        "where the inputs are random or recorded",
-    )
-    add("--seed", type=int, help="seed for random inputs (default 0)")
-    add(
-        "--rtol",
-        type=float,
-        help="relative tolerance for every output (default by dtype: 1e-3 float32, 1e-2 float16, "
-        "4e-2 bfloat16, 1e-6 float64)",
-    )
-    add(
-        "--atol",
-        type=float,
-        help="absolute tolerance for every output (default by dtype: 1e-4 float32, 1e-3 float16, "
-        "1e-2 bfloat16, 1e-8 float64)",
-    )
-    add(
-        "--calibrate",
-        choices=("on", "off"),
-        help="on (default): a float output also fails when its error is more than 10 times the "
-        "model's own noise floor (what ONNX Runtime's own optimizations move it by), within "
-        "--rtol/--atol; off: the fixed tolerances alone",
-    )
-    add(
-        "--screen",
-        choices=("on", "off"),
-        help="on (default): a model of 64 MiB or more has its single passes run as one onnxoptimizer "
-        "call first, and only the passes that call cannot clear run on their own (the same "
-        "verdicts in a third to a half of the time); off: every single pass on its own. Every "
-        "shard job of a sweep must say the same",
-    )
-    add(
-        "--dynamic-dim",
-        dest="dynamic_dim",
-        type=int,
-        help="size for symbolic dimensions (default 2)",
-    )
-    add(
-        "--runner",
-        choices=RUNNER_CHOICES,
-        help="what runs original and optimized: auto (default) uses ONNX Runtime, and ONNX's "
-        "reference implementation for a model whose original ONNX Runtime cannot load or run",
-    )
-    add("--comparator", help="task comparator run after the tensor oracle (e.g. classification)")
-    add(
-        "--max-skipped",
-        dest="max_skipped",
-        type=float,
-        metavar="FRACTION",
-        help="gate (exit 1) when more than this share of the corpus was skipped, e.g. 0.2 "
-        "(default: no limit; a whole or merged sweep where no model ran always exits 4)",
-    )
-    add(
-        "--gate-tiers",
-        dest="gate_tiers",
-        type=_csv,
-        metavar="TIERS",
-        help="comma list of the tiers of values bugs (output-mismatch) that gate: wrong-result, "
-        "precision, ties (default: all three); a bug of another tier is reported, and fails nothing",
-    )
-    add(
-        "--gate-missed",
-        dest="gate_missed",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="a missed optimization (a result keeping more nodes than the --reuse-from or --previous "
-        "report's) gates like a bug (default off: a warning)",
-    )
-    add("--out", help="output folder (default ditox-report)")
-    add(
-        "--localize",
-        choices=("auto", "off"),
-        help="auto (default): localize each failure's culprit passes, reduce the model and "
-        "write a repro bundle to OUT/repro/<fingerprint>/; off: report failures as found",
-    )
-    add(
-        "--reduce-budget",
-        dest="reduce_budget",
-        type=float,
-        help="seconds to spend shrinking each failing model (default 30; 0: no reduction)",
-    )
-    add(
-        "--cache-dir",
-        dest="cache_dir",
-        help="where named sources materialize models and builds are installed (default "
-        "$DITOX_CACHE_DIR, else $DITOX_CACHE, else ~/.cache/ditox-ci)",
-    )
-    add("--config", help="YAML config file with a 'sweep:' section")
-    add("--quiet", action="store_true", help="only errors and the final line")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--models",
-        nargs="+",
-        metavar="SRC",
-        help="paths or named sources (default: onnx-node onnx-data exported)",
-    )
-    parser.add_argument("--shard", help="I/N: run shard I (0-based) of N (default 0/1)")
-    parser.add_argument(
-        "--exercise-budget",
-        dest="exercise_budget",
-        type=float,
-        metavar="SECONDS",
-        help="with --base-optimizer: seconds for making models for the passes the head adds or "
-        "changes (as `ditox-ci fuzz --passes` does), on shard 0 (default 60; 0: off)",
-    )
-    parser.add_argument(
-        "--changed-since",
-        dest="changed_since",
-        metavar="COMMIT",
-        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h, .cc or "
-        ".cpp) changed since COMMIT (a sha, ref or tag, with ~N or ^N) in the working directory's "
-        "checkout are exercised too (default: the pull_request event's base.sha)",
-    )
-    parser.add_argument(
-        "--reuse-from",
-        dest="reuse_from",
-        metavar="REPORT",
-        help="a stored report.json (a PR's base branch's, the previous night's) whose verdicts are "
-        "reused: a result byte-identical to one judged there, on the same original and inputs, "
-        "inputs, passes without a run, when the report was judged with the same settings and "
-        "ditox-ci, onnx and ONNX Runtime versions (default: --previous's report)",
-    )
-    parser.add_argument(
-        "--reuse",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="reuse stored verdicts, as --reuse-from says (default on; --no-reuse: judge every result)",
-    )
-    add_sweep_arguments(parser)
+    add_flags(parser, SweepOptions)  # every option the sweep declares (sweep/setup.py)
+    add_run_arguments(parser)
+
+
+def add_run_arguments(
+    parser: argparse.ArgumentParser, config_help: str = "YAML config file with a 'sweep:' section"
+) -> None:
+    """What a command that sweeps takes besides its options (sweep, fuzz)."""
+    parser.add_argument("--config", help=config_help)
+    parser.add_argument("--quiet", action="store_true", help="only errors and the final line")
 
 
 def sweep_options(

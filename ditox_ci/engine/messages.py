@@ -46,6 +46,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import Reuse, verdict_key
 from ditox_ci.engine.screen import SCREEN_MIN_MB
+from ditox_ci.optimizers import DEFAULT_OPTIMIZER
 from ditox_ci.report.effect import Size
 from ditox_ci.report.kinds import ModelStatus
 
@@ -70,7 +71,7 @@ OWN_IR_ALLOWANCE_PER_MODEL_MB = 15
 
 @dataclass(frozen=True)
 class WorkerConfig:
-    optimizer: str = "onnxoptimizer"
+    optimizer: str = DEFAULT_OPTIMIZER
     optimizer_path: str | None = None
     settings: EvalSettings = field(default_factory=EvalSettings)
     comparators: tuple[str, ...] = ("tensor",)

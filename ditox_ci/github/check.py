@@ -14,9 +14,10 @@ from github.GithubObject import NotSet
 
 from ditox_ci.github.client import GitHubClient, WriteDenied
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions
 from ditox_ci.github.text import CHECK_SUMMARY_LIMIT, Texts
 from ditox_ci.log import Log
+from ditox_ci.options import option
 from ditox_ci.report.bugs import Bug, group_bugs, headline
 from ditox_ci.report.kinds import KNOWN, NEW
 from ditox_ci.report.model import Report
@@ -36,9 +37,9 @@ def unverified_name(check_name: str) -> str:
 
 @dataclass(frozen=True)
 class CheckOptions(SurfaceOptions):
-    check: bool = option(True, "check run / commit status (default on)")
-    check_name: str = option("ditox-ci", "the check run's (or commit status') name (default ditox-ci)")
-    max_annotations: int = option(50, "annotations per check (default 50)", "N")
+    check: bool = option(True, help="check run / commit status")
+    check_name: str = option("ditox-ci", help="the check run's (or commit status') name")
+    max_annotations: int = option(50, help="annotations per check", metavar="N")
 
 
 @SURFACES.register("check")

@@ -9,9 +9,10 @@ from github.IssueComment import IssueComment
 
 from ditox_ci.github.client import GitHubClient, error_message
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, option
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions
 from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
+from ditox_ci.options import option
 from ditox_ci.report.model import Report
 
 
@@ -46,8 +47,8 @@ def pull_of_run(client: GitHubClient, context: GitHubContext) -> int | None:
 
 @dataclass(frozen=True)
 class CommentOptions(SurfaceOptions):
-    comment: bool = option(True, "sticky pull-request comment (default on)")
-    comment_key: str = option("default", "tells apart several jobs' comments on one PR (default 'default')")
+    comment: bool = option(True, help="sticky pull-request comment")
+    comment_key: str = option("default", help="tells apart several jobs' comments on one PR")
 
 
 @SURFACES.register("comment")

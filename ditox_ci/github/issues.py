@@ -13,7 +13,7 @@ from github.IssueComment import IssueComment
 
 from ditox_ci.github.client import GitHubClient
 from ditox_ci.github.context import GitHubContext
-from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, numbers, option
+from ditox_ci.github.surface import SURFACES, Surface, SurfaceOptions, numbers
 from ditox_ci.github.text import (
     BISECTED,
     Texts,
@@ -31,6 +31,7 @@ from ditox_ci.github.text import (
     with_subject,
 )
 from ditox_ci.log import Log
+from ditox_ci.options import option
 from ditox_ci.report.kinds import FIXED, ModelStatus
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.since import NOT_REPRODUCED
@@ -42,9 +43,9 @@ _LABEL_COLOUR = "b60205"
 
 @dataclass(frozen=True)
 class IssuesOptions(SurfaceOptions):
-    file_issues: bool = option(False, "one issue per fingerprint")
-    close_fixed: bool = option(False, "comment on and close fixed issues")
-    max_new_issues: int = option(10, "issues opened per run (default 10)", "N")
+    file_issues: bool = option(False, help="one issue per fingerprint")
+    close_fixed: bool = option(False, help="comment on and close fixed issues")
+    max_new_issues: int = option(10, help="issues opened per run", metavar="N")
     bot_label: str = "ditox-ci"
 
 

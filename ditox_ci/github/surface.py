@@ -2,8 +2,9 @@
 
 In the style of Polygraphy's BaseRunner, a surface declares what the publisher and the CLI need of
 it and fills in `publish`: its options (a frozen dataclass that `PublishOptions` derives from, each
-field with the `help` of its `--flag`), the option that turns it on, the permission it needs, the
-Action output that names what it wrote, and any text it adds to the step summary. The publisher
+field declared with `ditox_ci.options.option`: its default and the help of its `--flag`), the option
+that turns it on, the permission it needs, the Action output that names what it wrote, and any
+text it adds to the step summary. The publisher
 runs every registered surface (`SURFACES`) the same way, in the order `PublishOptions` names their
 options among its bases; a new surface is its module, its options among those bases, its row in
 the Action's table (`ci/inputs.py`), its template, and its inputs and output in action.yml.
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import Field, dataclass, fields
 from typing import Any, ClassVar
 
 from ditox_ci.github.client import GitHubClient
@@ -23,11 +24,6 @@ from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
 from ditox_ci.registry import Registry
 from ditox_ci.report.model import Report
-
-
-def option(default: Any, help: str, metavar: str | None = None) -> Any:
-    """A surface's option: a dataclass field whose `--flag` the publish command adds with `help`."""
-    return field(default=default, metadata={"help": help, "metavar": metavar})
 
 
 @dataclass(frozen=True)

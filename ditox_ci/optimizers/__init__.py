@@ -46,6 +46,8 @@ OptimizeFunc = Callable[[onnx.ModelProto, Sequence[str], bool], onnx.ModelProto]
 OptimizeBytesFunc = Callable[[bytes, Sequence[str], bool], bytes]
 NormalizeFunc = Callable[[onnx.ModelProto], onnx.ModelProto]
 
+# the optimizer under test when none is named: the commands', the Action's and a baseline's
+DEFAULT_OPTIMIZER = "onnxoptimizer"
 # what an opaque optimizer's default configs hand it: "your own default", in one word
 OPAQUE_DEFAULT_PASSES = ("default",)
 OPAQUE_NOTE = (
@@ -302,7 +304,7 @@ def optimizer_help() -> str:
         f"{' | '.join(OPTIMIZERS)}; a build to install and sweep: a wheel (dist/x.whl), a source "
         "checkout (.) or a pip requirement (onnxoptimizer==0.4.1, git+https://…); or "
         "pkg.module:function / file.py:function shaped like "
-        f"optimize(model, passes, fixed_point) (default onnxoptimizer); installed here: "
+        f"optimize(model, passes, fixed_point); installed here: "
         f"{', '.join(installed) or 'none'}" + (f"; not installed: {', '.join(missing)}" if missing else "")
     )
 

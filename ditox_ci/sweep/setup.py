@@ -1,11 +1,13 @@
 """What a command that runs models is told, resolved once, and handed down whole.
 
 `RunOptions` are the options every command that runs models through the worker pool takes (sweep,
-fuzz, reduce); `SweepOptions` and `ReduceOptions` add their own. The options resolver
-(`ditox_ci.options.resolve`) fills them; they check their values when built. A sweep is then set
-up once (`sweep_setup`): the optimizer installed and loaded, the baseline and the previous report
-read, the timeout decided. Nothing below re-reads a flag, re-loads a file or re-applies a default:
-the sweep, pinpointing and `finish` take the `SweepSetup`.
+fuzz, reduce); `SweepOptions` and `ReduceOptions` add their own. Each option is declared here
+once (`ditox_ci.options.option`: its default, choices and help), and the commands' flags are made
+from the declarations. The options resolver (`ditox_ci.options.resolve`) fills them; they check
+their values when built. A sweep is then set up once (`sweep_setup`): the optimizer installed and
+loaded, the baseline and the previous report read, the timeout decided. Nothing below re-reads a
+flag, re-loads a file or re-applies a default: the sweep, pinpointing and `finish` take the
+`SweepSetup`.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ditox_ci.compare import COMPARATORS
-from ditox_ci.compare.tensor import Tolerances
-from ditox_ci.corpus import default_cache_dir
+from ditox_ci.compare.calibration import NOISE_MARGIN
+from ditox_ci.compare.tensor import DTYPE_TOLERANCES, Tolerances
+from ditox_ci.corpus import DEFAULT_SOURCES, default_cache_dir
 from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.forkserver import warm_up
 from ditox_ci.engine.plan import DEFAULT_CONFIGS
@@ -35,8 +38,9 @@ from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
 from ditox_ci.errors import UsageError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.optimizers import DEFAULT_OPTIMIZER, OptimizerInfo, optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
+from ditox_ci.options import ON_OFF, check_choices, option
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
 from ditox_ci.report import Report, read_report
 from ditox_ci.report.kinds import TIERS
@@ -52,29 +56,66 @@ PATH_OPTIONS = (
 )
 
 
+def _by_dtype(which: int) -> str:
+    """A tolerance's default for each output's dtype, as --rtol's and --atol's help say it."""
+    dtypes = ("float32", "float16", "bfloat16", "float64")
+    return ", ".join(f"{DTYPE_TOLERANCES[dtype][which]:g} for {dtype}" for dtype in dtypes)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """The options of every command that runs models in the worker pool."""
 
-    optimizer: str = "onnxoptimizer"
-    samples: int = 1
-    seed: int = 0
-    # None: by each output's dtype (float16/bfloat16 looser, float64 tighter than float32's 1e-3/1e-4)
-    rtol: float | None = None
-    atol: float | None = None
-    timeout: float = 60.0
-    # MiB a worker may use; None: DEFAULT_MEMORY_LIMIT_MB, and the workers may reserve together what
-    # the machine has free when that is more than --jobs × the limit (see worker_config)
-    memory_limit: int | None = None
-    jobs: int = 0
-    # also judge float outputs against each model's own measured noise floor
-    calibrate: bool = True
-    dynamic_dim: int = 2
-    runner: str = "auto"
-    comparator: str | None = None
-    # screen a large model's single passes in lists before running them each (engine/screen.py)
-    screen: bool = True
-    cache_dir: str = field(default_factory=lambda: str(default_cache_dir(os.environ)))
+    optimizer: str = option(DEFAULT_OPTIMIZER, help=optimizer_help)
+    samples: int = option(
+        1,
+        help="random input samples per model, plus a wide-range and a sign-structured one where the "
+        "inputs are random or recorded",
+    )
+    seed: int = option(0, help="seed for random inputs")
+    rtol: float | None = option(None, help="relative tolerance for every output", default_text=_by_dtype(0))
+    atol: float | None = option(None, help="absolute tolerance for every output", default_text=_by_dtype(1))
+    timeout: float = option(60.0, help="seconds one optimizer or runtime call may take")
+    # None: DEFAULT_MEMORY_LIMIT_MB, and the workers may reserve together what the machine has free
+    # when that is more than --jobs × the limit (see worker_config)
+    memory_limit: int | None = option(
+        None,
+        help="MiB each worker may use, and × --jobs what they may use together; not given, 4 workers fit "
+        "a 16 GB runner, and together they may use what the machine has free if that is more",
+        default_text=str(DEFAULT_MEMORY_LIMIT_MB),
+    )
+    jobs: int = option(0, help="worker processes", default_text="all cores")
+    calibrate: bool = option(
+        True,
+        help=f"on: a float output also fails when its error is more than {NOISE_MARGIN:g} times the "
+        "model's own noise floor (what ONNX Runtime's own optimizations move it by), within "
+        "--rtol/--atol; off: the fixed tolerances alone",
+        choices=ON_OFF,
+    )
+    dynamic_dim: int = option(2, help="size for symbolic dimensions")
+    runner: str = option(
+        "auto",
+        help="what runs original and optimized: auto uses ONNX Runtime, and ONNX's reference "
+        "implementation for a model whose original ONNX Runtime cannot load or run",
+        choices=RUNNER_CHOICES,
+    )
+    comparator: str | None = option(
+        None, help="task comparator run after the tensor oracle (e.g. classification)"
+    )
+    # engine/screen.py
+    screen: bool = option(
+        True,
+        help=f"on: a model of {SCREEN_MIN_MB:g} MiB or more has its single passes run as one "
+        "onnxoptimizer call first, and only the passes that call cannot clear run on their own (the "
+        "same verdicts in a third to a half of the time); off: every single pass on its own. Every "
+        "shard job of a sweep must say the same",
+        choices=ON_OFF,
+    )
+    cache_dir: str = option(
+        help="where named sources materialize models and builds are installed",
+        default_factory=lambda: str(default_cache_dir(os.environ)),
+        default_text="$DITOX_CACHE_DIR, else $DITOX_CACHE, else ~/.cache/ditox-ci",
+    )
 
     def __post_init__(self) -> None:
         # every path the command writes, reads or runs is made absolute here, once: the workers, the
@@ -92,8 +133,7 @@ class RunOptions:
         Tolerances(self.rtol, self.atol)  # refuses a tolerance that is NaN, negative or infinite
         if not self.timeout > 0:
             raise UsageError(f"--timeout must be > 0 seconds, got {self.timeout}")
-        if self.runner not in RUNNER_CHOICES:
-            raise UsageError(f"--runner must be one of {', '.join(RUNNER_CHOICES)}, got '{self.runner}'")
+        check_choices(self)  # --runner, and a subclass's (--localize)
         if self.comparator is not None:
             COMPARATORS.lookup(self.comparator)
 
@@ -109,31 +149,85 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class SweepOptions(RunOptions):
-    models: tuple[str, ...] = ()
-    configs: tuple[str, ...] = DEFAULT_CONFIGS
-    passes: tuple[str, ...] = ()
-    base_optimizer: str | None = None
-    baseline: str | None = None
-    previous: str | None = None
+    models: tuple[str, ...] = option(
+        (), help="paths or named sources", default_text=" ".join(DEFAULT_SOURCES), nargs="+", metavar="SRC"
+    )
+    configs: tuple[str, ...] = option(DEFAULT_CONFIGS, help="comma list of configs")
+    passes: tuple[str, ...] = option(
+        (), help="comma list: also run exactly this pass list (alone: with --configs nop)"
+    )
+    base_optimizer: str | None = option(
+        None,
+        help="the build a PR starts from (wheel, checkout, pip requirement or pkg.mod:function): each "
+        "finding is re-run on it, and one that reproduces there is 'known', not new",
+        metavar="SPEC",
+    )
+    baseline: str | None = option(None, help="YAML of known limitations, layered on the shipped default")
+    previous: str | None = option(
+        None,
+        help="an earlier report.json: its findings that still show are 'known'; its timings balance "
+        "shards; its verdicts are reused unless --reuse-from names another report or --no-reuse",
+    )
     # verdicts of passing results are reused from this stored report, else from --previous's
     # (engine/reuse.py); off: every result judged
-    reuse: bool = True
-    reuse_from: str | None = None
-    shard: Shard = field(default_factory=Shard)
-    out: str = "ditox-report"
-    localize: str = "auto"
-    reduce_budget: float = 30.0
-    # with a base build: seconds for making models for the passes the head adds or changes (0: off)
-    exercise_budget: float = 60.0
+    reuse: bool = option(
+        True, help="reuse stored verdicts, as --reuse-from says; --no-reuse: judge every result"
+    )
+    reuse_from: str | None = option(
+        None,
+        help="a stored report.json (a PR's base branch's, the previous night's) whose verdicts are "
+        "reused: a result byte-identical to one judged there, on the same original and inputs, "
+        "inputs, passes without a run, when the report was judged with the same settings and "
+        "ditox-ci, onnx and ONNX Runtime versions",
+        default_text="--previous's report",
+        metavar="REPORT",
+    )
+    shard: Shard = option(help="I/N: run shard I (0-based) of N", default_factory=Shard)
+    out: str = option("ditox-report", help="output folder")
+    localize: str = option(
+        "auto",
+        help="auto: localize each failure's culprit passes, reduce the model and write a repro "
+        "bundle to OUT/repro/<fingerprint>/; off: report failures as found",
+        choices=LOCALIZE_MODES,
+    )
+    reduce_budget: float = option(
+        30.0, help="seconds to spend shrinking each failing model, 0 for no reduction"
+    )
+    exercise_budget: float = option(
+        60.0,
+        help="with --base-optimizer: seconds for making models for the passes the head adds or "
+        "changes (as `ditox-ci fuzz --passes` does), on shard 0; 0: off",
+        metavar="SECONDS",
+    )
     # the PR's base commit: passes whose source changed since it, in the working directory's
     # checkout, are exercised too
-    changed_since: str | None = None
-    # gate (exit 1) when a larger share of the corpus than this was skipped; None: no such gate
-    max_skipped: float | None = None
-    # the tiers of values bugs that gate (report.kinds.Tier); every tier by default
-    gate_tiers: tuple[str, ...] = TIERS
+    changed_since: str | None = option(
+        None,
+        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h, .cc or "
+        ".cpp) changed since COMMIT (a sha, ref or tag, with ~N or ^N) in the working directory's "
+        "checkout are exercised too",
+        default_text="the pull_request event's base.sha",
+        metavar="COMMIT",
+    )
+    max_skipped: float | None = option(
+        None,
+        help="gate (exit 1) when more than this share of the corpus was skipped, e.g. 0.2",
+        default_text="no limit; a whole or merged sweep where no model ran always exits 4",
+        metavar="FRACTION",
+    )
+    # the tiers of values bugs that gate (report.kinds.Tier)
+    gate_tiers: tuple[str, ...] = option(
+        TIERS,
+        help=f"comma list of the tiers of values bugs (output-mismatch) that gate: {', '.join(TIERS)}; "
+        "a bug of another tier is reported, and fails nothing",
+        metavar="TIERS",
+    )
     # a missed optimization (triage/missed.py) gates like a bug; off: it is a warning
-    gate_missed: bool = False
+    gate_missed: bool = option(
+        False,
+        help="a missed optimization (a result keeping more nodes than the --reuse-from or --previous "
+        "report's) gates like a bug; off: a warning",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -144,8 +238,6 @@ class SweepOptions(RunOptions):
             raise UsageError(
                 f"--gate-tiers takes one or more of {', '.join(TIERS)}, got '{','.join(self.gate_tiers)}'"
             )
-        if self.localize not in LOCALIZE_MODES:
-            raise UsageError(f"--localize must be one of {', '.join(LOCALIZE_MODES)}, got '{self.localize}'")
         for name in ("exercise_budget", "reduce_budget"):
             value = getattr(self, name)
             if value < 0:
@@ -157,9 +249,12 @@ class FuzzOptions(SweepOptions):
     """`ditox-ci fuzz`'s: a sweep's over the models it generates, from the same sources (flags,
     DITOX_<NAME>, the config file's `sweep:` section), with its own defaults."""
 
-    out: str = "ditox-fuzz"
-    # empty: default, nop and `pass:<p>` for each pass models are generated for
-    configs: tuple[str, ...] = ()
+    out: str = option("ditox-fuzz", help="output folder: report.json, summary.md, coverage.svg, corpus/")
+    configs: tuple[str, ...] = option(
+        (),
+        help="comma list of configs",
+        default_text="default,nop and pass:<p> for each generated pass the optimizer has",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -177,11 +272,11 @@ class FuzzOptions(SweepOptions):
 class ReduceOptions(RunOptions):
     """`ditox-ci reduce`: the model and its culprit passes are its arguments, the rest options."""
 
-    passes: tuple[str, ...] = ()
-    fixed_point: bool = False
-    out: str = "ditox-repro"
-    budget: float = 60.0
-    samples: int = 2
+    passes: tuple[str, ...] = option((), help="comma-separated pass list, in order", required=True)
+    fixed_point: bool = option(False, help="optimize to a fixed point", action="store_true")
+    out: str = option("ditox-repro", help="bundles go to OUT/<fingerprint>/")
+    budget: float = option(60.0, help="reduction time budget in seconds")
+    samples: int = option(2, help="random input samples")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -197,24 +292,36 @@ class BisectOptions(RunOptions):
 
     Over releases unless `good` and `bad` name commits of `checkout`."""
 
-    report: str | None = None
-    fingerprints: tuple[str, ...] = ()
-    bundles_from: tuple[str, ...] = ()
-    good: str | None = None
-    bad: str | None = None
-    checkout: str = "."
+    report: str | None = option(None, help="a sweep's report (report.json or its folder): bisect its bugs")
+    fingerprints: tuple[str, ...] = option(
+        (), help="only this finding of --report (repeatable)", flags=("--fingerprint",), action="append"
+    )
+    bundles_from: tuple[str, ...] = option(
+        (),
+        help="also look for --report's repro bundles here (the report a fixed bug was found in)",
+        action="append",
+        metavar="DIR",
+    )
+    good: str | None = option(
+        None, help="a commit of --checkout without the bug (with --bad: bisect commits)"
+    )
+    bad: str | None = option(
+        None, help="a commit of --checkout with the bug; older than --good: find the fix"
+    )
+    checkout: str = option(".", help="the optimizer's clone, with history")
     # the distribution whose releases are bisected; None: the optimizer's own
-    package: str | None = None
+    package: str | None = option(
+        None, help="the distribution whose releases to try", default_text="the optimizer's"
+    )
     # releases from this folder of wheels only (pip --no-index --find-links); None: pip's index
-    find_links: str | None = None
-    # runs of a repro on each build (more for a flaky bug on a build that does not show it)
-    runs: int = 3
-    # minutes for building and judging; 0: no limit
-    budget: float = 0.0
-    # the web address commits link to; None: the checkout's GitHub origin
-    repository_url: str | None = None
-    # also write each bug's result here (JSON: fingerprint and `since`, a list)
-    out_json: str | None = None
+    find_links: str | None = option(None, help="take releases from this folder of wheels only")
+    # more for a flaky bug on a build that does not show it
+    runs: int = option(3, help="runs of a repro on each build")
+    budget: float = option(0.0, help="minutes for building and judging, 0 for no limit")
+    # None: the checkout's GitHub origin
+    repository_url: str | None = option(None, help="where commits link to", default_text="origin")
+    # JSON: fingerprint and `since`, a list
+    out_json: str | None = option(None, help="also write each bug's result to this JSON file")
 
     def __post_init__(self) -> None:
         super().__post_init__()

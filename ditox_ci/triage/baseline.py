@@ -48,7 +48,8 @@ from ditox_ci.safewrite import written_or_input_error
 
 BASELINE_VERSION = 1
 DEFAULT_BASELINE = Path(__file__).resolve().parents[1] / "data" / "baseline-default.yml"
-DEFAULT_OPTIMIZER = "onnxoptimizer"
+# what an entry that names no optimizer is about: the file format's, whatever the commands' default
+ENTRY_OPTIMIZER = "onnxoptimizer"
 
 
 def optimizer_baseline(optimizer: str) -> Path | None:
@@ -103,7 +104,7 @@ class BaselineEntry:
     # does not make it stale (the user cannot remove it anyway)
     shipped: bool = field(default=False, compare=False)
     # fnmatch glob on the optimizer's name (report.optimizer.name): pass names mean nothing alone
-    optimizer: str = DEFAULT_OPTIMIZER
+    optimizer: str = ENTRY_OPTIMIZER
 
     def about(self, optimizer: str) -> bool:
         return fnmatch.fnmatchcase(optimizer, self.optimizer)
@@ -148,7 +149,7 @@ class BaselineEntry:
 
     def to_yaml(self) -> dict[str, Any]:
         data: dict[str, Any] = {"id": self.id}
-        if self.optimizer != DEFAULT_OPTIMIZER:
+        if self.optimizer != ENTRY_OPTIMIZER:
             data["optimizer"] = self.optimizer
         if self.kinds:
             data["kind"] = yaml_value(self.kinds[0] if len(self.kinds) == 1 else list(self.kinds))
@@ -202,7 +203,7 @@ class BaselineEntry:
             issue=str(data["issue"]) if data.get("issue") else None,
             expires=_date(data.get("expires"), f"{where}: expires"),
             origin=where.split(" entry")[0],
-            optimizer=str(data.get("optimizer") or DEFAULT_OPTIMIZER),
+            optimizer=str(data.get("optimizer") or ENTRY_OPTIMIZER),
         )
 
 
@@ -298,7 +299,7 @@ def read_baseline_file(path: Path) -> tuple[Baseline, bool]:
     return parse_baseline(text, str(path))
 
 
-def load_baseline(path: Path | None, optimizer: str = DEFAULT_OPTIMIZER) -> Baseline:
+def load_baseline(path: Path | None, optimizer: str = ENTRY_OPTIMIZER) -> Baseline:
     """The shipped default (and the optimizer's own shipped file, if any), with the user's
     baseline (if any) layered on top; only the entries about `optimizer` are kept."""
     default, _ = read_baseline_file(DEFAULT_BASELINE)
@@ -320,7 +321,7 @@ def accepted_entry(
     finding: Finding,
     reason: str,
     expires: dt.date | None,
-    optimizer: str = DEFAULT_OPTIMIZER,
+    optimizer: str = ENTRY_OPTIMIZER,
     taken: Collection[str] = (),
 ) -> BaselineEntry:
     """An entry that accepts exactly this finding (by fingerprint, on its model) and says where it
@@ -357,7 +358,7 @@ def update_baseline(
     reason: str,
     expires: dt.date | None,
     today: dt.date,
-    optimizer: str = DEFAULT_OPTIMIZER,
+    optimizer: str = ENTRY_OPTIMIZER,
 ) -> UpdateResult:
     """Add an entry for every finding no unexpired entry (default or file) matches yet.
 
@@ -445,7 +446,7 @@ def _indent(block: str, indent: str) -> str:
 
 
 def init_baseline(
-    path: Path, findings: Iterable[Finding], reason: str, today: dt.date, optimizer: str = DEFAULT_OPTIMIZER
+    path: Path, findings: Iterable[Finding], reason: str, today: dt.date, optimizer: str = ENTRY_OPTIMIZER
 ) -> UpdateResult:
     """A new baseline at `path` that accepts every finding of today's report the shipped default
     does not (none: an empty one), so the first pull request checked is judged on what it adds."""

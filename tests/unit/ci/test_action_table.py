@@ -1,10 +1,12 @@
 """The Action maps its inputs to the stages' flags from one table: every input of action.yml is
-carried by a flag of the table or named as the Action's own, and every flag of the table is one
-the CLI's command takes, for the option of the same name."""
+carried by a flag of the table or named as the Action's own, every flag of the table is one the
+CLI's command takes, for the option of the same name, and what action.yml says an input of the
+sweep's defaults to is that option's default."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import yaml
 
@@ -20,6 +22,7 @@ from ditox_ci.ci.inputs import (
 )
 from ditox_ci.cli.history import HistoryOptions
 from ditox_ci.cli.publish import PublishSettings
+from ditox_ci.options import resolve
 from ditox_ci.sweep.setup import BisectOptions, SweepOptions
 from tests.helpers import ROOT, option_names
 
@@ -88,3 +91,24 @@ def test_an_input_the_table_carries_reaches_its_stage() -> None:
     assert flag.argv(ActionInputs()) == []
     [sweep] = build_argv({"INPUT_MODE": "sweep", "INPUT_ATOL": "0.5", "INPUT_PASSES": "a, b"})
     assert sweep[sweep.index("--atol") + 1] == "0.5" and sweep[sweep.index("--passes") + 1] == "a,b"
+
+
+def test_the_action_s_defaults_of_the_sweep_s_options_are_the_sweep_s() -> None:
+    """An input's default (or the one its description states) is the sweep's own: the Action cannot
+    sweep with another default than `ditox-ci sweep`, nor tell users another one."""
+    defaults = resolve(SweepOptions, env={})
+    stated = 0
+    for flag in SWEEP_FLAGS:
+        name = flag.input  # the shard's is two inputs of their own, no option's
+        if name not in INPUTS or name not in {field.name for field in dataclasses.fields(SweepOptions)}:
+            continue
+        given = str(INPUTS[name].get("default", ""))
+        if given:
+            as_input = resolve(SweepOptions, env={f"INPUT_{name.upper()}": given})
+            assert getattr(as_input, name) == getattr(defaults, name), name
+            stated += 1
+        said = re.search(r"\((?:default|empty:) ([0-9.]+)\b", INPUTS[name]["description"])
+        if said:
+            assert float(said.group(1)) == getattr(defaults, name), name
+            stated += 1
+    assert stated >= 6  # optimizer, reuse, gate_missed, runner, out; timeout's and exercise_budget's words
