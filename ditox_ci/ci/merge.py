@@ -22,27 +22,28 @@ from ditox_ci.control import NOP
 from ditox_ci.errors import MergeError
 from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.exercised import exercised_model_ids
+from ditox_ci.report.header import ShardOf
 from ditox_ci.report.kinds import FIXED, KNOWN, ModelStatus
 from ditox_ci.report.model import Finding, ModelEntry, Report, Verdicts
 from ditox_ci.report.stats import SweepStats
 
 # What must be identical in every shard for the shards to be parts of one sweep.
 _SAME_OPTIMIZER = ("name", "version", "passes", "default_passes")
-# the report's environment keys that name what judged the models
+# the report's environment fields that name what judged the models
 JUDGED_BY = ("onnx", "onnxruntime")
 # what an entry without a config list ran, in reports that do not list the sweep's configs
 _ALL_CONFIGS = "*"
 
 
 def _check_shards(reports: Sequence[Report]) -> None:
-    counts = sorted({report.shard.get("count", 1) for report in reports})
+    counts = sorted({report.shard.count for report in reports})
     if len(counts) > 1:
         raise MergeError(
             f"shard reports come from sweeps with different shard counts {counts}; "
             "merge only the shards of one matrix run"
         )
     count = counts[0]
-    indices = [report.shard.get("index", 0) for report in reports]
+    indices = [report.shard.index for report in reports]
     repeated = sorted({index for index in indices if indices.count(index) > 1})
     if repeated:
         raise MergeError(
@@ -65,8 +66,8 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
     for report in reports[1:]:
         if report.schema_version != first.schema_version:
             raise MergeError(
-                f"shard {report.shard.get('index')} has schema_version {report.schema_version}, "
-                f"shard {first.shard.get('index')} has {first.schema_version}; "
+                f"shard {report.shard.index} has schema_version {report.schema_version}, "
+                f"shard {first.shard.index} has {first.schema_version}; "
                 "run every shard with the same ditox-ci version"
             )
         for key in _SAME_OPTIMIZER:
@@ -83,18 +84,18 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                 _other_build(report, first, f"the build ({key})", theirs, ours)
         # the same oracle: another onnx or ONNX Runtime judges the same model differently
         for key in JUDGED_BY:
-            theirs, ours = report.environment.get(key), first.environment.get(key)
+            theirs, ours = getattr(report.environment, key), getattr(first.environment, key)
             if theirs != ours:
                 raise MergeError(
-                    f"shard {report.shard.get('index')} was judged by {key} {theirs!r}, shard "
-                    f"{first.shard.get('index')} by {ours!r}; every shard must run the same onnx and "
+                    f"shard {report.shard.index} was judged by {key} {theirs!r}, shard "
+                    f"{first.shard.index} by {ours!r}; every shard must run the same onnx and "
                     "ONNX Runtime (the same image or lock)"
                 )
 
 
 def _other_build(report: Report, first: Report, what: str, theirs: Any, ours: Any) -> NoReturn:
     raise MergeError(
-        f"shard {report.shard.get('index')} tested {what} {theirs!r}, shard {first.shard.get('index')} "
+        f"shard {report.shard.index} tested {what} {theirs!r}, shard {first.shard.index} "
         f"{ours!r}; every shard must test the same optimizer build"
     )
 
@@ -164,7 +165,7 @@ def _merge_models(
     parts: dict[str, list[tuple[int, ModelEntry]]] = {}
     for report in reports:
         for entry in report.models:
-            parts.setdefault(entry.id, []).append((report.shard.get("index", 0), entry))
+            parts.setdefault(entry.id, []).append((report.shard.index, entry))
     made = {model for report in reports for model in exercised_model_ids(report)}
     return tuple(
         _combine_parts(parts[model], configs, partial or (model in made and len(parts[model]) == 1))
@@ -240,8 +241,8 @@ def _configs(reports: Sequence[Report], stats: Sequence[SweepStats]) -> tuple[st
     for report, own in zip(reports[1:], stats[1:], strict=True):
         if own.configs != first:
             raise MergeError(
-                f"shard {report.shard.get('index')} ran other configs than shard "
-                f"{reports[0].shard.get('index')}; run every shard with the same --configs and --passes"
+                f"shard {report.shard.index} ran other configs than shard "
+                f"{reports[0].shard.index}; run every shard with the same --configs and --passes"
             )
     return first
 
@@ -250,7 +251,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     """One report for the whole sweep, independent of the order the shards are given in."""
     if not reports:
         raise MergeError("no shard reports to merge; pass the report directories of every shard")
-    ordered = sorted(reports, key=lambda report: report.shard.get("index", 0))
+    ordered = sorted(reports, key=lambda report: report.shard.index)
     _check_shards(ordered)
     _check_same_sweep(ordered)
     first = ordered[0]
@@ -285,13 +286,13 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         effect=effect_totals(entry.effect for entry in models if entry.effect is not None),
     )
     if stopped:
-        indexes = tuple(report.shard.get("index", 0) for report, _ in stopped)
+        indexes = tuple(report.shard.index for report, _ in stopped)
         stats = replace(stats, interrupted_shards=indexes)
     return Report(
         tool=first.tool,
         optimizer=first.optimizer,
         environment=first.environment,
-        shard={"index": 0, "count": 1},
+        shard=ShardOf(),
         models=models,
         findings=_merge_findings(ordered, configs),
         coverage=_merge_coverage(ordered),

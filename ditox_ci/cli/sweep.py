@@ -93,7 +93,7 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
         report = replace(report, stats={**report.stats, "gate_missed": True})
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
-    if report.shard.get("count", 1) == 1:  # a shard's coverage is its share's: the merge's summary says
+    if report.shard.whole:  # a shard's coverage is its share's: the merge's summary says
         for warning in never_fired_warnings(report):
             log.warning(warning)
     tally = log_bugs(report, log)

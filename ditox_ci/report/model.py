@@ -15,6 +15,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.effect import ModelEffect
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
+from ditox_ci.report.header import Environment, ShardOf, Tool
 from ditox_ci.report.kinds import (
     FIXED,
     FLAKY,
@@ -316,23 +317,30 @@ class Skips:
 
 @dataclass(frozen=True)
 class Report:
-    tool: dict[str, Any]
+    tool: Tool
     optimizer: dict[str, Any]
-    environment: dict[str, Any]
-    shard: dict[str, int]
+    environment: Environment
+    shard: ShardOf
     models: tuple[ModelEntry, ...]
     findings: tuple[Finding, ...]
     coverage: dict[str, dict[str, int]]
     stats: dict[str, Any]
     schema_version: int = SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        # the records, whether given or as report.json's objects (a hand-built report's)
+        for name, record in (("tool", Tool), ("environment", Environment), ("shard", ShardOf)):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, record.from_json(value))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,
-            "tool": self.tool,
+            "tool": self.tool.to_json(),
             "optimizer": self.optimizer,
-            "environment": self.environment,
-            "shard": self.shard,
+            "environment": self.environment.to_json(),
+            "shard": self.shard.to_json(),
             "models": [m.to_json() for m in self.models],
             "findings": [f.to_json() for f in self.findings],
             "coverage": self.coverage,
@@ -355,10 +363,10 @@ class Report:
                 f"{', …' if len(unknown) > 3 else ''}); it is not a file ditox-ci wrote"
             )
         return cls(
-            tool=dict(data.get("tool", {})),
+            tool=Tool.from_json(data.get("tool", {})),
             optimizer=dict(data.get("optimizer", {})),
-            environment=dict(data.get("environment", {})),
-            shard={"index": 0, "count": 1, **data.get("shard", {})},
+            environment=Environment.from_json(data.get("environment", {})),
+            shard=ShardOf.from_json(data.get("shard", {})),
             models=tuple(ModelEntry.from_json(m) for m in data.get("models", [])),
             findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
             coverage={k: dict(v) for k, v in data.get("coverage", {}).items()},
@@ -398,7 +406,7 @@ class Report:
             skipped=sum(1 for m in self.models if m.status != ModelStatus.OK),
             models=len(self.models),
             limit=None if limit is None else float(limit),
-            whole=self.shard.get("count", 1) == 1,
+            whole=self.shard.whole,
         )
 
 

@@ -92,7 +92,7 @@ def sarif_log(report: Report, place: Place | None = None) -> dict[str, Any]:
                 "tool": {
                     "driver": {
                         "name": "ditox-ci",
-                        "version": str(report.tool.get("version", "")),
+                        "version": report.tool.version,
                         "informationUri": INFORMATION_URI,
                         "rules": _rules(),
                     }

@@ -33,6 +33,7 @@ from ditox_ci.pinpoint.pinpointer import PinpointOptions
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report import ModelEntry, Report
 from ditox_ci.report.effect import effect_totals
+from ditox_ci.report.header import Environment, ShardOf, Tool
 from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
@@ -57,13 +58,13 @@ def _file_sha256(ref: ModelRef) -> str:
         return ""
 
 
-def environment_info() -> dict[str, str]:
-    return {
-        "onnx": onnx.__version__,
-        "onnxruntime": onnxruntime.__version__,
-        "python": platform.python_version(),
-        "platform": f"{sys.platform}-{platform.machine()}",
-    }
+def environment_info() -> Environment:
+    return Environment(
+        onnx=onnx.__version__,
+        onnxruntime=onnxruntime.__version__,
+        python=platform.python_version(),
+        platform=f"{sys.platform}-{platform.machine()}",
+    )
 
 
 def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse]) -> Iterator[Job]:
@@ -195,10 +196,10 @@ def _report(
             "the report holds only those"
         )
     return Report(
-        tool={"name": "ditox-ci", "version": __version__},
+        tool=Tool(__version__),
         optimizer={**plan.info.to_json(), "build": build.to_json()},
         environment=environment_info(),
-        shard={"index": options.shard.index, "count": options.shard.count},
+        shard=ShardOf(options.shard.index, options.shard.count),
         models=models,
         findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
         coverage=coverage.per_pass,

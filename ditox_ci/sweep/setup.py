@@ -430,8 +430,8 @@ def reusable_verdicts(
     if not options.reuse or stored is None:
         return {}
     if stored.stats.get("verdict_key") != config.verdict_key:
-        runtime = stored.environment.get("onnxruntime")
-        made_by = f"ditox-ci {stored.tool.get('version')}, onnxruntime {runtime}"
+        runtime = stored.environment.onnxruntime
+        made_by = f"ditox-ci {stored.tool.version}, onnxruntime {runtime}"
         log.notice(
             f"not reusing verdicts from {source}: it was judged with other settings or versions "
             f"({made_by}, or none recorded); every result is judged here"

@@ -16,6 +16,7 @@ from ditox_ci.errors import InputError, MergeError
 from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, coverage_table
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.exercised import EXERCISED_KEY, MODEL_IDS_KEY, ExercisedPass, never_fired_warnings
+from ditox_ci.report.header import ShardOf
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, Verdicts, write_report
 from ditox_ci.report.schema import schema_errors
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
@@ -97,7 +98,7 @@ def test_merge_unions_models_and_findings_sorted() -> None:
         ("bb", "m1"),
         ("ff", "m3"),
     ]
-    assert merged.shard == {"index": 0, "count": 1}
+    assert merged.shard == ShardOf(0, 1)
     assert (merged.count("new"), merged.count("known")) == (2, 1)
 
 
@@ -324,7 +325,7 @@ def test_merge_gates_like_sweep_on_a_new_failure_of_one_shard(tmp_path: Path) ->
         _shard(1, 2, ["m1"], [_finding("aa", "m1", "known")]),
     ]
     for shard in shards:
-        write_report(shard, tmp_path / f"shard-{shard.shard['index']}" / "report.json")
+        write_report(shard, tmp_path / f"shard-{shard.shard.index}" / "report.json")
     argv = ["merge", str(tmp_path / "shard-0"), str(tmp_path / "shard-1"), "--out", str(tmp_path / "out")]
     assert main_inner(argv, {}) == 1
 
@@ -398,8 +399,8 @@ def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_s
 
     def merge(shards: list[Report], out: str) -> int:
         for shard in shards:
-            write_report(shard, tmp_path / f"{out}-{shard.shard['index']}" / "report.json")
-        folders = [str(tmp_path / f"{out}-{shard.shard['index']}") for shard in shards]
+            write_report(shard, tmp_path / f"{out}-{shard.shard.index}" / "report.json")
+        folders = [str(tmp_path / f"{out}-{shard.shard.index}") for shard in shards]
         return main_inner(["merge", *folders, "--out", str(tmp_path / out)], {})
 
     clean = [replace(skipping(s), findings=()) for s in _three_shards()]
@@ -495,7 +496,7 @@ def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is
     with pytest.raises(MergeError, match=r"shard 1 tested the build \(version\) '', shard 0 '0\.4\.2'"):
         merge_reports([first, replace(second, optimizer={**second.optimizer, "build": None})])
     with_build = replace(second, optimizer={**second.optimizer, "build": build})
-    other_runtime = replace(with_build, environment={**with_build.environment, "onnxruntime": "1.20.0"})
+    other_runtime = replace(with_build, environment=replace(with_build.environment, onnxruntime="1.20.0"))
     with pytest.raises(MergeError, match=r"judged by onnxruntime '1\.20\.0'"):
         merge_reports([first, other_runtime])
     assert len(merge_reports([first, with_build]).models) == 2

@@ -4,6 +4,7 @@ import json
 import math
 from pathlib import Path
 
+from ditox_ci.report.header import Environment, ShardOf, Tool
 from ditox_ci.report.junit import write_junit
 from ditox_ci.report.model import Culprit, Finding, Report, read_report, strict_json, write_report
 from ditox_ci.report.sarif import write_sarif
@@ -53,3 +54,21 @@ def test_sarif_and_junit_replace_a_link_planted_in_out_instead_of_writing_throug
     assert target.read_text() == "untouched"
     assert not (out / "ditox.sarif").is_symlink() and json.loads((out / "ditox.sarif").read_text())["runs"]
     assert not (out / "junit.xml").is_symlink() and "<testsuites" in (out / "junit.xml").read_text()
+
+
+def test_the_header_is_records_whose_json_reads_back_as_it_was_written(tmp_path: Path):
+    """tool, environment and shard are records; report.json holds what the writer wrote, an
+    environment's key this version does not name included, and no key it did not write."""
+    written = {"onnx": "1.23.2", "python": "3.11.7", "cuda": "12.4"}
+    report = Report(
+        {"name": "ditox-ci", "version": "9.9"}, {}, written, {"index": 2, "count": 4}, (), (), {}, {}
+    )
+    assert report.tool == Tool("9.9") and report.shard == ShardOf(2, 4) and not report.shard.whole
+    assert report.environment.onnx == "1.23.2" and report.environment.onnxruntime is None
+    path = tmp_path / "report.json"
+    write_report(report, path)
+    data = json.loads(path.read_text())
+    assert data["environment"] == written and data["shard"] == {"index": 2, "count": 4}
+    assert data["tool"] == {"name": "ditox-ci", "version": "9.9"}
+    assert read_report(path) == report
+    assert Environment.from_json({}).to_json() == {}
