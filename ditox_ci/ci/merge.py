@@ -71,13 +71,13 @@ def _check_same_sweep(reports: Sequence[Report]) -> None:
                 "run every shard with the same ditox-ci version"
             )
         for key in _SAME_OPTIMIZER:
-            if report.optimizer.get(key) != first.optimizer.get(key):
-                theirs, ours = report.optimizer.get(key), first.optimizer.get(key)
+            theirs, ours = getattr(report.optimizer, key), getattr(first.optimizer, key)
+            if theirs != ours:
                 _other_build(report, first, f"optimizer {key}", theirs, ours)
         # a build's commit and pass list: the installed files' hashes are no test (a build made in
         # each shard job compiles its own bytecode), but two commits are two builds of one version
         # number; a shard whose description of its build is gone is not known to be the same one
-        builds = [r.optimizer.get("build") or {} for r in (report, first)]
+        builds = [r.optimizer.build or {} for r in (report, first)]
         for key in ("version", "git_describe", "passes_sha256"):
             theirs, ours = (str(build.get(key) or "") for build in builds)
             if theirs != ours:

@@ -63,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _init(args: argparse.Namespace, log: Log, today: dt.date) -> int:
     report = read_report(Path(args.report)) if args.report else None
     findings = report.findings if report is not None else ()
-    optimizer = str(report.optimizer.get("name") or "") if report is not None else ""
+    optimizer = report.optimizer.name if report is not None else ""
     reason = args.reason or INIT_REASON.format(date=today.isoformat())
     result = init_baseline(Path(args.baseline), findings, reason, today, optimizer or ENTRY_OPTIMIZER)
     log.info(
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise UsageError(f"--expires must be a date like 2026-06-30, got {args.expires!r}") from None
     report = read_report(Path(args.report))
     reason = args.reason or DEFAULT_REASON.format(date=today.isoformat())
-    optimizer = str(report.optimizer.get("name") or ENTRY_OPTIMIZER)
+    optimizer = report.optimizer.name or ENTRY_OPTIMIZER
     result = update_baseline(Path(args.baseline), report.findings, reason, expires, today, optimizer)
     log = Log(env)
     log.info(

@@ -20,9 +20,10 @@ from ditox_ci.errors import EXIT_OK, InternalError, UsageError
 from ditox_ci.fuzz import GENERATORS, generate_within, write_corpus
 from ditox_ci.fuzz.corpus import NotGenerated, StreamedCorpus
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OPTIMIZERS, OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import OPTIMIZERS, load_optimizer
 from ditox_ci.options import add_flags
 from ditox_ci.report.coverage import firing, never_fired
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.kinds import kind_gates
 from ditox_ci.report.model import Finding, Report
 from ditox_ci.report.outputs import prepare_out_dir

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     previous = read_checked_report(Path(settings.previous)) if settings.previous else None
     baseline = load_baseline(
         Path(settings.baseline) if settings.baseline else None,
-        str(report.optimizer.get("name") or ENTRY_OPTIMIZER),
+        report.optimizer.name or ENTRY_OPTIMIZER,
     )
     swept, report = report, classify(report, baseline, previous)
     skips = report.skips()

@@ -19,7 +19,7 @@ from onnx import numpy_helper
 
 from ditox_ci.compare.calibration import float64_array
 from ditox_ci.engine import runner
-from ditox_ci.optimizers import NOISE_FLOORS
+from ditox_ci.report.header import NOISE_FLOORS
 
 
 @dataclass(frozen=True)

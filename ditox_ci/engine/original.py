@@ -45,7 +45,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.reuse import Reuse, judged_as
 from ditox_ci.engine.structure import checker_error
 from ditox_ci.engine.values import Feeds
-from ditox_ci.optimizers import NOISE_FLOORS
+from ditox_ci.report.header import NOISE_FLOORS
 
 MAX_REDRAWS = 3
 

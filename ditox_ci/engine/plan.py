@@ -12,8 +12,8 @@ from typing import TypeVar
 
 from ditox_ci.control import NOP, PASSES_PREFIX, SINGLE_PREFIX, list_label, single_pass_label
 from ditox_ci.errors import UsageError
-from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.registry import Registry
+from ditox_ci.report.header import OptimizerInfo
 
 T = TypeVar("T")
 

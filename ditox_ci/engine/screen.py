@@ -30,7 +30,8 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.optimizers import LoadedOptimizer, OptimizerInfo
+from ditox_ci.optimizers import LoadedOptimizer
+from ditox_ci.report.header import OptimizerInfo
 
 # the passes that clean up after others run first in a screened list (see above)
 CLEANUP_PREFIX = "eliminate_"

@@ -156,7 +156,7 @@ class Issues(Surface):
         fixed_by_fp = _group(f for f in report.findings if f.status == FIXED)
         if not open_by_fp and not (self.close_fixed and fixed_by_fp):
             return
-        optimizer = str(report.optimizer.get("name", ""))
+        optimizer = report.optimizer.name
         existing = self._bot_issues(optimizer)
         to_file = [fp for fp in open_by_fp if fp not in existing]
         labels = [self.bot_label] + [
@@ -258,7 +258,7 @@ class Issues(Surface):
         # an issue filed before subject and scope markers gets the model this run saw it on, and
         # this sweep's optimizer
         marked = with_subject(issue.body or "", group[0].model, group[0].config)
-        marked = with_scope(marked, str(report.optimizer.get("name", "")))
+        marked = with_scope(marked, report.optimizer.name)
         body = with_last_seen(marked, self._last_seen(group, families))
         if body != issue.body:
             self.client.write(

@@ -258,7 +258,7 @@ class Texts:
         (the findings' models: the issue's own model under another config is not another model)."""
         others = [model for model in dict.fromkeys(others) if model != finding.model]
         subject = subject_marker(finding.model, finding.config)
-        scope = scope_marker(str(self.report.optimizer.get("name", "")))
+        scope = scope_marker(self.report.optimizer.name)
         markers = f"{fingerprint_marker(finding.fingerprint)}\n{subject}\n{scope}"
         if finding.since is not None:
             markers += f"\n{since_marker(finding.since)}"

@@ -33,8 +33,9 @@ from pathlib import Path
 
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import ADAPTERS, OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import ADAPTERS, load_optimizer
 from ditox_ci.optimizers.spec import parse_spec
+from ditox_ci.report.header import OptimizerInfo
 
 _PINNED = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==[A-Za-z0-9.+!_-]+$")
 # a finished install's record: its spec and every file's sha256 (bytecode caches aside)

@@ -102,7 +102,7 @@ def coverage_table(report: Report) -> CoverageTable:
 def cannot_fire(report: Report) -> dict[str, str]:
     """{pass: why} for the passes the optimizer offers that change no valid model here (its
     adapter's CANNOT_FIRE, recorded in the report)."""
-    declared = report.optimizer.get("cannot_fire", {})
+    declared = dict(report.optimizer.cannot_fire)
     return {str(name): str(why) for name, why in declared.items()} if isinstance(declared, dict) else {}
 
 

@@ -41,7 +41,7 @@ def junit_xml(report: Report) -> str:
     for finding in report.findings:
         if finding.status != FIXED:
             findings.setdefault((finding.model, finding.config), []).append(finding)
-    suite = ET.Element("testsuite", name=f"ditox-ci {report.optimizer.get('name', 'optimizer')}")
+    suite = ET.Element("testsuite", name=f"ditox-ci {report.optimizer.name or 'optimizer'}")
     counts = {"tests": 0, "failures": 0, "skipped": 0}
     for model, config in _cases(report):
         case = ET.SubElement(suite, "testcase", classname=_text(model, 1000), name=_text(config, 1000))

@@ -15,7 +15,7 @@ from typing import Any
 from ditox_ci.errors import InputError
 from ditox_ci.report.effect import ModelEffect
 from ditox_ci.report.evidence import Pinpointing, Triage, evidence_json, split_evidence
-from ditox_ci.report.header import Environment, ShardOf, Tool
+from ditox_ci.report.header import Environment, OptimizerInfo, ShardOf, Tool
 from ditox_ci.report.kinds import (
     FIXED,
     FLAKY,
@@ -315,10 +315,19 @@ class Skips:
         return f"{self.share:.1%} of the corpus was skipped, more than --max-skipped {self.limit:g}"
 
 
+# the header's records by their keys in report.json
+_HEADER_RECORDS: dict[str, Any] = {
+    "tool": Tool,
+    "optimizer": OptimizerInfo,
+    "environment": Environment,
+    "shard": ShardOf,
+}
+
+
 @dataclass(frozen=True)
 class Report:
     tool: Tool
-    optimizer: dict[str, Any]
+    optimizer: OptimizerInfo
     environment: Environment
     shard: ShardOf
     models: tuple[ModelEntry, ...]
@@ -329,7 +338,7 @@ class Report:
 
     def __post_init__(self) -> None:
         # the records, whether given or as report.json's objects (a hand-built report's)
-        for name, record in (("tool", Tool), ("environment", Environment), ("shard", ShardOf)):
+        for name, record in _HEADER_RECORDS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):
                 object.__setattr__(self, name, record.from_json(value))
@@ -338,7 +347,7 @@ class Report:
         return {
             "schema_version": self.schema_version,
             "tool": self.tool.to_json(),
-            "optimizer": self.optimizer,
+            "optimizer": self.optimizer.to_json(),
             "environment": self.environment.to_json(),
             "shard": self.shard.to_json(),
             "models": [m.to_json() for m in self.models],
@@ -364,7 +373,7 @@ class Report:
             )
         return cls(
             tool=Tool.from_json(data.get("tool", {})),
-            optimizer=dict(data.get("optimizer", {})),
+            optimizer=OptimizerInfo.from_json(data.get("optimizer", {})),
             environment=Environment.from_json(data.get("environment", {})),
             shard=ShardOf.from_json(data.get("shard", {})),
             models=tuple(ModelEntry.from_json(m) for m in data.get("models", [])),

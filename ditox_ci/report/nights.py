@@ -148,16 +148,15 @@ def _a_bug(finding: Finding, gate_tiers: tuple[str, ...]) -> bool:
 def night_of(report: Report, date: str, sha: str, run: str = "") -> Night:
     """The night `report` (a whole sweep, classified) says, swept on `date` at commit `sha` in
     the workflow run `run`."""
-    optimizer = report.optimizer
-    build = optimizer.get("build")
+    optimizer, build = report.optimizer, report.optimizer.build or {}
     effect = report.stats.get("effect")
     whole = effect.get(WHOLE_OPTIMIZER) if isinstance(effect, Mapping) else None
     return Night(
         date=date,
         sha=sha,
-        optimizer=str(optimizer.get("name", "")),
-        version=str(optimizer.get("version", "")),
-        describe=str(build.get("git_describe", "")) if isinstance(build, Mapping) else "",
+        optimizer=optimizer.name,
+        version=optimizer.version,
+        describe=str(build.get("git_describe", "")),
         wall_s=float(report.stats.get("wall_s", 0.0)),
         models=len(report.models),
         skipped=sum(1 for model in report.models if model.status != ModelStatus.OK),

@@ -98,7 +98,7 @@ def sarif_log(report: Report, place: Place | None = None) -> dict[str, Any]:
                     }
                 },
                 # one category per optimizer: code scanning keeps their alerts apart
-                "automationDetails": {"id": f"ditox-ci/{report.optimizer.get('name', 'optimizer')}/"},
+                "automationDetails": {"id": f"ditox-ci/{report.optimizer.name or 'optimizer'}/"},
                 "results": [_result(report, f, place) for f in new],
             }
         ],

@@ -59,7 +59,7 @@ UPSTREAMS["onnxoptimizer"] = Upstream(
 
 
 def _upstream(report: Report) -> Upstream | None:
-    return UPSTREAMS.get(str(report.optimizer.get("name", "")))
+    return UPSTREAMS.get(report.optimizer.name)
 
 
 # a pass name that can name a file of the repository: anything else (from a fork's report, or an
@@ -78,11 +78,11 @@ def pass_source(report: Report, finding: Finding) -> str | None:
 
 def _revision(report: Report, upstream: Upstream) -> str:
     """The tested build's commit (a checkout's git describe), its release tag, else the default branch."""
-    build = report.optimizer.get("build") or {}
+    build = report.optimizer.build or {}
     described = _DESCRIBED_COMMIT.search(str(build.get("git_describe", "")))
     if described:
         return described.group(1)
-    version = str(report.optimizer.get("version", ""))
+    version = report.optimizer.version
     return upstream.tag(version) if _RELEASE.match(version) else "HEAD"
 
 

@@ -17,8 +17,8 @@ from ditox_ci.engine.screen import screened_from
 from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.report import Finding, Report
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.sweep.setup import SweepOptions, SweepSetup
 

@@ -28,12 +28,11 @@ from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OPAQUE_NOTE
 from ditox_ci.pinpoint.pinpointer import PinpointOptions
 from ditox_ci.pinpoint.repro import build_under_test
 from ditox_ci.report import ModelEntry, Report
 from ditox_ci.report.effect import effect_totals
-from ditox_ci.report.header import Environment, ShardOf, Tool
+from ditox_ci.report.header import OPAQUE_NOTE, Environment, ShardOf, Tool
 from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
@@ -197,7 +196,7 @@ def _report(
         )
     return Report(
         tool=Tool(__version__),
-        optimizer={**plan.info.to_json(), "build": build.to_json()},
+        optimizer=replace(plan.info, build=build.to_json()),
         environment=environment_info(),
         shard=ShardOf(options.shard.index, options.shard.count),
         models=models,

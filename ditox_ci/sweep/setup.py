@@ -38,11 +38,12 @@ from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.engine.shard import Shard
 from ditox_ci.errors import UsageError
 from ditox_ci.log import Log
-from ditox_ci.optimizers import DEFAULT_OPTIMIZER, OptimizerInfo, optimizer_help
+from ditox_ci.optimizers import DEFAULT_OPTIMIZER, optimizer_help
 from ditox_ci.optimizers.install import Installation, optimizer_build
 from ditox_ci.options import ON_OFF, check_choices, option
 from ditox_ci.pinpoint.pinpointer import LOCALIZE_MODES
 from ditox_ci.report import Report, read_report
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.report.schema import read_checked_report

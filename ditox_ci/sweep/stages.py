@@ -231,8 +231,8 @@ class MissedCheck:
         # given by import path) the same default passes
         reference, info = state.setup.reference, state.plan.info
         return reference is not None and (
-            reference.optimizer.get("name") == info.name
-            or list(reference.optimizer.get("default_passes") or ()) == list(info.default_passes)
+            reference.optimizer.name == info.name
+            or reference.optimizer.default_passes == info.default_passes
         )
 
     def run(self, state: SweepState) -> StageResult:

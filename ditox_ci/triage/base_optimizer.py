@@ -24,9 +24,9 @@ from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.pool import Job, JobResult, WorkerConfig, WorkerPool
 from ditox_ci.engine.reuse import Reuse
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import Installation
 from ditox_ci.report.evidence import KnownBy, KnownSource
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.kinds import KNOWN, ModelStatus
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.reproduce import retry, tries_of

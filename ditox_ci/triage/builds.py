@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.header import OptimizerInfo
 
 GIT_TIMEOUT_S = 10
 

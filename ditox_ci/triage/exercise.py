@@ -30,8 +30,8 @@ from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.fuzz import GENERATORS
 from ditox_ci.fuzz.corpus import StreamedCorpus
 from ditox_ci.log import Log
-from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.report.exercised import MODEL_IDS_KEY, WHY_CHANGED, WHY_NEW, ExercisedPass
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.model import Finding
 from ditox_ci.triage.history import HistoryError, NoCommit, NotGitRepository, changed_files
 

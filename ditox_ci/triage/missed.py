@@ -60,9 +60,8 @@ class Reference:
     @classmethod
     def of(cls, report: Report) -> Reference:
         optimizer = report.optimizer
-        build = optimizer.get("build")
-        described = build.get("git_describe") if isinstance(build, Mapping) else ""
-        label = f"{optimizer.get('name', '?')} {optimizer.get('version', '?')}"
+        described = (optimizer.build or {}).get("git_describe")
+        label = f"{optimizer.name or '?'} {optimizer.version or '?'}"
         label += f" (git {described})" if described else ""
         open_missed = tuple(f for f in report.findings if f.kind == MISSED_OPTIMIZATION and f.status != FIXED)
         return cls(

@@ -362,7 +362,7 @@ def test_another_optimizers_issue_is_never_noted_or_closed_as_this_sweeps(server
     taken for the onnxoptimizer nightly's own, noted, and closed as fixed when that nightly no
     longer saw it. Each issue names its optimizer (`scope` marker), and only its own sweeps touch it."""
     env = github_env(tmp_path, server.url)
-    slim = replace(report(BUG_A, BUG_B), optimizer={**report().optimizer, "name": "onnxslim"})
+    slim = replace(report(BUG_A, BUG_B), optimizer=replace(report().optimizer, name="onnxslim"))
     assert run_publish(["--report", str(write(tmp_path, "slim.json", slim)), "--file-issues"], env)[0] == 0
     theirs = {i["number"]: i for i in server.bot_issues()}
     assert len(theirs) == 2

@@ -478,7 +478,7 @@ def test_shards_of_two_commits_of_one_version_are_refused() -> None:
     def built(index: int, commit: str, files: str) -> Report:
         shard = _shard(index, 2, [f"m{index}"])
         build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": files, "git_describe": commit}
-        return replace(shard, optimizer={**shard.optimizer, "build": build})
+        return replace(shard, optimizer=replace(shard.optimizer, build=build))
 
     refused = r"tested the build \(git_describe\) 'v0\.4\.2-3-gbbbb', shard 0 'v0\.4\.2"
     with pytest.raises(MergeError, match=refused):
@@ -491,11 +491,11 @@ def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is
     verdicts are another oracle's), merged as if it were part of the same sweep."""
     first = _shard(0, 2, ["m0"])
     build = {"version": "0.4.2", "passes_sha256": "p", "files_sha256": "a", "git_describe": "v0.4.2"}
-    first = replace(first, optimizer={**first.optimizer, "build": build})
+    first = replace(first, optimizer=replace(first.optimizer, build=build))
     second = _shard(1, 2, ["m1"])
     with pytest.raises(MergeError, match=r"shard 1 tested the build \(version\) '', shard 0 '0\.4\.2'"):
-        merge_reports([first, replace(second, optimizer={**second.optimizer, "build": None})])
-    with_build = replace(second, optimizer={**second.optimizer, "build": build})
+        merge_reports([first, replace(second, optimizer=replace(second.optimizer, build=None))])
+    with_build = replace(second, optimizer=replace(second.optimizer, build=build))
     other_runtime = replace(with_build, environment=replace(with_build.environment, onnxruntime="1.20.0"))
     with pytest.raises(MergeError, match=r"judged by onnxruntime '1\.20\.0'"):
         merge_reports([first, other_runtime])

@@ -3,7 +3,7 @@ import pytest
 from ditox_ci.control import sweep_flags
 from ditox_ci.engine.plan import build_steps
 from ditox_ci.errors import UsageError
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.header import OptimizerInfo
 from tests.helpers import command_parser
 
 INFO = OptimizerInfo("opt", "1", ("nop", "a", "b", "c"), ("a", "b"))

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.screen import screen, screenable, screens
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.header import OptimizerInfo
 
 PASSES = tuple(f"p{i:02d}" for i in range(47))
 STEPS = (

@@ -87,7 +87,7 @@ def test_a_link_target_cannot_close_its_link_or_open_another():
 def test_a_pass_name_that_is_no_identifier_makes_no_source_link():
     hostile = "x) ![i](https://evil.example/p.png"
     report = minimal_report()
-    report = replace(report, optimizer={**report.optimizer, "version": "0.4.2"})
+    report = replace(report, optimizer=replace(report.optimizer, version="0.4.2"))
 
     def culprit_linked(name: str) -> str:
         finding = Finding("f" * 16, "output-mismatch", "m", "default", Culprit("pass", (name,)))

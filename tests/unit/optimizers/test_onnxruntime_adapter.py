@@ -12,8 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.evaluate import EvalSettings, judge, prepare
 from ditox_ci.engine.structure import contrib_ops
-from ditox_ci.optimizers import OptimizerInfo, load_optimizer
+from ditox_ci.optimizers import load_optimizer
 from ditox_ci.optimizers.adapters import onnxruntime_adapter, onnxruntime_extended_adapter
+from ditox_ci.report.header import OptimizerInfo
 
 
 def _identity_then_constant_add(ir_version: int) -> onnx.ModelProto:

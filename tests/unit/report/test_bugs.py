@@ -191,7 +191,7 @@ def test_the_summary_points_at_fuzz_for_the_optimizer_of_its_silent_passes():
     for name, silent_pass in (("onnxoptimizer", "fuse_bn_into_conv"), ("onnxslim", "FusionConvBN")):
         report = _report([], 2)
         silent = {silent_pass: {"models_changed": 0, "models_checked": 2}}
-        report = replace(report, optimizer={**report.optimizer, "name": name}, coverage=silent)
+        report = replace(report, optimizer=replace(report.optimizer, name=name), coverage=silent)
         summary = render_summary(report)
         assert "**Never fired (1):**" in summary
         assert f"`ditox-ci fuzz --optimizer {name}`" in summary
@@ -199,7 +199,7 @@ def test_the_summary_points_at_fuzz_for_the_optimizer_of_its_silent_passes():
     report = _report([], 2)
     report = replace(
         report,
-        optimizer={**report.optimizer, "name": "onnxruntime-extended", "cannot_fire": inert},
+        optimizer=replace(report.optimizer, name="onnxruntime-extended", cannot_fire=tuple(inert.items())),
         coverage={"SwiGluFusion": {"models_changed": 0, "models_checked": 2},
                   "ConvBNFusion": {"models_changed": 1, "models_checked": 2}},
     )

@@ -35,7 +35,7 @@ RECORD = {
 
 def _report(version: str = "0.4.2", describe: str = ""):
     report = minimal_report(FINDING)
-    optimizer = {**report.optimizer, "version": version, "build": {"git_describe": describe}}
+    optimizer = dataclasses.replace(report.optimizer, version=version, build={"git_describe": describe})
     return dataclasses.replace(report, optimizer=optimizer)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import Job, WorkerConfig, WorkerPool
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.sweep.plan import SweepPlan, alone_last
 
 STEPS = (Step("nop", ("nop",)),)

@@ -6,8 +6,8 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.pool import JobResult
-from ditox_ci.optimizers import OptimizerInfo
 from ditox_ci.optimizers.install import cache_key
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.model import Culprit, Finding
 from ditox_ci.triage.base_optimizer import BY_BASE, base_job, judge_on_base
 

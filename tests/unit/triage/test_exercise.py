@@ -2,7 +2,7 @@
 
 from ditox_ci.engine.plan import Step
 from ditox_ci.fuzz import GENERATORS
-from ditox_ci.optimizers import OptimizerInfo
+from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.triage.exercise import _runnable, generators_for, passes_to_exercise
 
 HEAD = OptimizerInfo("onnxoptimizer", "0.4.2", ("nop", "a", "b", "fuse_new"), ("a",))
