@@ -255,7 +255,7 @@ def merge_reports(reports: Sequence[Report]) -> Report:
     _check_shards(ordered)
     _check_same_sweep(ordered)
     first = ordered[0]
-    shard_stats = [SweepStats.from_json(report.stats) for report in ordered]
+    shard_stats = [report.stats for report in ordered]
     configs = _configs(ordered, shard_stats)
     # an interrupted shard (SIGTERM, a cancelled job) reported only what finished: the merge says
     # so, and publishing treats it as incomplete
@@ -296,6 +296,6 @@ def merge_reports(reports: Sequence[Report]) -> Report:
         models=models,
         findings=_merge_findings(ordered, configs),
         coverage=_merge_coverage(ordered),
-        stats=stats.to_json(),
+        stats=stats,
         schema_version=first.schema_version,
     )

@@ -166,7 +166,8 @@ def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             f"{fuzz_stats['models_kept']} kept in {corpus_dir}; seeds {ranges}"
         )
         _say_not_generated(corpus.failed, log, " (report.stats.fuzz.not_generated_first lists more)")
-        report = dataclasses.replace(report, stats={**report.stats, FUZZ_STATS_KEY: fuzz_stats})
+        stages = {**report.stats.stages, FUZZ_STATS_KEY: fuzz_stats}
+        report = dataclasses.replace(report, stats=dataclasses.replace(report.stats, stages=stages))
         code = finish(report, setup, log)  # writes coverage.svg with the report
         _say_coverage(report, log)
     _refuse_generator_bugs(corpus.failed)

@@ -86,11 +86,11 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
     options = setup.options
     report = classify(report, setup.baseline, setup.previous)
     if options.max_skipped is not None:  # the summary shows the limit beside the skipped share
-        report = replace(report, stats={**report.stats, "max_skipped": options.max_skipped})
+        report = replace(report, stats=replace(report.stats, max_skipped=options.max_skipped))
     if options.gate_tiers != TIERS:  # publish and merge gate as the sweep did
-        report = replace(report, stats={**report.stats, "gate_tiers": list(options.gate_tiers)})
+        report = replace(report, stats=replace(report.stats, gate_tiers=tuple(options.gate_tiers)))
     if options.gate_missed:
-        report = replace(report, stats={**report.stats, "gate_missed": True})
+        report = replace(report, stats=replace(report.stats, gate_missed=True))
     written = write_outputs(report, Path(options.out))
     log.summary(written.summary)
     if report.shard.whole:  # a shard's coverage is its share's: the merge's summary says
@@ -104,8 +104,8 @@ def finish(report: Report, setup: SweepSetup, log: Log) -> int:
         f"summary: {written.summary_path}"
     )
     internal_error_gate(report)
-    interrupted_by = str(report.stats.get("interrupted_by", ""))
-    if report.stats.get("interrupted") and interrupted_by in signal.Signals.__members__:
+    interrupted_by = report.stats.interrupted_by or ""
+    if report.stats.interrupted and interrupted_by in signal.Signals.__members__:
         log.error(f"interrupted by {interrupted_by}: the report holds only the models that finished")
         return 128 + signal.Signals[interrupted_by].value
     skipped_gate(report, log, written.summary_path)

@@ -326,10 +326,10 @@ def _not_run_to_completion(report: Report, subjects: Iterable[tuple[str, str]]) 
 
     Only a run that finished a model and config can say a bug is gone or back: an interrupted
     report, or one that never ran the model or config, says nothing either way."""
-    if report.stats.get("interrupted"):
+    if report.stats.interrupted:
         return "is from an interrupted sweep"
     models = {entry.id: entry for entry in report.models}
-    swept = tuple(report.stats.get("configs") or ())
+    swept = report.stats.configs
     for model, config in subjects:
         entry = models.get(model)
         if entry is None or entry.status != ModelStatus.OK:

@@ -45,7 +45,6 @@ from ditox_ci.github.context import GitHubContext
 from ditox_ci.log import Log
 from ditox_ci.report.model import MAX_REPORT_BYTES, Report, read_report
 from ditox_ci.report.nights import HISTORY_FILE, MAX_HISTORY_BYTES
-from ditox_ci.report.stats import SweepStats
 from ditox_ci.safewrite import write_bytes_atomic, written_or_input_error
 
 # runs of the repository's own code on a trusted trigger looked at, newest first, for one that
@@ -143,7 +142,7 @@ def _untrusted_because(run: WorkflowRun, repository: str) -> str | None:
 
 def _not_whole_because(report: Report) -> str | None:
     """Why `report` would call bugs new that are not: models it never finished or skipped."""
-    if SweepStats.from_json(report.stats).interrupted:
+    if report.stats.interrupted:
         return "its sweep was interrupted"
     skips = report.skips()
     if skips.too_many:

@@ -218,6 +218,6 @@ def bug_context(report: Report) -> dict[str, Any]:
         "fixed_bugs": fixed,
         "known_groups": known_groups(known),
         "known_count": len(known),
-        "baseline": report.stats.get("baseline", {}),
+        "baseline": report.stats.stages.get("baseline", {}),
     }
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from xml.sax.saxutils import escape, quoteattr
 
 from ditox_ci.report.model import Report
-from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, family_counts
+from ditox_ci.report.stats import family_counts
 
 # the one column of a report without per-family counts
 ALL_MODELS = "all"
@@ -73,8 +73,8 @@ class CoverageTable:
 def coverage_table(report: Report) -> CoverageTable:
     """The picture's table from `report`; without per-family counts, one column of each pass's
     totals."""
-    changed = family_counts(report.stats.get(CHANGED_BY_FAMILY))
-    checked = (family_counts(report.stats.get(CHECKED_BY_FAMILY)) or None) if changed else None
+    changed = family_counts(report.stats.coverage_by_family)
+    checked = (family_counts(report.stats.coverage_checked_by_family) or None) if changed else None
     if not changed:
         totals = {
             name: {key: int(n) for key, n in counts.items()} for name, counts in report.coverage.items()

@@ -61,13 +61,13 @@ class ExercisedPass:
 
 def exercised_passes(report: Report) -> tuple[ExercisedPass, ...]:
     """The passes this PR check exercised, as the sweep recorded them (none outside a PR check)."""
-    stats = report.stats.get(EXERCISED_KEY) or {}
+    stats = report.stats.stages.get(EXERCISED_KEY) or {}
     return tuple(ExercisedPass.from_json(entry) for entry in stats.get("passes", ()))
 
 
 def exercised_model_ids(report: Report) -> frozenset[str]:
     """The report's models made for the exercised passes (none in a report that predates the list)."""
-    stats = report.stats.get(EXERCISED_KEY) or {}
+    stats = report.stats.stages.get(EXERCISED_KEY) or {}
     return frozenset(str(model) for model in stats.get(MODEL_IDS_KEY, ()))
 
 

@@ -28,7 +28,7 @@ def _known_by(finding: Finding) -> str:
 
 
 def _cases(report: Report) -> list[tuple[str, str]]:
-    swept = tuple(report.stats.get("configs") or ())
+    swept = report.stats.configs
     cases = [(entry.id, config) for entry in report.models for config in (entry.configs or swept)]
     # a finding whose config the model list does not name still gets its case
     cases += [(f.model, f.config) for f in report.findings if f.status != FIXED]
@@ -72,7 +72,7 @@ def junit_xml(report: Report) -> str:
     for name, value in counts.items():
         suite.set(name, str(value))
     suite.set("errors", "0")
-    suite.set("time", str(report.stats.get("wall_s", 0)))
+    suite.set("time", str(report.stats.wall_s))
     suites = ET.Element("testsuites")
     suites.append(suite)
     ET.indent(suites)

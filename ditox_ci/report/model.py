@@ -32,6 +32,7 @@ from ditox_ci.report.kinds import (
     closes_gate,
 )
 from ditox_ci.report.since import Since
+from ditox_ci.report.stats import SweepStats
 from ditox_ci.safeload import one_line, parse_json, read_text
 from ditox_ci.safewrite import write_bytes_atomic
 
@@ -321,6 +322,7 @@ _HEADER_RECORDS: dict[str, Any] = {
     "optimizer": OptimizerInfo,
     "environment": Environment,
     "shard": ShardOf,
+    "stats": SweepStats,
 }
 
 
@@ -333,7 +335,7 @@ class Report:
     models: tuple[ModelEntry, ...]
     findings: tuple[Finding, ...]
     coverage: dict[str, dict[str, int]]
-    stats: dict[str, Any]
+    stats: SweepStats
     schema_version: int = SCHEMA_VERSION
 
     def __post_init__(self) -> None:
@@ -353,7 +355,7 @@ class Report:
             "models": [m.to_json() for m in self.models],
             "findings": [f.to_json() for f in self.findings],
             "coverage": self.coverage,
-            "stats": self.stats,
+            "stats": self.stats.to_json(),
         }
 
     @classmethod
@@ -379,7 +381,7 @@ class Report:
             models=tuple(ModelEntry.from_json(m) for m in data.get("models", [])),
             findings=tuple(Finding.from_json(f) for f in data.get("findings", [])),
             coverage={k: dict(v) for k, v in data.get("coverage", {}).items()},
-            stats=dict(data.get("stats", {})),
+            stats=SweepStats.from_json(data.get("stats", {})),
         )
 
     def count(self, status: str) -> int:
@@ -400,8 +402,8 @@ class Report:
     def gate_tiers(self) -> tuple[str, ...]:
         """The tiers of values verdicts that gate (`--gate-tiers`, which the sweep records), and
         `missed-optimization` when the sweep ran with `--gate-missed` (`kinds.verdicts_gate`)."""
-        missed = (MISSED_OPTIMIZATION,) if self.stats.get("gate_missed") else ()
-        return (*(self.stats.get("gate_tiers") or TIERS), *missed)
+        missed = (MISSED_OPTIMIZATION,) if self.stats.gate_missed else ()
+        return (*(self.stats.gate_tiers or TIERS), *missed)
 
     def closes_gate(self, fail_on: str = "new") -> bool:
         """The one gate rule, for exit codes, the Action's job and the check: a finding `fail_on`
@@ -410,7 +412,7 @@ class Report:
         return bool(self.failures(fail_on)) or (fail_on != "never" and self.skips().too_many)
 
     def skips(self) -> Skips:
-        limit = self.stats.get("max_skipped")
+        limit = self.stats.max_skipped
         return Skips(
             skipped=sum(1 for m in self.models if m.status != ModelStatus.OK),
             models=len(self.models),

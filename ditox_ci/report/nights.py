@@ -149,18 +149,17 @@ def night_of(report: Report, date: str, sha: str, run: str = "") -> Night:
     """The night `report` (a whole sweep, classified) says, swept on `date` at commit `sha` in
     the workflow run `run`."""
     optimizer, build = report.optimizer, report.optimizer.build or {}
-    effect = report.stats.get("effect")
-    whole = effect.get(WHOLE_OPTIMIZER) if isinstance(effect, Mapping) else None
+    whole = report.stats.effect.get(WHOLE_OPTIMIZER)
     return Night(
         date=date,
         sha=sha,
         optimizer=optimizer.name,
         version=optimizer.version,
         describe=str(build.get("git_describe", "")),
-        wall_s=float(report.stats.get("wall_s", 0.0)),
+        wall_s=report.stats.wall_s,
         models=len(report.models),
         skipped=sum(1 for model in report.models if model.status != ModelStatus.OK),
-        nodes_removed=-int(whole.get("nodes", 0)) if isinstance(whole, Mapping) else 0,
+        nodes_removed=-whole.nodes if whole is not None else 0,
         changed={
             name: int(counts.get("models_changed", 0)) for name, counts in sorted(report.coverage.items())
         },

@@ -53,9 +53,9 @@ def _share(removed: int, of: int) -> str:
 def effect_context(report: Report) -> dict[str, Any]:
     """The summary's per-family table of the default config's node reduction: against the
     reference build's where the sweep compared with one (`stats.missed.by_family`)."""
-    missed = report.stats.get("missed")
+    missed = report.stats.stages.get("missed")
     compared = missed.get("by_family") if isinstance(missed, dict) else None
-    families = compared or report.stats.get("effect_by_family") or {}
+    families = compared or report.stats.effect_by_family
     rows = []
     for family, totals in sorted(families.items()):
         nodes, after = int(totals.get("nodes", 0)), int(totals.get("after", 0))

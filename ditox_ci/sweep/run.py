@@ -202,7 +202,7 @@ def _report(
         models=models,
         findings=tuple(sorted(finished.findings, key=lambda f: (f.model, f.config))),
         coverage=coverage.per_pass,
-        stats=stats.to_json(),
+        stats=stats,
     )
 
 

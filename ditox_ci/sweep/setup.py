@@ -430,7 +430,7 @@ def reusable_verdicts(
     source = options.reuse_from or options.previous
     if not options.reuse or stored is None:
         return {}
-    if stored.stats.get("verdict_key") != config.verdict_key:
+    if stored.stats.verdict_key != config.verdict_key:
         runtime = stored.environment.onnxruntime
         made_by = f"ditox-ci {stored.tool.version}, onnxruntime {runtime}"
         log.notice(

@@ -96,7 +96,7 @@ def classify(
     present = {f.fingerprint for f in findings}
     # an interrupted sweep may have stopped before a finding's config or its localization: what it
     # did not show proves nothing, so it marks nothing fixed
-    complete = not report.stats.get("interrupted")
+    complete = not report.stats.interrupted
     checked_models = {m.id for m in report.models if m.status == ModelStatus.OK} if complete else set()
     for old in previous_open.values():
         # A model this run did not check (another shard, a narrower --models) proves nothing.
@@ -118,8 +118,7 @@ def classify(
             findings.append(_fixed_from_entry(entry))
             present.add(entry.fingerprint)
 
-    stats = {
-        **report.stats,
+    health = {
         "baseline": {
             "sources": list(baseline.sources),
             "entries": len(baseline.entries),
@@ -130,6 +129,7 @@ def classify(
             "unchecked": unchecked,
         },
     }
+    stats = replace(report.stats, stages={**report.stats.stages, **health})
     return replace(report, findings=tuple(findings), stats=stats)
 
 

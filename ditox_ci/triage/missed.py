@@ -67,7 +67,7 @@ class Reference:
         return cls(
             label,
             {entry.id: entry for entry in report.models if entry.effect is not None},
-            tuple(report.stats.get("configs") or ()),
+            report.stats.configs,
             open_missed,
         )
 

@@ -148,7 +148,7 @@ def test_an_issue_without_its_own_model_is_not_closed_until_a_run_records_it(ser
 def test_an_interrupted_report_closes_nothing(server, tmp_path: Path):
     issue = filed(server, tmp_path, BUG_B)[BUG_B.fingerprint]
     rep = report(replace(BUG_B, status="fixed"))
-    interrupted = replace(rep, stats={**rep.stats, "interrupted": True})
+    interrupted = replace(rep, stats={**rep.stats.to_json(), "interrupted": True})
     argv = ["--report", str(write(tmp_path, "cut.json", interrupted)), "--file-issues", "--close-fixed"]
     code, _, err = run_publish(argv, github_env(tmp_path, server.url))
     assert code == 0 and issue["state"] == "open" and "interrupted sweep" in err

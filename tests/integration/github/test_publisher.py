@@ -293,7 +293,7 @@ def test_a_sweep_that_skipped_more_than_its_limit_fails_the_check_too(server, tm
     """The Action's job fails on it like on a new bug; a green "no new bugs" check beside it lied."""
     data = report()
     skipped = tuple(replace(m, status="skipped", reason="the download failed") for m in data.models[:2])
-    data = replace(data, models=skipped + data.models[2:], stats={**data.stats, "max_skipped": 0.1})
+    data = replace(data, models=skipped + data.models[2:], stats={**data.stats.to_json(), "max_skipped": 0.1})
     path = write(tmp_path, "r.json", data)
     assert run_publish(["--report", str(path)], github_env(tmp_path, server.url))[0] == 0
     (run,) = server.repo.check_runs.values()

@@ -262,7 +262,7 @@ def test_sarif_junit_and_outputs(server, tmp_path: Path):
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     cases = suite.findall("testcase")
-    configs = report().stats["configs"]
+    configs = report().stats.configs
     assert len(cases) == len(report().models) * len(configs) + 1  # + INFRA's model
     failed = {(c.get("classname"), c.get("name")) for c in cases if c.find("failure") is not None}
     assert (BUG_B.model, BUG_B.config) in failed and (INFRA.model, "nop") in failed

@@ -13,12 +13,13 @@ import pytest
 from ditox_ci.__main__ import main_inner
 from ditox_ci.ci.merge import merge_reports
 from ditox_ci.errors import InputError, MergeError
-from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY, coverage_table
+from ditox_ci.report.coverage import coverage_table
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.exercised import EXERCISED_KEY, MODEL_IDS_KEY, ExercisedPass, never_fired_warnings
 from ditox_ci.report.header import ShardOf
 from ditox_ci.report.model import Culprit, Finding, ModelEntry, Report, Verdicts, write_report
 from ditox_ci.report.schema import schema_errors
+from ditox_ci.report.stats import CHECKED_BY_FAMILY
 from ditox_ci.triage.baseline import Baseline, BaselineEntry
 from ditox_ci.triage.classify import classify
 
@@ -108,11 +109,11 @@ def test_merge_sums_coverage_per_pass_and_stats() -> None:
         "a": {"models_changed": 1, "models_checked": 3},
         "b": {"models_changed": 1, "models_checked": 1},
     }
-    assert merged.stats["optimizer_runs"] == 15
+    assert merged.stats.optimizer_runs == 15
     # a shard that screened nothing writes no count of it (additive) and adds none
-    assert merged.stats["screened_steps"] == 7
-    assert merged.stats["wall_s"] == 6.0
-    assert merged.stats["shard_wall_s"] == [4.0, 6.0, 0.5]
+    assert merged.stats.screened_steps == 7
+    assert merged.stats.wall_s == 6.0
+    assert merged.stats.shard_wall_s == (4.0, 6.0, 0.5)
 
 
 def test_merge_is_independent_of_argument_order_and_round_trips() -> None:
@@ -191,12 +192,12 @@ def test_fixed_only_when_no_shard_matched_the_baseline_entry() -> None:
 def test_nested_stats_add_up_key_by_key_and_lists_keep_the_first() -> None:
     shards = _three_shards()
     shards[0] = replace(
-        shards[0], stats={**shards[0].stats, "by": {"a": 1, "b": 2}, "sources": ["x"]}
+        shards[0], stats={**shards[0].stats.to_json(), "by": {"a": 1, "b": 2}, "sources": ["x"]}
     )
     shards[1] = replace(
-        shards[1], stats={**shards[1].stats, "by": {"a": 10, "c": 5}, "sources": ["y"]}
+        shards[1], stats={**shards[1].stats.to_json(), "by": {"a": 10, "c": 5}, "sources": ["y"]}
     )
-    stats = merge_reports(shards).stats
+    stats = merge_reports(shards).stats.stages
     assert stats["by"] == {"a": 11, "b": 2, "c": 5}
     assert stats["sources"] == ["x"]
 
@@ -243,15 +244,15 @@ def test_per_family_coverage_adds_up_and_a_split_model_counts_once_in_the_pictur
     changed = [{"a": {"simple": 1}, "b": {"simple": 0, "node/nn": 1}}, {"a": {"node/nn": 0}}]
     checked = [{"a": {"simple": 1}, "b": {"simple": 1, "node/nn": 1}}, {"a": {"node/nn": 1}}]
     shards = [
-        replace(shard, stats={**shard.stats, CHANGED_BY_FAMILY: changed[i], CHECKED_BY_FAMILY: checked[i]})
-        for i, shard in enumerate(split)
+        replace(shard, stats=replace(shard.stats, coverage_by_family=ran, coverage_checked_by_family=on))
+        for shard, ran, on in zip(split, changed, checked, strict=True)
     ]
     merged = merge_reports(shards)
-    assert merged.stats[CHANGED_BY_FAMILY] == {
+    assert merged.stats.coverage_by_family == {
         "a": {"simple": 1, "node/nn": 0},
         "b": {"simple": 0, "node/nn": 1},
     }
-    assert merged.stats[CHECKED_BY_FAMILY] == {
+    assert merged.stats.coverage_checked_by_family == {
         "a": {"simple": 1, "node/nn": 1},
         "b": {"simple": 1, "node/nn": 1},
     }
@@ -259,11 +260,13 @@ def test_per_family_coverage_adds_up_and_a_split_model_counts_once_in_the_pictur
     assert table.family_models == {"node/nn": 1, "simple": 1}
     assert table.cell("a", "node/nn") == "0/1"
 
-    def stats_errors(report: Report) -> list[str]:
-        return [error for error in schema_errors(report.to_json(), limit=100) if error.startswith("stats")]
+    def stats_errors(data: dict) -> list[str]:
+        return [error for error in schema_errors(data, limit=100) if error.startswith("stats")]
 
-    assert stats_errors(merged) == []
-    assert stats_errors(replace(merged, stats={**merged.stats, CHECKED_BY_FAMILY: {"a": {"simple": "1"}}}))
+    written = merged.to_json()
+    assert stats_errors(written) == []
+    written["stats"][CHECKED_BY_FAMILY] = {"a": {"simple": "1"}}  # as a crafted file would hold it
+    assert stats_errors(written)
 
 
 def test_a_model_split_over_shards_becomes_one_entry_and_one_nop_finding() -> None:
@@ -273,7 +276,7 @@ def test_a_model_split_over_shards_becomes_one_entry_and_one_nop_finding() -> No
     assert entries["m1"] == ModelEntry(id="m1", source="t", sha256="m1m1", cost_s=5.25)
     (nop,) = merged.findings
     assert nop.evidence["also_in"] == ["default", "pass:b"]
-    assert (merged.stats["models_total"], merged.stats["models_skipped"]) == (2, 0)
+    assert (merged.stats.models_total, merged.stats.models_skipped) == (2, 0)
 
 
 def test_a_skipped_part_makes_the_merged_model_skipped() -> None:
@@ -281,7 +284,7 @@ def test_a_skipped_part_makes_the_merged_model_skipped() -> None:
     merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), skipped))
     entry = next(entry for entry in merged.models if entry.id == "m1")
     assert (entry.status, entry.reason, entry.cost_s) == ("skipped", "the original model crashed", 2.5)
-    assert merged.stats["models_skipped"] == 1
+    assert merged.stats.models_skipped == 1
 
 
 def test_a_model_config_swept_by_two_shards_is_refused() -> None:
@@ -313,7 +316,7 @@ def test_model_entry_lists_its_configs_only_when_it_is_a_part() -> None:
 
 def test_shards_that_ran_other_configs_are_refused() -> None:
     shards = _split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0))
-    shards[1] = replace(shards[1], stats={**shards[1].stats, "configs": CONFIGS[:3]})
+    shards[1] = replace(shards[1], stats={**shards[1].stats.to_json(), "configs": CONFIGS[:3]})
     with pytest.raises(MergeError, match="other configs"):
         merge_reports(shards)
 
@@ -351,16 +354,16 @@ def test_an_interrupted_shard_makes_the_merge_incomplete_and_tolerates_its_unfin
     with pytest.raises(MergeError, match="never ran"):
         merge_reports(shards)
     stopped = {"interrupted": True, "interrupted_by": "SIGTERM", "models_planned": 3}
-    shards[1] = replace(shards[1], stats={**shards[1].stats, **stopped})
+    shards[1] = replace(shards[1], stats={**shards[1].stats.to_json(), **stopped})
     merged = merge_reports(shards)
-    assert (merged.stats["interrupted"], merged.stats["interrupted_shards"]) == (True, [1])
+    assert (merged.stats.interrupted, merged.stats.interrupted_shards) == (True, (1,))
     entry = next(entry for entry in merged.models if entry.id == "m1")
     assert entry.configs == ("nop", "default", "pass:b")
 
 
 def test_complete_shards_merge_into_a_report_that_is_not_interrupted() -> None:
     merged = merge_reports(_split(_part(("nop", "pass:b"), 2.0), _part(("nop", "default", "pass:a"), 3.0)))
-    assert "interrupted" not in merged.stats
+    assert not merged.stats.interrupted
 
 
 def test_a_split_model_counts_once_for_the_runner_that_judged_it() -> None:
@@ -370,22 +373,22 @@ def test_a_split_model_counts_once_for_the_runner_that_judged_it() -> None:
     shards[0] = replace(
         shards[0],
         models=(replace(shards[0].models[0], runner="onnxruntime"), *shards[0].models[1:]),
-        stats={**shards[0].stats, "runners": {"onnxruntime": 1, "reference": 1}},
+        stats={**shards[0].stats.to_json(), "runners": {"onnxruntime": 1, "reference": 1}},
     )
-    shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"reference": 1}})
-    assert merge_reports(shards).stats["runners"] == {"onnxruntime": 1, "reference": 1}
+    shards[1] = replace(shards[1], stats={**shards[1].stats.to_json(), "runners": {"reference": 1}})
+    assert merge_reports(shards).stats.runners == {"onnxruntime": 1, "reference": 1}
 
 
 def test_shards_whose_models_name_no_runner_keep_their_own_runner_counts() -> None:
     """Older reports' models carry no runner: the shards' own counts add up instead of vanishing."""
     shards = _three_shards()
-    shards[0] = replace(shards[0], stats={**shards[0].stats, "runners": {"onnxruntime": 2}})
-    shards[1] = replace(shards[1], stats={**shards[1].stats, "runners": {"onnxruntime": 1}})
-    assert merge_reports(shards).stats["runners"] == {"onnxruntime": 3}
+    shards[0] = replace(shards[0], stats={**shards[0].stats.to_json(), "runners": {"onnxruntime": 2}})
+    shards[1] = replace(shards[1], stats={**shards[1].stats.to_json(), "runners": {"onnxruntime": 1}})
+    assert merge_reports(shards).stats.runners == {"onnxruntime": 3}
     # beside a newer shard, whose models name their runner, an older one still adds its counts
     newer = tuple(replace(entry, runner="reference") for entry in shards[0].models)
-    shards[0] = replace(shards[0], models=newer, stats={**shards[0].stats, "runners": {"reference": 2}})
-    assert merge_reports(shards).stats["runners"] == {"reference": 2, "onnxruntime": 1}
+    shards[0] = replace(shards[0], models=newer, stats=replace(shards[0].stats, runners={"reference": 2}))
+    assert merge_reports(shards).stats.runners == {"reference": 2, "onnxruntime": 1}
 
 
 def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_sweep_ran(
@@ -395,7 +398,7 @@ def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_s
         models = tuple(
             replace(m, status="skipped", reason="r") if m.id in skipped else m for m in shard.models
         )
-        return replace(shard, models=models, stats={**shard.stats, "max_skipped": 0.25})
+        return replace(shard, models=models, stats={**shard.stats.to_json(), "max_skipped": 0.25})
 
     def merge(shards: list[Report], out: str) -> int:
         for shard in shards:
@@ -406,7 +409,7 @@ def test_the_merge_gates_on_the_skipped_share_and_exits_4_when_no_model_of_the_s
     clean = [replace(skipping(s), findings=()) for s in _three_shards()]
     assert merge(clean, "clean") == 0
     assert merge([skipping(clean[0], "m3"), *clean[1:]], "one") == 1  # 1 of 3 skipped > 0.25
-    assert merge_reports([skipping(clean[0], "m3"), *clean[1:]]).stats["max_skipped"] == 0.25
+    assert merge_reports([skipping(clean[0], "m3"), *clean[1:]]).stats.max_skipped == 0.25
     with pytest.raises(InputError, match="no model ran: all 3 were skipped"):
         merge([skipping(clean[0], "m3", "m0"), skipping(clean[1], "m1"), clean[2]], "none")
 
@@ -418,7 +421,7 @@ def test_a_merge_counts_as_planned_every_shard_s_models_and_what_the_interrupted
     stopped = {"interrupted": True, "interrupted_by": "SIGTERM", "models_planned": 3}
     shards[1] = replace(shards[1], stats=stopped)
     merged = merge_reports(shards)
-    assert (len(merged.models), merged.stats["models_planned"]) == (3, 5)
+    assert (len(merged.models), merged.stats.models_planned) == (3, 5)
 
 
 def test_exercised_passes_travel_from_shard_0_and_the_warning_reads_every_shards_coverage() -> None:
@@ -439,7 +442,7 @@ def test_exercised_passes_travel_from_shard_0_and_the_warning_reads_every_shards
         "new pass fires_elsewhere", "new pass idle"
     ]
     merged = merge_reports(shards)
-    assert merged.stats[EXERCISED_KEY] == exercised
+    assert merged.stats.stages[EXERCISED_KEY] == exercised
     assert [w.split(" never")[0] for w in never_fired_warnings(merged)] == ["new pass idle"]
 
 
@@ -461,8 +464,8 @@ def test_a_model_made_for_an_exercised_pass_is_whole_with_the_configs_it_ran() -
     shards[0] = replace(shards[0], models=(*shards[0].models, made))
     merged = merge_reports(shards)
     assert [entry for entry in merged.models if entry.id == made.id] == [made]
-    assert merged.stats["models_total"] == 3
-    assert merged.stats[EXERCISED_KEY] == exercised
+    assert merged.stats.models_total == 3
+    assert merged.stats.stages[EXERCISED_KEY] == exercised
     # a model of the corpus that ran those configs only is still a part whose others are missing
     partial = replace(made, id="m2", source="t")
     shards[0] = replace(shards[0], models=(*shards[0].models[:-1], partial))
@@ -511,14 +514,14 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran)
     second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=drawn)
     shards = [
-        replace(shard, stats={**shard.stats, "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
+        replace(shard, stats={**shard.stats.to_json(), "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
         for i, shard in enumerate(_split(first, second))
     ]
     merged = merge_reports(shards)
     entry = next(entry for entry in merged.models if entry.id == "m1")
     assert entry.verdicts == Verdicts(judged_as, ("a" * 64, "b" * 64), {"f" * 64: failure}, *ran)
     assert entry.reused == 2
-    assert (merged.stats["reused_verdicts"], merged.stats["verdict_key"]) == (3, "d" * 64)
+    assert (merged.stats.reused_verdicts, merged.stats.verdict_key) == (3, "d" * 64)
     assert ModelEntry.from_json(entry.to_json()) == entry
     def verdicts_errors(report: Report) -> list[str]:
         return [error for error in schema_errors(report.to_json(), limit=100) if "verdicts" in error]
@@ -527,5 +530,5 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     unhashed = replace(entry, verdicts=Verdicts("not a digest", ()))
     assert verdicts_errors(replace(merged, models=(unhashed,)))
     # shards judged by different settings: nothing of the merge may be reused
-    other = [replace(shards[0], stats={**shards[0].stats, "verdict_key": "e" * 64}), shards[1]]
-    assert "verdict_key" not in merge_reports(other).stats
+    other = [replace(shards[0], stats={**shards[0].stats.to_json(), "verdict_key": "e" * 64}), shards[1]]
+    assert not merge_reports(other).stats.verdict_key

@@ -234,7 +234,7 @@ def test_the_no_bundle_hint_gives_a_command_the_sweep_takes():
 def test_the_summary_says_a_shards_skipped_share_is_the_merges_to_judge():
     report = _report([], 2)
     skipped = (replace(report.models[0], status="skipped", reason="r"), report.models[1])
-    stats = {**report.stats, "max_skipped": 0.2}
+    stats = {**report.stats.to_json(), "max_skipped": 0.2}
     whole = replace(report, models=skipped, stats=stats)
     shard = replace(whole, shard={"index": 1, "count": 4})
     assert "50.0% of the models skipped (**more than --max-skipped 0.2**)" in render_summary(whole)
@@ -251,7 +251,7 @@ def test_the_summary_names_a_shard_only_where_there_are_shards():
     whole = _report([], 2)
     assert rows(whole) == []
     assert rows(replace(whole, shard={"index": 2, "count": 4})) == ["| shard | 2 of 4 |"]
-    merged = replace(whole, stats={**whole.stats, "shard_wall_s": [1.0, 2.0, 3.0]})
+    merged = replace(whole, stats={**whole.stats.to_json(), "shard_wall_s": [1.0, 2.0, 3.0]})
     assert rows(merged) == ["| shards | 3, merged |"]
 
 

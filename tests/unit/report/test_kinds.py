@@ -171,7 +171,7 @@ def test_every_consumer_gates_a_missed_optimization_only_when_the_report_asks(
 ) -> None:
     """`--gate-missed` (recorded in the report's stats) decides for every reader of the report."""
     report = _report("missed-optimization", "new")
-    report = replace(report, stats={**report.stats, "gate_missed": True}) if asked else report
+    report = replace(report, stats={**report.stats.to_json(), "gate_missed": True}) if asked else report
     assert CONSUMERS[consumer](report, tmp_path) == asked
 
 

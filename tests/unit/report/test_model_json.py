@@ -56,19 +56,22 @@ def test_sarif_and_junit_replace_a_link_planted_in_out_instead_of_writing_throug
     assert not (out / "junit.xml").is_symlink() and "<testsuites" in (out / "junit.xml").read_text()
 
 
-def test_the_header_is_records_whose_json_reads_back_as_it_was_written(tmp_path: Path):
+def test_the_header_and_stats_are_records_whose_json_reads_back_as_it_was_written(tmp_path: Path):
     """tool, environment and shard are records; report.json holds what the writer wrote, an
     environment's key this version does not name included, and no key it did not write."""
     written = {"onnx": "1.23.2", "python": "3.11.7", "cuda": "12.4"}
-    report = Report(
-        {"name": "ditox-ci", "version": "9.9"}, {}, written, {"index": 2, "count": 4}, (), (), {}, {}
-    )
+    stats = {"wall_s": 2.5, "baseline": {"stale": ["x"]}, "newer_key": [1]}
+    tool, shard = {"name": "ditox-ci", "version": "9.9"}, {"index": 2, "count": 4}
+    report = Report(tool, {"name": "o"}, written, shard, (), (), {}, stats)
+    assert report.stats.wall_s == 2.5 and set(report.stats.stages) == {"baseline", "newer_key"}
+    assert report.optimizer.name == "o" and report.optimizer.build is None
     assert report.tool == Tool("9.9") and report.shard == ShardOf(2, 4) and not report.shard.whole
     assert report.environment.onnx == "1.23.2" and report.environment.onnxruntime is None
     path = tmp_path / "report.json"
     write_report(report, path)
     data = json.loads(path.read_text())
     assert data["environment"] == written and data["shard"] == {"index": 2, "count": 4}
-    assert data["tool"] == {"name": "ditox-ci", "version": "9.9"}
+    assert data["tool"] == {"name": "ditox-ci", "version": "9.9"} and "build" not in data["optimizer"]
+    assert {key: data["stats"][key] for key in stats} == stats
     assert read_report(path) == report
     assert Environment.from_json({}).to_json() == {}

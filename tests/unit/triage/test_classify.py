@@ -36,7 +36,7 @@ def test_default_baseline_makes_split_findings_known():
         ("known", "baseline:split-init-by-design"),
         ("new", None),
     ]
-    assert out.stats["baseline"]["matched"] == {"split-init-by-design": 1}
+    assert out.stats.stages["baseline"]["matched"] == {"split-init-by-design": 1}
     assert out.to_json()["schema_version"] == 1
 
 
@@ -88,7 +88,7 @@ def test_stale_expired_and_unchecked_entries_are_flagged():
         "b.yml",
     )
     out = classify(report(finding("n1")), baseline, today=TODAY)
-    stats = out.stats["baseline"]
+    stats = out.stats.stages["baseline"]
     assert stats["stale"] == ["stale"] and stats["expired"] == ["old"]
     assert stats["unchecked"] == ["far"] and stats["expired_matches"] == {"old": ["n1"]}
     fixed = [f for f in out.findings if f.status == "fixed"]
@@ -103,7 +103,7 @@ def test_a_shipped_entry_that_matches_nothing_is_not_stale(tmp_path):
     user = tmp_path / "b.yml"
     user.write_text("entries:\n- {id: mine, reason: r, passes: [split_init], kind: runtime-error}\n")
     out = classify(report(finding("n1")), load_baseline(user), today=TODAY)
-    stats = out.stats["baseline"]
+    stats = out.stats.stages["baseline"]
     assert stats["stale"] == ["mine"]
     assert "split-init-by-design" not in stats["stale"] + stats["unchecked"]
     assert len(stats["sources"]) == 2
@@ -141,4 +141,5 @@ def test_an_interrupted_report_marks_nothing_fixed_and_no_entry_stale():
     interrupted = replace(report(finding("n1")), stats={"interrupted": True})
     out = classify(interrupted, baseline, previous, TODAY)
     assert [f.status for f in out.findings] == ["new"]
-    assert (out.stats["baseline"]["stale"], out.stats["baseline"]["unchecked"]) == ([], ["stale"])
+    health = out.stats.stages["baseline"]
+    assert (health["stale"], health["unchecked"]) == ([], ["stale"])
