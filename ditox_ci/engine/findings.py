@@ -63,7 +63,7 @@ def _as_in_nop(outcome: Outcome, nop: Outcome | None, result: JobResult) -> bool
         return False
     if outcome.same_failure(nop):
         return True
-    original_fails = bool(result.info.get("runner_fallback"))
+    original_fails = bool(result.info.runner_fallback)
     return original_fails and outcome.kind == nop.kind and outcome.kind != VALUES_KIND
 
 
@@ -155,7 +155,7 @@ def findings_for(result: JobResult, steps: Sequence[Step]) -> list[Finding]:
             )
         )
     if shared_with_nop:
-        fallback = result.info.get("runner_fallback")
+        fallback = result.info.runner_fallback
         # and why failures whose messages differ were folded
         folded = Triage(also_in=tuple(shared_with_nop), original_fails=str(fallback) if fallback else None)
         findings = [replace(f, triage=folded) if f.config == NOP else f for f in findings]

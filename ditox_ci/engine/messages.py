@@ -44,7 +44,7 @@ from ditox_ci.engine.evaluate import EvalSettings
 from ditox_ci.engine.original import Draw
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
-from ditox_ci.engine.reuse import Reuse, verdict_key
+from ditox_ci.engine.reuse import OriginalInfo, Reuse, verdict_key
 from ditox_ci.engine.screen import SCREEN_MIN_MB
 from ditox_ci.optimizers import DEFAULT_OPTIMIZER
 from ditox_ci.report.effect import Size
@@ -144,7 +144,7 @@ class JobResult:
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     # by step label, for the steps of a Job that asked for divergence and got one
     divergences: dict[str, Divergence] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
+    info: OriginalInfo = field(default_factory=OriginalInfo)
     # how the original's feeds were drawn, for pinpointing to draw them again (None: not prepared)
     draw: Draw | None = None
     wall_s: float = 0.0
@@ -165,7 +165,7 @@ class Stop:
 class OriginalPrepared:
     nodes: int
     sha256: str
-    info: dict[str, Any]
+    info: OriginalInfo
     draw: Draw | None = None
     # the original as judged (reuse.judged_as): what its reusable verdicts are filed under
     judged_as: str = ""

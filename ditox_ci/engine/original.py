@@ -42,7 +42,7 @@ from ditox_ci.engine.noise import (
     random_outputs,
 )
 from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.reuse import Reuse, judged_as
+from ditox_ci.engine.reuse import OriginalInfo, Reuse, judged_as
 from ditox_ci.engine.structure import checker_error
 from ditox_ci.engine.values import Feeds
 from ditox_ci.report.header import NOISE_FLOORS
@@ -126,7 +126,7 @@ class ModelContext:
     outputs: list[list[np.ndarray]] = field(default_factory=list)
     output_names: list[str] = field(default_factory=list)
     checker_error: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: OriginalInfo = field(default_factory=OriginalInfo)
     # results judged in an earlier run or on another build, by digest (engine/reuse.py)
     reuse: Reuse | None = None
     judged: dict[str, Outcome] = field(default_factory=dict)
@@ -189,7 +189,7 @@ def _run_original(
     ref: ModelRef,
     settings: EvalSettings,
     runner_name: str,
-    info: dict[str, Any],
+    inputs: str,
     first: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[list[Any]], Draw]:
     """The original's feeds and outputs on one runner, re-drawing random inputs after NaN/Inf, and
@@ -200,7 +200,7 @@ def _run_original(
     except runner.RuntimeLoadError as exc:
         raise _RunnerFailed(f"{title} cannot load the original: {exc}") from None
     # recorded inputs are what the model's authors meant: they are never re-drawn
-    recorded = info["inputs"] == "recorded"
+    recorded = inputs == "recorded"
     for attempt in range(MAX_REDRAWS + 1):
         feeds = first if attempt == 0 else _drawn(model, ref, settings, attempt)
         try:
@@ -210,7 +210,7 @@ def _run_original(
         if recorded or _finite(outputs):
             break
     draw = Draw(_samples(ref, settings), attempt)
-    if ref.comparator or info["inputs"] not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
+    if ref.comparator or inputs not in ("random", "recorded") or ref.meta.get(EXACT_SAMPLES):
         return feeds, outputs, draw  # a task's inputs (images, text) mean something at their own scale
     wide = _wide_sample(session, model, feeds, ref, settings)
     if wide is not None:
@@ -345,7 +345,7 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
     judged = judged_as(digest, first)
     kept = reuse if reuse is not None and reuse.judged_as == judged else None
     # what running the original told when it was judged, until it runs here
-    info: dict[str, Any] = {"inputs": inputs_kind(ref), **(kept.info if kept is not None else {})}
+    info = replace(kept.info, inputs=inputs_kind(ref)) if kept is not None else OriginalInfo(inputs_kind(ref))
     return ModelContext(
         ref=ref,
         model=model,
@@ -355,7 +355,7 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
         feeds=first,
         output_names=[o.name for o in model.graph.output],
         info=info,
-        runner=str(info.get("runner") or "onnxruntime"),
+        runner=info.runner_or_default(),
         reuse=kept,
         draw=Draw.from_json(kept.draw) if kept is not None and kept.draw is not None else None,
     )
@@ -367,17 +367,16 @@ def run_original(context: ModelContext, settings: EvalSettings) -> None:
     if context.ran:
         return
     model, data, ref = context.model, context.data, context.ref
-    info: dict[str, Any] = {"inputs": context.info["inputs"]}
+    inputs = context.info.inputs
     failures: list[str] = []
     for runner_name in runner.RUNNERS if settings.runner == "auto" else (settings.runner,):
         try:
-            feeds, outputs, draw = _run_original(model, data, ref, settings, runner_name, info, context.feeds)
+            ran = _run_original(model, data, ref, settings, runner_name, inputs, context.feeds)
         except _RunnerFailed as exc:
             failures.append(str(exc))
             continue
-        info["runner"] = runner_name
-        if failures:
-            info["runner_fallback"] = failures[0][:500]
+        feeds, outputs, draw = ran
+        info = OriginalInfo(inputs, runner_name, failures[0][:500] if failures else None)
         break
     else:
         raise SkipModel("; ".join(failures))
@@ -386,14 +385,14 @@ def run_original(context: ModelContext, settings: EvalSettings) -> None:
             f"{failures[0][:300]}; the optimizer under test is ONNX Runtime's own, which cannot "
             "optimize what ONNX Runtime cannot load: nothing to judge (the original's limitation)"
         )
-    plain = PlainRun(data, feeds, outputs, settings.threads, info["runner"])
+    plain = PlainRun(data, feeds, outputs, settings.threads, runner_name)
     noise, measured = original_noise(model, plain, settings)
     if measured is not None:
         reference = settings.noise_floor != NOISE_FLOORS[0]
         against = f" against the {settings.noise_floor} runner" if reference else ""
-        info["noise_floor"] = f"measured{against}" if measured else "not measurable"
+        info = replace(info, noise_floor=f"measured{against}" if measured else "not measurable")
     context.ran = True
     context.feeds, context.outputs, context.draw = feeds, outputs, draw
     context.checker_error = checker_error(data)
-    context.info, context.runner = info, info["runner"]
+    context.info, context.runner = info, runner_name
     context.noise, context.quanta = noise, quantization_steps(model)

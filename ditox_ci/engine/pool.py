@@ -58,6 +58,7 @@ from ditox_ci.engine.messages import (
 )
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.reuse import OriginalInfo
 from ditox_ci.engine.worker import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
 from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.report.kinds import ModelStatus
@@ -234,7 +235,7 @@ class WorkerPool:
         return _TIMESTAMPS.sub("", _COLOURS.sub("", data.decode(errors="replace"))).strip()
 
     def _finish(self, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
-        original = running.original or OriginalPrepared(nodes=0, sha256="", info={})
+        original = running.original or OriginalPrepared(nodes=0, sha256="", info=OriginalInfo())
         return JobResult(
             ref=running.job.ref,
             status=status,
@@ -244,7 +245,7 @@ class WorkerPool:
             judged_as=original.judged_as,
             outcomes=running.outcomes,
             divergences=running.divergences,
-            info=dict(original.info),
+            info=original.info,
             draw=original.draw,
             wall_s=time.monotonic() - running.started,
             counts=running.counts,
@@ -326,7 +327,7 @@ class WorkerPool:
         elif phase != "divergence":
             # in the divergence phase the step's outcome already came back: it stands, without divergence
             step = running.remaining[index]
-            runner_name = str(running.original.info.get("runner", "onnxruntime"))
+            runner_name = running.original.info.runner_or_default()
             running.outcomes[step.label] = failure_outcome(
                 phase, cause, detail, stderr, runner_name, running.memory_mb
             )

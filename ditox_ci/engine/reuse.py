@@ -40,6 +40,30 @@ from ditox_ci.report.model import Verdicts
 
 
 @dataclass(frozen=True)
+class OriginalInfo:
+    """What loading and running a model's original told: what its inputs are (`corpus.inputs_kind`),
+    the runner that ran it (None: it has not run), why the runner before that one could not, and
+    whether the noise floor was measured; a report keeps it as `models[].verdicts.info`."""
+
+    inputs: str = ""
+    runner: str | None = None
+    runner_fallback: str | None = None
+    noise_floor: str | None = None
+
+    def runner_or_default(self) -> str:
+        """The runner that judges the model: ONNX Runtime until another had to run it."""
+        return self.runner or "onnxruntime"
+
+    def to_json(self) -> dict[str, str]:
+        return {key: value for key, value in asdict(self).items() if value}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> OriginalInfo:
+        said = {key: str(data[key]) for key in ("runner", "runner_fallback", "noise_floor") if data.get(key)}
+        return cls(inputs=str(data.get("inputs", "")), **said)
+
+
+@dataclass(frozen=True)
 class Reuse:
     """What a worker may take instead of judging, for one model: the outcomes of results judged
     before (by their digest), valid only for the original judged as `judged_as`; what running that
@@ -48,7 +72,7 @@ class Reuse:
 
     judged_as: str
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
-    info: Mapping[str, Any] = field(default_factory=dict)
+    info: OriginalInfo = field(default_factory=OriginalInfo)
     draw: Mapping[str, Any] | None = None
 
     def outcome(self, judged_as: str, digest: str) -> Outcome | None:
@@ -118,6 +142,6 @@ def reuse_table(entries: Iterable[tuple[str, str, Verdicts]]) -> dict[str, Reuse
         for digest, data in verdicts.failed.items():
             outcomes[digest] = Outcome.from_json(data, digest, changed=True)
         if outcomes:
-            info = dict(verdicts.info) or ({"runner": runner} if runner else {})
+            info = OriginalInfo.from_json(verdicts.info or ({"runner": runner} if runner else {}))
             table[model] = Reuse(verdicts.judged_as, outcomes, info, verdicts.draw)
     return table

@@ -53,7 +53,7 @@ class PoolJudge:
         if outcome is None:
             reason = results[0].reason if results else "no result"
             raise JudgeError(f"the worker did not judge {ref.id} under {step.label}: {reason}")
-        return outcome, str(results[0].info.get("runner", "onnxruntime"))
+        return outcome, results[0].info.runner_or_default()
 
     def candidate(self, name: str, model: onnx.ModelProto, feeds: Feeds, step: Step) -> Outcome:
         return self.candidate_judged(name, model, feeds, step)[0]

@@ -97,7 +97,7 @@ class MissedPinpointer:
                 return Verdict.UNJUDGED
             return Verdict.FAILS if keeps_more(*both, kept_ops) else Verdict.PASSES
 
-        runner_name = str(result.info.get("runner", "onnxruntime"))
+        runner_name = result.info.runner_or_default()
         reduction = reduce(model, feeds, still_missed, budget, runner_name)
         if reduction.record.lost_the_failure:
             return replace(finding, pinpointing=replace(finding.pinpointing, reduction=reduction.record))

@@ -231,7 +231,7 @@ class _Pinpointer:
         reduced, reduced_feeds = model, feeds
         budget = self.options.budget_left()
         # the runner that judged the model records its values and computes the bundle's outputs
-        runner_name = str(result.info.get("runner", "onnxruntime"))
+        runner_name = result.info.runner_or_default()
         if budget > 0:
             still_fails = self._still_fails(result.ref, target, failure)
             reduction = reduce(model, feeds, still_fails, budget, runner_name)

@@ -126,7 +126,7 @@ def _verdicts(result: JobResult) -> Verdicts:
     outcomes = result.outcomes.values()
     draw = result.draw.to_json() if result.draw is not None else None
     passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
-    return Verdicts(result.judged_as, passed, failed, draw, dict(result.info))
+    return Verdicts(result.judged_as, passed, failed, draw, result.info.to_json())
 
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
@@ -141,7 +141,7 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
         nodes=result.nodes,
         cost_s=round(result.wall_s, 4),
         configs=plan.configs_of(result.ref.id),
-        runner=str(result.info.get("runner", "")),
+        runner=result.info.runner or "",
         verdicts=_verdicts(result) if judged else None,
         reused=sum(1 for outcome in outcomes if outcome.reused),
         effect=effect_of(result),

@@ -7,6 +7,7 @@ from ditox_ci.engine.findings import coverage_of, findings_for
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
+from ditox_ci.engine.reuse import OriginalInfo
 
 STEPS = (
     Step("nop", ("nop",)),
@@ -87,7 +88,7 @@ def test_an_original_onnx_runtime_cannot_load_folds_every_configs_failure_into_t
     control = Outcome("optimizer-error", "NOT_IMPLEMENTED: Could not find an implementation for Expand(13)")
     default = Outcome("optimizer-error", "NOT_IMPLEMENTED: Could not find an implementation for Mul(14)")
     mismatch = Outcome("output-mismatch", "output 'y' differs", digest="d3", changed=True)
-    unloadable = {"runner": "reference", "runner_fallback": "ONNX Runtime cannot load the original: Mul(14)"}
+    unloadable = OriginalInfo("random", "reference", "ONNX Runtime cannot load the original: Mul(14)")
     outcomes = {"nop": control, "default": default, "pass:a": default, "pass:b": mismatch}
     result = JobResult(ref=REF, status="ok", outcomes=outcomes, info=unloadable)
     by_config = {f.config: f for f in findings_for(result, STEPS)}
@@ -96,5 +97,5 @@ def test_an_original_onnx_runtime_cannot_load_folds_every_configs_failure_into_t
     assert by_config["nop"].evidence["also_in"] == ["default", "pass:a"]
     assert by_config["nop"].evidence["original_fails"].startswith("ONNX Runtime cannot load")
     # an original ONNX Runtime runs: two messages, two findings, as before
-    loaded = JobResult(ref=REF, status="ok", outcomes=outcomes, info={"runner": "onnxruntime"})
+    loaded = JobResult(ref=REF, status="ok", outcomes=outcomes, info=OriginalInfo("random", "onnxruntime"))
     assert {f.config for f in findings_for(loaded, STEPS)} == {"nop", "default", "pass:a", "pass:b"}

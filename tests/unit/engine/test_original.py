@@ -36,9 +36,9 @@ def test_generator_fed_models_are_labelled_as_such_not_random(tmp_path: Path) ->
         plain = prepare(ModelRef("p", "t", path), EvalSettings())
     finally:
         del INPUT_GENERATORS["test-twos"]
-    assert generated.info["inputs"] == "generator:test-twos"
+    assert generated.info.inputs == "generator:test-twos"
     assert [list(out[0]) for out in generated.outputs] == [[-2.0, -2.0]] * 2
-    assert plain.info["inputs"] == "random"
+    assert plain.info.inputs == "random"
 
 
 def test_the_outputs_a_seedless_random_op_reaches_are_read_off_the_graph():

@@ -9,7 +9,14 @@ import numpy as np
 
 from ditox_ci.engine.original import Draw, EvalSettings
 from ditox_ci.engine.outcome import Outcome, Verdict
-from ditox_ci.engine.reuse import failed_outcomes, judged_as, passed_digests, reuse_table, verdict_key
+from ditox_ci.engine.reuse import (
+    OriginalInfo,
+    failed_outcomes,
+    judged_as,
+    passed_digests,
+    reuse_table,
+    verdict_key,
+)
 from ditox_ci.report.model import Verdicts
 
 
@@ -69,7 +76,8 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     table = reuse_table([("m", "onnxruntime", stored), ("n", "", Verdicts("k" * 64))])
     assert list(table) == ["m"]  # nothing judged: nothing to reuse
     reuse = table["m"]
-    assert reuse.info == info and Draw.from_json(reuse.draw or {}) == draw
+    assert reuse.info == OriginalInfo.from_json(info) and reuse.info.to_json() == info
+    assert Draw.from_json(reuse.draw or {}) == draw
     assert reuse.outcome("j" * 64, "b" * 64) == Outcome(None, changed=True)
     again = reuse.outcome("j" * 64, "c" * 64)
     assert again is not None and (again.kinds, again.message, again.digest) == (
@@ -82,4 +90,4 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     assert reuse.outcome("j" * 64, "d" * 64) is None
     # an older report's entry says only which runner judged it
     (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)))]).values()
-    assert (old.info, old.draw) == ({"runner": "onnxruntime"}, None)
+    assert (old.info, old.draw) == (OriginalInfo(runner="onnxruntime"), None)

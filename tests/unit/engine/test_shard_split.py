@@ -14,6 +14,7 @@ from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import Job, JobCounts, JobResult
+from ditox_ci.engine.reuse import OriginalInfo
 from ditox_ci.engine.shard import combine_results, job_cost, makespan, plan_jobs, shard_walls, split_model
 
 STEPS = (
@@ -221,7 +222,7 @@ def _part(
         nodes=7 if sha256 else 0,
         sha256=sha256,
         outcomes=outcomes,
-        info={"inputs": "random"} if sha256 else {},
+        info=OriginalInfo("random") if sha256 else OriginalInfo(),
         wall_s=wall_s,
         counts=JobCounts(len(outcomes), runtime_runs=1, cache_hits=1, screened=2, restarts=restarts),
     )

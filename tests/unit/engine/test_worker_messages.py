@@ -36,6 +36,7 @@ from ditox_ci.engine.pool import (
     _Running,
     _Slot,
 )
+from ditox_ci.engine.reuse import OriginalInfo
 from ditox_ci.engine.worker import _Outbox
 from ditox_ci.errors import OptimizerLoadError
 
@@ -60,7 +61,7 @@ def test_every_message_crosses_the_pipe_unchanged():
     messages = [
         JOB,
         Stop(),
-        OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}),
+        OriginalPrepared(3, "ab12", OriginalInfo("random", "onnxruntime")),
         ModelSkipped("no inputs"),
         StepFinished(1, MISMATCH),
         StepDivergence(1, WHERE),
@@ -79,7 +80,7 @@ def test_a_jobs_messages_become_its_result():
         slot = _busy_slot()
         slot.state.handed()
         stream: list[WorkerMessage] = [
-            OriginalPrepared(3, "ab12", {"runner": "reference"}),
+            OriginalPrepared(3, "ab12", OriginalInfo("random", "reference")),
             Batch((StepFinished(0, SAME),)),
             Batch((StepFinished(1, MISMATCH),)),
             Batch((StepDivergence(1, WHERE),)),
@@ -91,7 +92,7 @@ def test_a_jobs_messages_become_its_result():
         result = pool._handle(slot, Batch((JobDone(runtime_runs=4, cache_hits=1),)))
     assert slot.running is None and result is not None
     assert (result.status, result.nodes, result.sha256) == ("ok", 3, "ab12")
-    assert result.info == {"runner": "reference"}
+    assert result.info == OriginalInfo("random", "reference")
     assert result.outcomes == {"pass:a": SAME, "pass:b": MISMATCH}
     assert result.divergences == {"pass:b": WHERE}
     assert (result.counts.optimizer_runs, result.counts.runtime_runs, result.counts.cache_hits) == (3, 4, 1)
@@ -114,7 +115,7 @@ def _reported(pool: WorkerPool, steps: tuple[Step, ...], first: Outcome) -> tupl
     """A worker handed a job of `steps` that prepared its original and reported its first step."""
     slot = _busy_slot(steps)
     slot.state.handed()
-    pool._handle(slot, OriginalPrepared(3, "ab12", {"runner": "onnxruntime"}))
+    pool._handle(slot, OriginalPrepared(3, "ab12", OriginalInfo("random", "onnxruntime")))
     pool._handle(slot, Batch((StepFinished(0, first),)))
     assert slot.running is not None
     return slot, slot.running

@@ -86,7 +86,7 @@ def test_its_noise_floor_is_measured_against_the_reference_runner(tmp_path) -> N
     path = tmp_path / "model.onnx"
     onnx.save(_identity_then_constant_add(ir_version=8), str(path))
     context = prepare(ModelRef("m", "test", str(path)), EvalSettings(noise_floor=info.noise_floor))
-    assert context.info["noise_floor"] == "measured against the reference runner"
+    assert context.info.noise_floor == "measured against the reference runner"
     assert all(value is not None and math.isfinite(value) for row in context.noise for value in row)
 
 
