@@ -39,6 +39,18 @@ def _check_number(value: float, name: str, origin: str, error: type[FatalError])
     return value
 
 
+def seconds(text: str) -> float:
+    """A flag's number of seconds (argparse's `type`): finite and >= 0, refused under the flag's
+    own name, whatever the field is called."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _parse(value: Any, hint: Any, name: str, origin: str) -> Any:
     """Convert `value` (a string from the environment, or YAML data) to the field type `hint`."""
     args = typing.get_args(hint)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -15,9 +13,8 @@ from ditox_ci.ci.action import write_outputs
 from ditox_ci.errors import EXIT_OK, ConfigError, GitHubError, UsageError
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.publisher import PublishOptions, PublishResult, publish, texts_for
-from ditox_ci.github.surface import surface_options
 from ditox_ci.log import Log
-from ditox_ci.options import add_flag, load_config_file, resolve
+from ditox_ci.options import add_flags, load_config_file, option, resolve
 from ditox_ci.report.junit import write_junit
 from ditox_ci.report.kinds import FAIL_ON
 from ditox_ci.report.model import Report, write_report
@@ -48,12 +45,17 @@ examples:
 
 @dataclass(frozen=True)
 class PublishSettings(PublishOptions):
-    report: str = "ditox-report/report.json"
-    baseline: str | None = None
-    previous: str | None = None
-    pr: int | None = None
-    sarif: str | None = None
-    junit: str | None = None
+    report: str = option("ditox-report/report.json", help="report.json to publish", metavar="FILE")
+    baseline: str | None = option(None, help="known limitations (YAML)", metavar="FILE")
+    previous: str | None = option(None, help="the last report (a nightly), for fixed/known", metavar="FILE")
+    pr: int | None = option(
+        None,
+        help="the pull request to comment on when the event does not name it (workflow_run "
+        "publishing a fork's report); commented only if its head is the report's commit",
+        metavar="N",
+    )
+    sarif: str | None = option(None, help="also write the new findings as SARIF 2.1.0", metavar="FILE")
+    junit: str | None = option(None, help="also write JUnit XML (model × config cases)", metavar="FILE")
 
     def __post_init__(self) -> None:
         if self.fail_on not in FAIL_ON:
@@ -63,81 +65,9 @@ class PublishSettings(PublishOptions):
                 raise UsageError(f"--{name.replace('_', '-')} must be 0 or more, got {getattr(self, name)}")
 
 
-def _seconds(text: str) -> float:
-    """--max-wait's value, refused under its own name (the settings' field is max_wait_s)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number of seconds >= 0, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--report", metavar="FILE", help="report.json to publish (default ditox-report/report.json)"
-    )
-    parser.add_argument("--baseline", metavar="FILE", help="known limitations (YAML)")
-    parser.add_argument("--previous", metavar="FILE", help="the last report (e.g. nightly), for fixed/known")
-    parser.add_argument(
-        "--artifact",
-        metavar="NAME",
-        help="the artifact the workflow uploads the report folder as, which the comment, check and "
-        "issues tell readers to download (default ditox-report)",
-    )
-    parser.add_argument(
-        "--pr",
-        type=int,
-        metavar="N",
-        help="the pull request to comment on when the event does not name it (workflow_run "
-        "publishing a fork's report); commented only if its head is the report's commit",
-    )
+    add_flags(parser, PublishSettings)  # publish's options and each surface's (github/surface.py)
     parser.add_argument("--config", metavar="FILE", type=Path, help="YAML config, `publish:` section")
-    flag = argparse.BooleanOptionalAction
-    parser.add_argument(
-        "--dry-run",
-        action=flag,
-        help="print every GitHub action instead of doing it (local files are still written: SARIF, "
-        "JUnit, the statuses published into --report)",
-    )
-    _add_surface_options(parser)
-    parser.add_argument(
-        "--untrusted",
-        action=flag,
-        help="the report comes from a run whose code is not trusted (a fork's artifact): a neutral "
-        "'unverified' check, and no issue is opened, reopened or closed",
-    )
-    parser.add_argument(
-        "--fail-on",
-        choices=tuple(FAIL_ON),
-        help="which findings fail the check, as the Action's `fail_on` fails the job: new (default), "
-        "any (new or known), never (the check is then neutral where it would fail)",
-    )
-    parser.add_argument(
-        "--bot-login",
-        metavar="LOGIN",
-        help="whose comments and issues are the bot's (default: the token's own identity; "
-        "github-actions[bot] for the Actions token)",
-    )
-    parser.add_argument("--max-writes", type=int, metavar="N", help="GitHub API writes per run (default 100)")
-    parser.add_argument(
-        "--max-wait",
-        dest="max_wait_s",
-        metavar="SECONDS",
-        type=_seconds,
-        help="longest wait for a rate limit to reset (default 300; env DITOX_MAX_WAIT_S)",
-    )
-    parser.add_argument("--sarif", metavar="FILE", help="also write the new findings as SARIF 2.1.0")
-    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML (model × config cases)")
-
-
-def _add_surface_options(parser: argparse.ArgumentParser) -> None:
-    """Each publish surface's own options (`github/surface.py`), as `--flag`s with their help."""
-    hints = typing.get_type_hints(PublishSettings)
-    for option in surface_options():
-        if "help" in option.metadata:
-            add_flag(parser, option, hints[option.name])
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -28,6 +28,7 @@ from ditox_ci.github.issues import IssuesOptions
 from ditox_ci.github.surface import SURFACES, Surface
 from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
+from ditox_ci.options import option, seconds
 from ditox_ci.report.model import Report
 from ditox_ci.report.outputs import REPORT_ARTIFACT
 
@@ -36,14 +37,34 @@ from ditox_ci.report.outputs import REPORT_ARTIFACT
 class PublishOptions(CommentOptions, CheckOptions, IssuesOptions):
     """The surfaces' options (each surface's own dataclass) and what the publisher itself takes."""
 
-    dry_run: bool = False
+    dry_run: bool = option(
+        False,
+        help="print every GitHub action instead of doing it (local files are still written: SARIF, "
+        "JUnit, the statuses published into --report)",
+    )
     # whose comments and issues are the bot's; empty: the token's own identity
-    bot_login: str = ""
-    artifact: str = REPORT_ARTIFACT
-    max_writes: int = 100
+    bot_login: str = option(
+        "",
+        help="whose comments and issues are the bot's",
+        default_text="the token's own identity; github-actions[bot] for the Actions token",
+        metavar="LOGIN",
+    )
+    artifact: str = option(
+        REPORT_ARTIFACT,
+        help="the artifact the workflow uploads the report folder as, which the comment, check and "
+        "issues tell readers to download",
+        metavar="NAME",
+    )
+    max_writes: int = option(100, help="GitHub API writes per run", metavar="N")
     attempts: int = 4
     backoff_s: float = 2.0
-    max_wait_s: float = 300.0
+    max_wait_s: float = option(
+        300.0,
+        help="longest wait for a rate limit to reset; env DITOX_MAX_WAIT_S",
+        flags=("--max-wait",),
+        metavar="SECONDS",
+        type=seconds,
+    )
     write_interval_s: float = 1.0
     timeout_s: int = 30
 

@@ -22,7 +22,9 @@ from ditox_ci.github.client import GitHubClient
 from ditox_ci.github.context import GitHubContext
 from ditox_ci.github.text import Texts
 from ditox_ci.log import Log
+from ditox_ci.options import option
 from ditox_ci.registry import Registry
+from ditox_ci.report.kinds import FAIL_ON
 from ditox_ci.report.model import Report
 
 
@@ -32,10 +34,19 @@ class SurfaceOptions:
 
     # a report from a run we cannot vouch for (a fork's artifact): a neutral "unverified" check,
     # and no issue is opened, reopened or closed from it
-    untrusted: bool = False
+    untrusted: bool = option(
+        False,
+        help="the report comes from a run whose code is not trusted (a fork's artifact): a neutral "
+        "'unverified' check, and no issue is opened, reopened or closed",
+    )
     # which findings close the gate (report.kinds.FAIL_ON): the check's conclusion follows the
     # job's, and the comment says whether known findings block
-    fail_on: str = "new"
+    fail_on: str = option(
+        "new",
+        help="which findings fail the check, as the Action's `fail_on` fails the job: new, any (new "
+        "or known), never (the check is then neutral where it would fail)",
+        choices=tuple(FAIL_ON),
+    )
 
 
 class Surface(ABC):

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[type, tuple[str, ...], list[str]]] = {
     "fuzz": (FuzzOptions, fuzz.NOT_FLAGS, []),
     "reduce": (ReduceOptions, reduce.NOT_FLAGS, ["m.onnx", "--passes", "p"]),
     "bisect": (BisectOptions, bisect.NOT_FLAGS, []),
-    # the publish surfaces' options (the rest of publish's flags are its own) and `corpus list`'s
+    # publish's options, its surfaces' among them, and `corpus list`'s
     "publish": (PublishSettings, (), []),
     "corpus list": (CorpusListOptions, (), []),
 }
