@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workflow", required=True, help="the workflow's file name, e.g. nightly.yml")
     parser.add_argument("--branch", help="only runs of this branch (default: any)")
     parser.add_argument("--artifact", default=REPORT_ARTIFACT, help="artifact name (default: %(default)s)")
-    parser.add_argument("--out", default="previous", help="folder for report.json (default previous)")
+    parser.add_argument("--out", default="previous", help="folder for report.json (default: %(default)s)")
 
 
 def run(args: argparse.Namespace, env: Mapping[str, str]) -> int:

@@ -186,7 +186,7 @@ def _report(
         effect_by_family=family_effects(results),
         interrupted_by=interrupted.signal_name if interrupted is not None else None,
         models_planned=plan.models_planned if interrupted is not None else None,
-        stages=stage_records(**finished.records),
+        stages=stage_records(**{key: record.to_json() for key, record in finished.records.items()}),
     )
     if interrupted is not None:
         out_of = "" if plan.models_planned is None else f" of {plan.models_planned}"

@@ -46,7 +46,7 @@ class Finished:
 
     results: list[JobResult] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    records: dict[str, Mapping[str, Any]] = field(default_factory=dict)
+    records: dict[str, StageRecord] = field(default_factory=dict)
 
 
 @dataclass
@@ -74,9 +74,15 @@ class StageResult:
     work worth a record), and the results and plan from then on where it changed them."""
 
     findings: tuple[Finding, ...]
-    record: Mapping[str, Any] | None = None
+    record: StageRecord | None = None
     results: tuple[JobResult, ...] | None = None
     plan: SweepPlan | None = None
+
+
+class StageRecord(Protocol):
+    """What a stage did, for `stats.<its key>`: a record whose JSON the report keeps."""
+
+    def to_json(self) -> Mapping[str, Any]: ...
 
 
 class Stage(Protocol):
@@ -163,9 +169,8 @@ class BaseCheck:
         warning = look_alike(state.head, build)
         if warning:
             state.log.warning(warning)
-        record = {**checked.stats, "known_by_baseline": len(by_baseline), "build": build.to_json()}
-        if warning:
-            record["look_alike"] = warning
+        record = replace(checked.stats, known_by_baseline=len(by_baseline), build=build.to_json())
+        record = replace(record, look_alike=warning or None)
         return StageResult((*checked.findings, *by_baseline), record)
 
 
@@ -216,7 +221,7 @@ class Pinpoint:
             else result
             for result in finished.results
         )
-        return StageResult(tuple(pinpointed.findings), pinpointed.to_json(), results=results)
+        return StageResult(tuple(pinpointed.findings), pinpointed, results=results)
 
 
 class MissedCheck:
@@ -255,7 +260,7 @@ class MissedCheck:
                 deadline,
                 state.log,
             )
-            record.update(on_base, findings=len(found))
+            record = replace(record, findings=len(found), on_base=on_base)
         return StageResult((*finished.findings, *found), record)
 
 

@@ -14,8 +14,8 @@ known, since a failure that comes and goes (a heap-dependent read) is no less th
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ditox_ci.control import NOP
@@ -35,9 +35,33 @@ BY_BASE = KnownBy(KnownSource.BASE_OPTIMIZER)
 
 
 @dataclass(frozen=True)
+class BaseRecord:
+    """`stats.base_optimizer`: the base build checked (`spec`, `version`, and from the sweep its
+    `build` and a `look_alike` warning), the findings checked on it and how many it shows too,
+    its runs (`reused`: results byte-identical to the head's, which took its outcome), the
+    findings the baseline knew and so were not run there, the time."""
+
+    spec: str
+    version: str
+    models: int = 0
+    findings_checked: int = 0
+    reproduced: int = 0
+    tries: int = 0
+    reused: int = 0
+    optimizer_runs: int = 0
+    wall_s: float = 0.0
+    known_by_baseline: int | None = None
+    build: Mapping[str, Any] | None = None
+    look_alike: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True)
 class BaseCheck:
     findings: tuple[Finding, ...]
-    stats: dict[str, Any]
+    stats: BaseRecord
 
 
 def base_job(result: JobResult, configs: Sequence[str], steps: Sequence[Step], info: OptimizerInfo) -> Job:
@@ -126,16 +150,15 @@ def check_on_base(
     judged = judge_on_base(findings, results, base_results, label)
     reproduced = sum(1 for f in judged if f.triage.known_by == BY_BASE)
     log.info(f"base optimizer {label}: {reproduced} of {len(judged)} findings reproduce there")
-    stats = {
-        "spec": installation.spec,
-        "version": installation.info.version,
-        "models": len({model for model, _ in wanted}),
-        "findings_checked": len(judged),
-        "reproduced": reproduced,
-        "tries": len(base_results),
-        # results byte-identical to the head's, which took its outcome without a run
-        "reused": sum(1 for r in base_results for outcome in r.outcomes.values() if outcome.reused),
-        "optimizer_runs": sum(r.counts.optimizer_runs for r in base_results),
-        "wall_s": round(time.monotonic() - started, 2),
-    }
+    stats = BaseRecord(
+        spec=installation.spec,
+        version=installation.info.version,
+        models=len({model for model, _ in wanted}),
+        findings_checked=len(judged),
+        reproduced=reproduced,
+        tries=len(base_results),
+        reused=sum(1 for r in base_results for outcome in r.outcomes.values() if outcome.reused),
+        optimizer_runs=sum(r.counts.optimizer_runs for r in base_results),
+        wall_s=round(time.monotonic() - started, 2),
+    )
     return BaseCheck(tuple(judged), stats)

@@ -87,13 +87,41 @@ def generators_for(name: str, among: Collection[str] = ()) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
+class ExerciseRecord:
+    """`stats.exercised`: the budget, seed and limit models were made with, how many were made and
+    kept, their ids (they ran the control and the exercised passes only), the time, and each
+    exercised pass."""
+
+    budget_s: float
+    seed: int
+    limit: int
+    models: int
+    models_kept: int
+    model_ids: tuple[str, ...]
+    wall_s: float
+    passes: tuple[ExercisedPass, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "budget_s": self.budget_s,
+            "seed": self.seed,
+            "limit": self.limit,
+            "models": self.models,
+            "models_kept": self.models_kept,
+            MODEL_IDS_KEY: list(self.model_ids),
+            "wall_s": self.wall_s,
+            "passes": [exercised.to_json() for exercised in self.passes],
+        }
+
+
+@dataclass(frozen=True)
 class Exercise:
     """The exercised passes, the models made for them, their findings and `stats.exercised`."""
 
     passes: tuple[ExercisedPass, ...]
     results: tuple[JobResult, ...]
     findings: tuple[Finding, ...]
-    stats: dict[str, Any]
+    stats: ExerciseRecord
 
     def labels_run(self) -> dict[str, frozenset[str]]:
         """The configs each generated model ran: the control and the exercised passes, no others."""
@@ -153,15 +181,15 @@ def exercise(
             f"changed {exercised.models_changed} of {exercised.models_checked} generated models"
         )
         log.info(f"{exercised.why} pass {exercised.name}: {what}")
-    stats = {
-        "budget_s": budget_s,
-        "seed": seed,
-        "limit": limit,
-        "models": len(results),
-        "models_kept": len(results) - corpus.discarded,
+    stats = ExerciseRecord(
+        budget_s,
+        seed,
+        limit,
+        len(results),
+        len(results) - corpus.discarded,
         # which of the report's models these are: they ran the control and these passes only
-        MODEL_IDS_KEY: sorted(result.ref.id for result in results),
-        "wall_s": round(time.monotonic() - started, 2),
-        "passes": [exercised.to_json() for exercised in passes],
-    }
+        tuple(sorted(result.ref.id for result in results)),
+        round(time.monotonic() - started, 2),
+        tuple(passes),
+    )
     return Exercise(passes, tuple(results), tuple(findings), stats)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -140,9 +140,35 @@ class Missed:
     reference: str
     by_family: Mapping[str, Mapping[str, int]]
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> MissedRecord:
+        return MissedRecord(self.reference, len(self.findings), self.by_family)
+
+
+@dataclass(frozen=True)
+class OnBase:
+    """What the base build did with the new missed optimizations: its label, how many it does no
+    better on (dropped), the reduction's checks and the bundles written (by fingerprint)."""
+
+    base: str
+    not_on_base: int
+    reduce_checks: int
+    bundles: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class MissedRecord:
+    """`stats.missed`: the reference build, the missed optimizations, the per-family reduction
+    (`Missed.by_family`), and with a base build what it did (`on_base`)."""
+
+    reference: str
+    findings: int
+    by_family: Mapping[str, Mapping[str, int]]
+    on_base: OnBase | None = None
+
+    def to_json(self) -> dict[str, Any]:
         by_family = {family: dict(totals) for family, totals in self.by_family.items()}
-        return {"reference": self.reference, "findings": len(self.findings), "by_family": by_family}
+        data = {"reference": self.reference, "findings": self.findings, "by_family": by_family}
+        return data | (asdict(self.on_base) if self.on_base is not None else {})
 
 
 def missed_optimizations(results: Sequence[JobResult], steps: Sequence[Step], reference: Report) -> Missed:
@@ -196,7 +222,7 @@ def pinned_on_base(
     build: BuildUnderTest,
     deadline: float,
     log: Log,
-) -> tuple[list[Finding], dict[str, Any]]:
+) -> tuple[list[Finding], OnBase]:
     """`missed`'s new findings run on the `--base-optimizer` build: those it does no better on go,
     the others are reduced (`pinpoint.missed`) while `deadline` allows; carried ones stay as they
     are. Returns the findings and what the base build did, for the stage's record."""
@@ -225,10 +251,4 @@ def pinned_on_base(
                 continue
             measured = {**finding.measured, "base_nodes": left} if left is not None else finding.measured
             kept.append(pinner.reduced(replace(finding, measured=measured), result, step))
-    record = {
-        "base": base.label,
-        "not_on_base": gone,
-        "reduce_checks": pinner.checks,
-        "bundles": pinner.bundles,
-    }
-    return kept, record
+    return kept, OnBase(base.label, gone, pinner.checks, pinner.bundles)

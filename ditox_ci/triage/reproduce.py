@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ditox_ci.engine.outcome import Outcome
@@ -87,9 +87,22 @@ def gating(
 
 
 @dataclass(frozen=True)
+class ReproduceRecord:
+    """`stats.reproduce`: the findings run again, how many showed no more, the re-runs, the time."""
+
+    findings_checked: int = 0
+    flaky: int = 0
+    tries: int = 0
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class Reproduced:
     findings: tuple[Finding, ...]
-    stats: dict[str, Any]
+    stats: ReproduceRecord
 
 
 def reproduce(
@@ -128,10 +141,6 @@ def reproduce(
     flaky = sum(1 for seen in tried.values() if not seen.reproduced)
     if tried:
         log.info(f"reproduce: {len(tried) - flaky} of {len(tried)} findings show again; {flaky} flaky")
-    stats = {
-        "findings_checked": len(tried),
-        "flaky": flaky,
-        "tries": sum(seen.tries for seen in tried.values()),
-        "wall_s": round(time.monotonic() - started, 2),
-    }
+    tries = sum(seen.tries for seen in tried.values())
+    stats = ReproduceRecord(len(tried), flaky, tries, round(time.monotonic() - started, 2))
     return Reproduced(tuple(judged), stats)
