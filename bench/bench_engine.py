@@ -29,6 +29,7 @@ from ditox_ci.engine import runner
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import load_optimizer
+from ditox_ci.report.stats import SweepStats
 from ditox_ci.sweep.run import sweep
 from ditox_ci.sweep.setup import SweepOptions
 
@@ -61,7 +62,7 @@ def naive(refs: Sequence[ModelRef], steps: Sequence[Step]) -> tuple[float, int, 
     return time.perf_counter() - start, optimizer_runs, runtime_runs
 
 
-def engine(sources: Sequence[str], out: str, jobs: int) -> tuple[float, dict, set[str]]:
+def engine(sources: Sequence[str], out: str, jobs: int) -> tuple[float, SweepStats, set[str]]:
     # the core loop only: localization and reduction are measured by bench_localize
     options = SweepOptions(models=tuple(sources), configs=CONFIGS, out=out, jobs=jobs, localize="off")
     start = time.perf_counter()
@@ -90,8 +91,8 @@ def main() -> None:
         naive_s, naive_opt, naive_rt = naive(safe, steps)
     print(f"naive loop (1 process):  {naive_s:8.1f}s  optimizer runs {naive_opt}, runtime runs {naive_rt}")
     print(
-        f"engine --jobs 1:         {engine_1:8.1f}s  optimizer runs {stats_1['optimizer_runs']}, "
-        f"runtime runs {stats_1['runtime_runs']}, cache hits {stats_1['cache_hits']}"
+        f"engine --jobs 1:         {engine_1:8.1f}s  optimizer runs {stats_1.optimizer_runs}, "
+        f"runtime runs {stats_1.runtime_runs}, cache hits {stats_1.cache_hits}"
     )
     print(f"engine --jobs {jobs}:         {engine_n:8.1f}s")
     print(f"speed-up, same core count:  {naive_s / engine_1:5.1f}×")

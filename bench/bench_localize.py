@@ -15,8 +15,9 @@ import onnxoptimizer
 
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.pinpoint.localize import localize
+from ditox_ci.report.kinds import VALUES_KIND
 
-MISMATCH = Outcome(kind="output-mismatch", message="planted")
+MISMATCH = Outcome(kind=VALUES_KIND, message="planted")
 FINE = Outcome(kind=None)
 SEEDS = 2000
 

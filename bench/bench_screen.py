@@ -33,7 +33,7 @@ def _timed(sources: Sequence[str], out: Path, screen: bool) -> tuple[float, dict
     # sweep() returns the report; the command line's finish writes it, so the comparison needs it here
     out.mkdir(parents=True, exist_ok=True)
     write_report(report, out / "report.json")
-    return seconds, dict(report.stats)
+    return seconds, report.stats.to_json()
 
 
 def _same_verdicts(first: Path, second: Path) -> str:
