@@ -191,7 +191,7 @@ def test_a_job_whose_every_result_was_judged_before_never_runs_the_original(corp
         outcomes = judged.outcomes.values()
         draw = judged.draw.to_json() if judged.draw else None
         stored = Verdicts(
-            judged.judged_as, passed_digests(outcomes), failed_outcomes(outcomes), draw, judged.info
+            judged.judged_as, passed_digests(outcomes), failed_outcomes(outcomes), draw, judged.info.to_json()
         )
         reuse = reuse_table([(ref.id, "", stored)])[ref.id]
         (reused,) = pool.run([Job(ref, steps, fresh=True, reuse=reuse)])
