@@ -51,6 +51,8 @@ NormalizeFunc = Callable[[onnx.ModelProto], onnx.ModelProto]
 DEFAULT_OPTIMIZER = "onnxoptimizer"
 # what an opaque optimizer's default configs hand it: "your own default", in one word
 OPAQUE_DEFAULT_PASSES = ("default",)
+
+
 @dataclass(frozen=True)
 class LoadedOptimizer:
     info: OptimizerInfo

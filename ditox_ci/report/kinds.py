@@ -58,13 +58,15 @@ NEW, KNOWN, FIXED, FLAKY = Status.NEW, Status.KNOWN, Status.FIXED, Status.FLAKY
 
 
 class ModelStatus(_Named):
-    """A model's in a sweep: judged; skipped (the original itself cannot be tested); or
+    """A model's status in a sweep: judged; skipped (the original itself cannot be tested); or
     ditox-ci's own code failed on it (preparing, judging, pinpointing, reducing): recorded against
     the model, the sweep goes on, and the run exits 70 once the report is written."""
 
     OK = "ok"
     SKIPPED = "skipped"
     INTERNAL_ERROR = "internal-error"
+
+
 # `fail_on` (the Action's input, publish's flag): the statuses whose findings close the gate; the
 # command line's exit codes are "new"'s
 FAIL_ON: dict[str, tuple[Status, ...]] = {"new": (NEW,), "any": (NEW, KNOWN), "never": ()}

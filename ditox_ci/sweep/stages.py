@@ -236,8 +236,7 @@ class MissedCheck:
         # given by import path) the same default passes
         reference, info = state.setup.reference, state.plan.info
         return reference is not None and (
-            reference.optimizer.name == info.name
-            or reference.optimizer.default_passes == info.default_passes
+            reference.optimizer.name == info.name or reference.optimizer.default_passes == info.default_passes
         )
 
     def run(self, state: SweepState) -> StageResult:
