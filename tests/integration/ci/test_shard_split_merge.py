@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ditox_ci.errors import MergeError
-from ditox_ci.report.coverage import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
 from ditox_ci.report.model import Finding, ModelEntry, Report, write_report
+from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
 
 # test_identity_opt fails already in the nop control, so every part reports that finding
 HEAVY = "onnx-node:test_identity_opt"
