@@ -152,4 +152,4 @@ def test_an_interrupted_stream_of_models_claims_no_plan(tmp_path: Path) -> None:
     log = Log({}, quiet=True)
     with sweep_setup(options, log) as setup:
         report = run_sweep(setup, log, stream=ModelStream(made()))
-    assert report.stats.stages["interrupted"] is True and "models_planned" not in report.stats
+    assert report.stats.interrupted and report.stats.models_planned is None
