@@ -25,6 +25,7 @@ from ditox_ci.compare.tensor import Tolerances
 from ditox_ci.github.text import Texts
 from ditox_ci.pinpoint.standalone import checked_standalone, one_tolerance
 from ditox_ci.report.bugs import group_bugs
+from ditox_ci.report.header import Environment
 from ditox_ci.report.model import Culprit, Finding, Report, read_report
 from tests.helpers import ROOT, minimal_report
 
@@ -75,7 +76,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     [bundle] = {f.repro for f in real.findings if f.repro}
     assert (out / bundle / "standalone.py").is_file()
     # Python's and the platform's versions differ between machines; the lock pins the rest
-    environment = {k: v for k, v in real.environment.items() if k in ("onnx", "onnxruntime")}
+    environment = Environment(onnx=real.environment.onnx, onnxruntime=real.environment.onnxruntime)
     return dataclasses.replace(real, environment=environment)
 
 
