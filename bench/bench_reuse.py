@@ -8,13 +8,20 @@ report is made, as its nightly would: `sweep` of onnxoptimizer (not counted). Th
 `ditox-ci sweep --localize off` of the default corpus with 2 workers:
 
   full sweep  the head, every result judged (`--no-reuse`);
-  PR check    the head with `--base-optimizer onnxoptimizer --reuse-from <base report>`: results
-              byte-identical to ones judged in the base report are not run or compared, and
-              each finding is re-run on the base build (whose results identical to the head's take
-              the head's outcome).
+  PR check, reuse only
+              the head with `--base-optimizer onnxoptimizer --reuse-from <base report> --no-carry`:
+              results byte-identical to ones judged in the base report are not run or compared,
+              and each finding is re-run on the base build (whose results identical to the head's
+              take the head's outcome);
+  PR check    the same with what the PR changed (`--changed-since`, in a checkout whose
+              fuse_bn_into_conv.h changed since the base commit: `changed_pass_checkout`): a config
+              without fuse_bn_into_conv that left a model as the control did in the base report is
+              carried, not called (engine/reuse.py). Both PR checks run with `--exercise-budget 0`:
+              the models a PR check makes for the passes it changes cost their budget (60 s of
+              wall time on shard 0 by default) whatever the corpus, and a full sweep makes none.
 
 CPU is every process of the sweep's tree (the sweep, its forkserver, the workers), read from /proc
-every POLL_S seconds. The PR check's findings must be the full sweep's (model, config, kind,
+every POLL_S seconds. Each PR check's findings must be the full sweep's (model, config, kind,
 fingerprint), else the bench says so.
 
 Then, from each run's per-model costs (`cost_s`), the wall time N shard jobs of 2 workers would
@@ -79,11 +86,13 @@ def _tree(pid: int) -> list[int]:
     return pids
 
 
-def _sweep(args: Sequence[str], out: Path) -> tuple[float, float, dict]:
-    """Wall and CPU seconds of `ditox-ci sweep ARGS`, and its report."""
+def _sweep(args: Sequence[str], out: Path, cwd: Path | None = None) -> tuple[float, float, dict]:
+    """Wall and CPU seconds of `ditox-ci sweep ARGS` (in `cwd`), and its report."""
     command = [sys.executable, "-m", "ditox_ci", "sweep", "--localize", "off", "--jobs", "2", "--quiet"]
     started = time.monotonic()
-    process = subprocess.Popen([*command, *args, "--out", str(out)], stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    argv = [*command, *args, "--out", str(out)]
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, cwd=cwd, env=env)
     last: dict[int, float] = {}
     while process.poll() is None:
         for pid in _tree(process.pid):
@@ -104,6 +113,26 @@ def _findings(report: dict) -> set[tuple[str, str, str, str]]:
     }
 
 
+def _largest(report: dict, count: int = 3) -> str:
+    """The job time (`cost_s`) of the report's `count` costliest models, against all models'."""
+    costs = sorted(((float(e.get("cost_s", 0.0)), e["id"]) for e in report["models"]), reverse=True)
+    named = ", ".join(f"{model} {cost:.1f} s" for cost, model in costs[:count])
+    total, largest = sum(cost for cost, _ in costs), sum(cost for cost, _ in costs[:count])
+    return f"{total:.1f} s, of which {largest:.1f} s the largest ({named})"
+
+
+def _carry_share(report: dict) -> float:
+    """The share of report.json's JSON that what carrying reads (`verdicts.control`, `.own`) takes."""
+    kept = ("control", "own")
+    models = [
+        {**entry, "verdicts": {k: v for k, v in entry["verdicts"].items() if k not in kept}}
+        if entry.get("verdicts")
+        else entry
+        for entry in report["models"]
+    ]
+    return 1 - len(json.dumps({**report, "models": models})) / len(json.dumps(report))
+
+
 def _predicted(report: dict, start_s: float) -> str:
     """The slowest of N shard jobs' predicted wall time, for each N of SHARD_COUNTS."""
     models = resolve_sources([], CorpusContext(default_cache_dir(os.environ)))
@@ -122,7 +151,7 @@ def _predicted(report: dict, start_s: float) -> str:
 
 def main() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "fakes"))
-    from wheels import changed_pass_onnxoptimizer
+    from wheels import changed_pass_checkout, changed_pass_onnxoptimizer
 
     with tempfile.TemporaryDirectory(prefix="ditox-bench-reuse-") as folder:
         tmp = Path(folder)
@@ -132,12 +161,18 @@ def main() -> None:
         size_mb = (tmp / "base" / "report.json").stat().st_size / 2**20
         print(
             f"base report (onnxoptimizer, not counted): {len(base['models'])} models, "
-            f"{base_wall:.1f} s wall, report.json {size_mb:.1f} MiB"
+            f"{base_wall:.1f} s wall, report.json {size_mb:.1f} MiB, of which {_carry_share(base):.0%} "
+            "for carrying"
         )
         _sweep([*cache, "--optimizer", head, "--no-reuse", "--models", "onnx-node:test_abs"], tmp / "install")
         full_wall, full_cpu, full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full")
         reuse = ["--base-optimizer", "onnxoptimizer", "--reuse-from", str(tmp / "base" / "report.json")]
-        pr_wall, pr_cpu, pr = _sweep([*cache, "--optimizer", head, *reuse], tmp / "pr")
+        reuse += ["--exercise-budget", "0"]
+        no_carry = [*cache, "--optimizer", head, *reuse, "--no-carry"]
+        reused_wall, reused_cpu, reused = _sweep(no_carry, tmp / "reused")
+        checkout, since = changed_pass_checkout(tmp)
+        changed = [*cache, "--optimizer", head, *reuse, "--changed-since", since]
+        pr_wall, pr_cpu, pr = _sweep(changed, tmp / "pr", cwd=checkout)
         start_s = fixed_cost(tmp)
     stats, full_runs = pr["stats"], full["stats"]["runtime_runs"]
     results = len(stats["configs"]) * stats["models_total"]
@@ -151,11 +186,18 @@ def main() -> None:
         "PR check makes too: every result's bytes come from the head"
     )
     print(
-        f"PR check of the head:   {pr_wall:7.1f} s wall {pr_cpu:7.1f} s CPU, "
-        f"runtime runs {stats['runtime_runs']}"
+        f"PR check, reuse only:   {reused_wall:7.1f} s wall {reused_cpu:7.1f} s CPU, "
+        f"runtime runs {reused['stats']['runtime_runs']}, {reused_cpu / full_cpu:6.1%} of the full "
+        "sweep's CPU"
     )
     print(
-        f"  verdicts reused: {stats.get('reused_verdicts', 0)} of {results} results; "
+        f"PR check of the head:   {pr_wall:7.1f} s wall {pr_cpu:7.1f} s CPU, "
+        f"runtime runs {stats['runtime_runs']}, optimizer calls {stats['optimizer_runs']} "
+        f"(full sweep {full['stats']['optimizer_runs']})"
+    )
+    print(
+        f"  carried: {stats.get('carried_steps', 0)} of {results} results (what changed: "
+        f"{stats.get('impact', {}).get('passes')}); verdicts reused: {stats.get('reused_verdicts', 0)}; "
         f"on the base build, {on_base}; the base build re-ran {base_checked} findings "
         f"({known_by_baseline} more the baseline knows are not re-run)"
     )
@@ -165,12 +207,16 @@ def main() -> None:
         f"PR check / full sweep: {ratio:6.1%} of the CPU ({verdict}), "
         f"{pr_wall / full_wall:6.1%} of the wall time"
     )
-    found, full_found = _findings(pr), _findings(full)
-    same = "yes" if found == full_found else "NO"
-    print(f"the PR check's findings are the full sweep's: {same} ({len(found)} findings)")
-    for where, only in (("PR check", found - full_found), ("full sweep", full_found - found)):
-        for finding in sorted(only)[:5]:
-            print(f"  only in the {where}: {' '.join(finding)}")
+    full_found = _findings(full)
+    for name, report in (("PR check, reuse only", reused), ("PR check", pr)):
+        found = _findings(report)
+        same = "yes" if found == full_found else "NO"
+        print(f"the {name}'s findings are the full sweep's: {same} ({len(found)} findings)")
+        for where, only in ((name, found - full_found), ("full sweep", full_found - found)):
+            for finding in sorted(only)[:5]:
+                print(f"  only in the {where}: {' '.join(finding)}")
+    for name, report in (("full sweep", full), ("PR check", pr)):
+        print(f"{name}'s job time: {_largest(report)}")
     print(f"predicted wall time of N shard jobs ({WORKERS} workers each, {start_s:.1f} s start-up each):")
     print(f"  full sweep  {_predicted(full, start_s)}")
     print(f"  PR check    {_predicted(pr, start_s)}")

@@ -34,6 +34,7 @@ class ActionInputs:
     baseline: str = ""
     previous: str = ""
     reuse: bool = True
+    carry: bool = True
     reuse_from: str = ""
     artifact: str = REPORT_ARTIFACT
     shard_index: int = 0
@@ -228,6 +229,7 @@ SWEEP_FLAGS = (
     InputFlag("baseline"),
     InputFlag("previous", value=previous_report),
     InputFlag("reuse", _when_off),
+    InputFlag("carry", _when_off),
     InputFlag("reuse_from", value=reuse_report),
     InputFlag("rtol"),
     InputFlag("atol"),

@@ -142,6 +142,12 @@ def _combine_parts(
     )
     # the part that ran the original says how it was drawn (another may have reused every verdict)
     drawn = next((verdicts for verdicts in judged if verdicts.draw is not None), next(iter(judged), None))
+    # each part ran the control: the configs of every part left the model as it did, unless the
+    # control's bytes differ between parts (then none is carried later)
+    controls = {verdicts.control for verdicts in judged}
+    control = controls.pop() if len(controls) == 1 else ""
+    own = tuple(dict.fromkeys(label for verdicts in judged for label in verdicts.own)) if control else ()
+    failed_sorted = dict(sorted(failed.items()))
     return replace(
         prepared,
         status=skipped.status if skipped else prepared.status,
@@ -150,7 +156,7 @@ def _combine_parts(
         configs=ran,
         # each part's passing results, all judged on the same original and inputs
         verdicts=(
-            Verdicts(drawn.judged_as, passed, dict(sorted(failed.items())), drawn.draw, drawn.info)
+            Verdicts(drawn.judged_as, passed, failed_sorted, drawn.draw, drawn.info, control, own)
             if drawn is not None and not skipped
             else None
         ),

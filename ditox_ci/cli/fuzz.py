@@ -65,7 +65,7 @@ STARTUP_ALLOWANCE_S = 5.0
 FUZZ_STATS_KEY = "fuzz"
 # the sweep's options fuzz takes no flag for: it sweeps the corpus it makes, in one job, and has
 # no base build's changed passes to exercise nor a stored report of its models to reuse
-NOT_FLAGS = ("models", "shard", "exercise_budget", "changed_since", "reuse", "reuse_from")
+NOT_FLAGS = ("models", "shard", "exercise_budget", "changed_since", "reuse", "carry", "reuse_from")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -127,6 +127,8 @@ class JobCounts:
     restarts: int = 0
     # seconds in the optimizer's calls, of the jobs that ended (a dead worker's are not known)
     optimizer_s: float = 0.0
+    # steps carried from a stored report as the control's result (engine/reuse.py)
+    carried: int = 0
 
     def __add__(self, other: JobCounts) -> JobCounts:
         return JobCounts(*(getattr(self, spec.name) + getattr(other, spec.name) for spec in fields(self)))
@@ -184,6 +186,8 @@ class StepFinished:
     outcome: Outcome
     # cleared by a screen: the control's outcome, without a call of its own
     screened: bool = False
+    # carried from a stored report (engine/reuse.py): the control's outcome, without a call
+    carried: bool = False
 
 
 @dataclass(frozen=True)

@@ -264,9 +264,9 @@ class WorkerPool:
                 return results[-1] if results else None
             case OriginalPrepared():
                 running.original = message
-            case StepFinished(step_index=index, outcome=outcome, screened=screened):
+            case StepFinished(step_index=index, outcome=outcome, screened=screened, carried=carried):
                 running.outcomes[running.remaining[index].label] = outcome
-                running.counts += JobCounts(screened=int(screened))
+                running.counts += JobCounts(screened=int(screened), carried=int(carried))
             case StepDivergence(step_index=index, divergence=divergence):
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence

@@ -20,13 +20,23 @@ carries verdicts across builds and runs:
 A worker whose every step is answered so never runs the original (`original.load_original`): a
 reused failure takes the stored draw and runner with it, which its pinpointing and evidence read;
 only a node-level divergence search runs it.
+
+A PR check goes one step further for the passes it leaves unchanged (`triage.impact`: their source,
+and the code every pass shares, are as at the PR's base). The stored report says, per model, which
+configs' results were not the nop control's bytes (`Verdicts.own`); every other config left the
+model as the control did. Such a step is carried: it takes the control's outcome, as a screen's
+cleared step does (engine/screen.py), without calling the optimizer. That holds when the pass acts
+on the head as on the build the report swept, which the worker checks where it can: the head's
+control must give the report's control bytes on the same original. What a pass the PR does not
+change does on a model is then the stored report's, which is the point: a PR check costs what the
+PR changed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -35,6 +45,7 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
+from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.report.model import Verdicts
 
@@ -74,10 +85,21 @@ class Reuse:
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
     info: OriginalInfo = field(default_factory=OriginalInfo)
     draw: Mapping[str, Any] | None = None
+    # the stored control's result, and the configs whose result was its bytes there: those a sweep
+    # may carry (the sweep keeps only the configs whose passes the PR leaves unchanged)
+    control: str = ""
+    carry: frozenset[str] = frozenset()
 
     def outcome(self, judged_as: str, digest: str) -> Outcome | None:
         """The outcome judged before for `digest`, when the original is the one judged then."""
         return self.outcomes.get(digest) if judged_as == self.judged_as else None
+
+    def carries(self, label: str, judged_as: str, control: str) -> bool:
+        """Whether the step `label` takes the control's outcome without a call: the original is the
+        one judged then, this build's control gave the stored control's bytes, and the step is one
+        the stored report found to leave the model as the control did."""
+        same = bool(control) and control == self.control and judged_as == self.judged_as
+        return same and label in self.carry
 
 
 def _value_digest(hasher: Any, value: Any) -> None:
@@ -133,15 +155,25 @@ def failed_outcomes(outcomes: Iterable[Outcome]) -> dict[str, dict[str, Any]]:
     return {digest: failed[digest].to_json() for digest in sorted(failed)}
 
 
-def reuse_table(entries: Iterable[tuple[str, str, Verdicts]]) -> dict[str, Reuse]:
-    """Per model id, what its workers may reuse, from a stored report's (id, runner, Verdicts)."""
+def as_control(verdicts: Verdicts, ran: Iterable[str]) -> frozenset[str]:
+    """The configs of `ran` (those the stored model ran) whose stored result was the control's."""
+    if not verdicts.control:
+        return frozenset()
+    own = set(verdicts.own)
+    return frozenset(label for label in ran if label != NOP and label not in own)
+
+
+def reuse_table(entries: Iterable[tuple[str, str, Verdicts, Collection[str]]]) -> dict[str, Reuse]:
+    """Per model id, what its workers may reuse, from a stored report's (id, runner, Verdicts,
+    the configs the model ran)."""
     table = {}
     passed = Outcome(None, changed=True)
-    for model, runner, verdicts in entries:
+    for model, runner, verdicts, ran in entries:
         outcomes = {digest: passed for digest in verdicts.passed}
         for digest, data in verdicts.failed.items():
             outcomes[digest] = Outcome.from_json(data, digest, changed=True)
-        if outcomes:
+        carry = as_control(verdicts, ran)
+        if outcomes or carry:
             info = OriginalInfo.from_json(verdicts.info or ({"runner": runner} if runner else {}))
-            table[model] = Reuse(verdicts.judged_as, outcomes, info, verdicts.draw)
+            table[model] = Reuse(verdicts.judged_as, outcomes, info, verdicts.draw, verdicts.control, carry)
     return table

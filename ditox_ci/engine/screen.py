@@ -126,6 +126,10 @@ class JobScreen:
             self.cleared = screen(self.steps, self.candidates, self._clears(on_call), self.suspects)
         return self.control if self.cleared and index in self.cleared else None
 
+    def leave_out(self, indexes: Collection[int]) -> None:
+        """Take steps that need no call (carried, engine/reuse.py) off the lists to screen."""
+        self.candidates = [i for i in self.candidates if i not in indexes]
+
     def ran(self, index: int, outcome: Outcome) -> None:
         """A step ran on its own: the control's outcome, or a candidate that changed the model."""
         step = self.steps[index]

@@ -14,6 +14,7 @@ import os
 import signal
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TypeVar
 
 from ditox_ci.engine import runner
@@ -116,6 +117,15 @@ def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | I
     # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
     except (Exception, InternalError, FatalError) as exc:
         return InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}")
+
+
+def _carried(job: Job, judged_as: str, control: str) -> frozenset[int]:
+    """The indexes of the job's steps it carries from a stored report (engine/reuse.py), once this
+    build's control gave `control`."""
+    reuse = job.reuse
+    if reuse is None:
+        return frozenset()
+    return frozenset(i for i, step in enumerate(job.steps) if reuse.carries(step.label, judged_as, control))
 
 
 def _original_message(context: ModelContext) -> OriginalPrepared:
@@ -230,12 +240,20 @@ class _Jobs:
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control)
         failure: InternalFailure | None = None
+        carried: frozenset[int] | None = None
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
                 self.state.enter(index, phase)
 
             try:
+                if carried is None and screen.control_digest:  # the control's result is known
+                    carried = _carried(job, context.judged_as, screen.control_digest)
+                    screen.leave_out(carried)
+                if carried and index in carried and screen.control is not None:
+                    # the control's verdict, judged or reused for the control: counted as carried
+                    outbox.add(StepFinished(index, replace(screen.control, reused=False), carried=True))
+                    continue
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
                 if cleared is not None:
                     outbox.add(StepFinished(index, cleared, screened=True))

@@ -196,13 +196,18 @@ class Verdicts:
     sha256 of their bytes, sorted, and those that failed with their outcome (kind, message,
     evidence, the other verdicts); how the original's inputs were drawn (`draw`) and what running it
     said (`info`: the runner, a runner it fell back from, the noise floor), which a finding's
-    pinpointing and evidence read."""
+    pinpointing and evidence read. `control` is the digest of the nop control's result ("": it gave
+    none) and `own` the configs whose result is not the control's bytes: every other config the
+    model ran left it as the control did, which a PR check that leaves its passes unchanged need
+    not ask again (`engine.reuse`, carried steps)."""
 
     judged_as: str
     passed: tuple[str, ...] = ()
     failed: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     draw: Mapping[str, Any] | None = None
     info: Mapping[str, Any] = field(default_factory=dict)
+    control: str = ""
+    own: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"judged_as": self.judged_as, "passed": list(self.passed)}
@@ -212,6 +217,9 @@ class Verdicts:
             data["draw"] = dict(self.draw)
         if self.info:
             data["info"] = dict(self.info)
+        if self.control:
+            data["control"] = self.control
+            data["own"] = list(self.own)
         return data
 
     @classmethod
@@ -222,6 +230,8 @@ class Verdicts:
             {str(digest): dict(outcome) for digest, outcome in dict(data.get("failed") or {}).items()},
             dict(data["draw"]) if data.get("draw") is not None else None,
             dict(data.get("info") or {}),
+            str(data.get("control", "")),
+            tuple(str(label) for label in data.get("own", ())),
         )
 
 

@@ -76,6 +76,11 @@ class SweepStats:
     screened_steps: int = 0
     # results whose verdict was reused from a stored report (engine/reuse.py), not run or compared
     reused_verdicts: int = 0
+    # steps of passes the PR leaves unchanged, carried from a stored report as the control's
+    # result without a call (engine/reuse.py)
+    carried_steps: int = 0
+    # what the PR changed (triage/impact.py's JSON: since, files, passes, shared); None: not known
+    impact: Mapping[str, Any] | None = None
     # seconds the workers spent inside the optimizer's calls (of the jobs that ended)
     optimizer_s: float = 0.0
     # the hash of what judged this sweep's verdicts (reuse.verdict_key): a later sweep with the same
@@ -134,6 +139,10 @@ class SweepStats:
             stats["screened_steps"] = self.screened_steps
         if self.reused_verdicts:
             stats["reused_verdicts"] = self.reused_verdicts
+        if self.carried_steps:
+            stats["carried_steps"] = self.carried_steps
+        if self.impact is not None:
+            stats["impact"] = dict(self.impact)
         if self.optimizer_s:
             stats["optimizer_s"] = self.optimizer_s
         if self.verdict_key:
@@ -178,6 +187,8 @@ class SweepStats:
             cache_hits=int(data.get("cache_hits", 0)),
             screened_steps=int(data.get("screened_steps", 0)),
             reused_verdicts=int(data.get("reused_verdicts", 0)),
+            carried_steps=int(data.get("carried_steps", 0)),
+            impact=dict(data["impact"]) if data.get("impact") is not None else None,
             optimizer_s=float(data.get("optimizer_s", 0.0)),
             verdict_key=str(data.get("verdict_key", "")),
             worker_restarts=int(data.get("worker_restarts", 0)),
@@ -235,6 +246,7 @@ class SweepStats:
             cache_hits=sum(shard.cache_hits for shard in shards),
             screened_steps=sum(shard.screened_steps for shard in shards),
             reused_verdicts=sum(shard.reused_verdicts for shard in shards),
+            carried_steps=sum(shard.carried_steps for shard in shards),
             optimizer_s=round(sum(shard.optimizer_s for shard in shards), 2),
             verdict_key=first.verdict_key if all(s.verdict_key == first.verdict_key for s in shards) else "",
             worker_restarts=sum(shard.worker_restarts for shard in shards),

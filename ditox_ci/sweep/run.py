@@ -12,7 +12,7 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,9 +20,11 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
+from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.engine.findings import coverage_of, effect_of, family_effects, findings_for
+from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerPool, worker_count
 from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
 from ditox_ci.engine.shard import combine_results
@@ -66,11 +68,31 @@ def environment_info() -> Environment:
     )
 
 
-def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse]) -> Iterator[Job]:
-    """Each job with what its model may reuse from a stored report (engine/reuse.py)."""
+def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carried: frozenset[str]) -> Iterator[Job]:
+    """Each job with what its model may reuse from a stored report (engine/reuse.py), carrying only
+    the configs of `carried`."""
     for job in jobs:
         found = table.get(job.ref.id)
-        yield job if found is None else replace(job, reuse=found)
+        yield job if found is None else replace(job, reuse=replace(found, carry=found.carry & carried))
+
+
+def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> frozenset[str]:
+    """The configs whose passes the PR leaves unchanged (`setup.impact`), each the same pass list in
+    the stored report's optimizer: those a step may be carried for (engine/reuse.py). None without
+    `--carry`, without a stored report of the same optimizer whose verdicts are reused, or without
+    knowing what the PR changed."""
+    impact, reference = setup.impact, setup.reference
+    if not setup.options.carry or impact is None or reference is None or not setup.reuse:
+        return frozenset()
+    if reference.optimizer.name != setup.info.name:
+        return frozenset()
+
+    def same_there(step: Step) -> bool:
+        there = step_on_build(step, reference.optimizer)
+        return there is not None and (there.passes, there.fixed_point) == (step.passes, step.fixed_point)
+
+    unchanged = (step for step in steps if step.label != NOP and not impact.changes(step.passes))
+    return frozenset(step.label for step in unchanged if same_there(step))
 
 
 def _sweep_models(
@@ -81,13 +103,14 @@ def _sweep_models(
     stream: ModelStream | None,
     on_result: Callable[[JobResult], None] | None,
     reuse: Mapping[str, Reuse],
+    carried: frozenset[str],
 ) -> None:
-    """Every job through the pool, each with what it may reuse; each model's findings once all of
-    its parts are back."""
+    """Every job through the pool, each with what it may reuse and carry; each model's findings once
+    all of its parts are back."""
     parts_total = sum(count for count in plan.parts.values() if count > 1)
     with log.group("sweep"), Progress(log, len(plan.parts), "models", parts_total) as progress:
         finished_parts: dict[str, list[JobResult]] = defaultdict(list)
-        for part in pool.run(_with_reuse(plan.jobs, reuse)):
+        for part in pool.run(_with_reuse(plan.jobs, reuse, carried)):
             finished_parts[part.ref.id].append(part)
             if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
                 progress.part_done(findings=len(finished.findings))
@@ -122,11 +145,16 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
 
 
 def _verdicts(result: JobResult) -> Verdicts:
-    """What a later sweep may reuse of the model's results (engine/reuse.py)."""
+    """What a later sweep may reuse of the model's results (engine/reuse.py): the verdicts, and
+    which configs' results were not the control's bytes."""
     outcomes = result.outcomes.values()
     draw = result.draw.to_json() if result.draw is not None else None
     passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
-    return Verdicts(result.judged_as, passed, failed, draw, result.info.to_json())
+    nop = result.outcomes.get(NOP)
+    control = nop.digest if nop is not None else ""
+    own = tuple(label for label, o in result.outcomes.items() if label != NOP and o.digest != control)
+    info = result.info.to_json()
+    return Verdicts(result.judged_as, passed, failed, draw, info, control, own if control else ())
 
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
@@ -171,6 +199,7 @@ def _report(
         runtime_runs=counts.runtime_runs,
         cache_hits=counts.cache_hits,
         screened_steps=counts.screened,
+        carried_steps=counts.carried,
         reused_verdicts=sum(entry.reused for entry in models),
         optimizer_s=round(counts.optimizer_s, 2),
         verdict_key=key,
@@ -253,7 +282,17 @@ def _sweep_planned(
     state: SweepState | None = None
     try:
         with WorkerPool(config, workers) as pool:
-            _sweep_models(pool, alone_last(plan, pool), finished, log, stream, on_result, setup.reuse)
+            carried = carried_configs(setup, plan.steps)
+            if carried:
+                impact = setup.impact
+                assert impact is not None
+                changed = ", ".join(impact.passes) or "none"
+                log.info(
+                    f"carrying {len(carried)} configs the PR leaves unchanged (changed since "
+                    f"{impact.since}: {changed}) from the stored report (--no-carry: call every pass)"
+                )
+            jobs = alone_last(plan, pool)
+            _sweep_models(pool, jobs, finished, log, stream, on_result, setup.reuse, carried)
             # re-running, localization and reduction go through the same workers, so the pool stays open
             pinpointing = _pinpoint_options(setup, stream)
             state = SweepState(setup, plan, pool, workers, head, pinpointing, stream, finished, log)
@@ -265,4 +304,6 @@ def _sweep_planned(
     # far they got
     plan = state.plan if state is not None else plan
     key = config.verdict_key
-    return _report(options, plan, head, finished, workers, setup.started, interrupted, key, log)
+    report = _report(options, plan, head, finished, workers, setup.started, interrupted, key, log)
+    what_changed = setup.impact.to_json() if setup.impact is not None else None
+    return replace(report, stats=replace(report.stats, impact=what_changed))

@@ -48,6 +48,7 @@ from ditox_ci.report.kinds import TIERS
 from ditox_ci.report.outputs import prepare_out_dir
 from ditox_ci.report.schema import read_checked_report
 from ditox_ci.triage.baseline import Baseline, check_entry_passes, load_baseline
+from ditox_ci.triage.impact import Impact, impact_of
 
 # what the sweep's own process keeps of the machine's free memory (the report, the results so far)
 PARENT_SHARE_MB = 1024
@@ -174,6 +175,12 @@ class SweepOptions(RunOptions):
     reuse: bool = option(
         True, help="reuse stored verdicts, as --reuse-from says; --no-reuse: judge every result"
     )
+    carry: bool = option(
+        True,
+        help="with --changed-since and a stored report (--reuse-from, --previous): a config whose "
+        "passes the PR leaves unchanged is not called on a model where the stored report found it "
+        "left the model as the nop control did; --no-carry: call every config",
+    )
     reuse_from: str | None = option(
         None,
         help="a stored report.json (a PR's base branch's, the previous night's) whose verdicts are "
@@ -200,13 +207,13 @@ class SweepOptions(RunOptions):
         "changes (as `ditox-ci fuzz --passes` does), on shard 0; 0: off",
         metavar="SECONDS",
     )
-    # the PR's base commit: passes whose source changed since it, in the working directory's
-    # checkout, are exercised too
+    # the PR's base commit: what changed since it, in the working directory's checkout of
+    # onnx/optimizer (triage/impact.py), is exercised and not carried
     changed_since: str | None = option(
         None,
-        help="with --base-optimizer: passes whose source (onnxoptimizer/passes/<pass>.h, .cc or "
-        ".cpp) changed since COMMIT (a sha, ref or tag, with ~N or ^N) in the working directory's "
-        "checkout are exercised too",
+        help="the PR's base commit (a sha, ref or tag, with ~N or ^N) in the working directory's "
+        "checkout of onnx/optimizer: the passes whose source changed since it are exercised (with "
+        "--base-optimizer), the others carried (--carry)",
         default_text="the pull_request event's base.sha",
         metavar="COMMIT",
     )
@@ -384,6 +391,8 @@ class SweepSetup:
     # the stored report (`--reuse-from`, else `--previous`) what the optimizer did is held against
     # (triage/missed.py), whatever it was judged with
     reference: Report | None = None
+    # what the PR changed since `--changed-since` (triage/impact.py); None: not known
+    impact: Impact | None = None
 
     @property
     def info(self) -> OptimizerInfo:
@@ -418,7 +427,8 @@ def sweep_setup(options: SweepOptions, log: Log, timeout_cap: float | None = Non
         # a report of its own is checked against the schema: it decides what is not run
         reference = read_checked_report(Path(options.reuse_from)) if options.reuse_from else previous
         reuse = reusable_verdicts(options, reference, config, log)
-        yield SweepSetup(options, build, baseline, previous, started, config, base, reuse, reference)
+        impact = impact_of(Path.cwd(), options.changed_since, info.passes, log)
+        yield SweepSetup(options, build, baseline, previous, started, config, base, reuse, reference, impact)
 
 
 def reusable_verdicts(
@@ -438,7 +448,10 @@ def reusable_verdicts(
             f"({made_by}, or none recorded); every result is judged here"
         )
         return {}
-    table = reuse_table((m.id, m.runner, m.verdicts) for m in stored.models if m.verdicts is not None)
+    every = stored.stats.configs
+    table = reuse_table(
+        (m.id, m.runner, m.verdicts, m.configs or every) for m in stored.models if m.verdicts is not None
+    )
     models = f"{len(table)} model{'' if len(table) == 1 else 's'}"
     log.info(f"reusing the verdicts of {models} from {source} (--no-reuse: judge all)")
     return table

@@ -31,7 +31,7 @@ from ditox_ci.sweep.plan import ModelStream, SweepPlan
 from ditox_ci.sweep.setup import SweepSetup
 from ditox_ci.triage.base_optimizer import check_on_base
 from ditox_ci.triage.builds import BuildIdentity, identify, look_alike
-from ditox_ci.triage.exercise import changed_passes, exercise, passes_to_exercise
+from ditox_ci.triage.exercise import exercise, passes_to_exercise
 from ditox_ci.triage.missed import missed_optimizations, pinned_on_base
 from ditox_ci.triage.reproduce import reproduce
 
@@ -112,8 +112,8 @@ class Exercise:
     def run(self, state: SweepState) -> StageResult:
         assert state.base is not None
         options, plan, finished = state.setup.options, state.plan, state.finished
-        changed = changed_passes(Path.cwd(), options.changed_since, plan.info.passes, state.log)
-        targets = passes_to_exercise(plan.info, state.base.info, changed)
+        impact = state.setup.impact
+        targets = passes_to_exercise(plan.info, state.base.info, impact.passes if impact is not None else ())
         if not targets:
             return StageResult(tuple(finished.findings))
         out = Path(options.out) / EXERCISED_DIR

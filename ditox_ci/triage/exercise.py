@@ -3,7 +3,7 @@
 A corpus rarely holds a model that a brand-new pass rewrites (onnx/optimizer's
 `fuse_consecutive_squeeze_unsqueeze` changed none of 2,022), so the check would pass it untested.
 The passes the head build has and the base lacks, and, in a checkout of onnx/optimizer, the passes
-whose source file (`onnxoptimizer/passes/<pass>.h`) changed since the PR's base commit, get the
+whose source (or a helper it includes) changed since the PR's base commit (`triage.impact`), get the
 pass-directed generators' models (`ditox-ci fuzz`): the pass's own generator, or for a pass that
 has none the generators of the passes closest to it by name (a new pass is often a variant of an
 old one), else all of them. Each model runs the nop control and every such pass alone on the
@@ -15,7 +15,6 @@ nothing.
 from __future__ import annotations
 
 import difflib
-import re
 import shutil
 import time
 from collections.abc import Collection, Mapping, Sequence
@@ -33,39 +32,13 @@ from ditox_ci.log import Log
 from ditox_ci.report.exercised import MODEL_IDS_KEY, WHY_CHANGED, WHY_NEW, ExercisedPass
 from ditox_ci.report.header import OptimizerInfo
 from ditox_ci.report.model import Finding
-from ditox_ci.triage.history import HistoryError, NoCommit, NotGitRepository, changed_files
 
-# where a pass of onnx/optimizer lives in its checkout
-PASS_FOLDER = "onnxoptimizer/passes"
-PASS_SOURCE = re.compile(r"^(?P<name>\w+)\.(?:h|cc|cpp)$")
 # a pass without a generator of its own gets the models of this many passes closest to it by name
 CLOSE_GENERATORS = 3
 CLOSE_CUTOFF = 0.6
 # models made per exercised pass at most, however fast they come: enough to see a pass fire on
 # several seeds of each of its generators, few enough that report.json stays the corpus's
 MODELS_PER_PASS = 60
-
-
-def changed_passes(checkout: Path, since: str | None, passes: Collection[str], log: Log) -> tuple[str, ...]:
-    """The passes whose source file differs between commit `since` and the checkout at `checkout`
-    (`triage.history`, which needs no git).
-
-    Quietly none where that cannot be known: no commit given, not a git checkout. A checkout that
-    lacks the commit (a shallow clone) is said once, since fetching more history is the fix: only
-    the new passes are exercised then."""
-    if not since:
-        return ()
-    try:
-        changed = changed_files(checkout, since, PASS_FOLDER)
-    except NotGitRepository:
-        return ()
-    except HistoryError as error:
-        fix = "; a shallow checkout needs the base commit (actions/checkout with fetch-depth: 0)"
-        fix = fix if isinstance(error, NoCommit) else ""
-        log.info(f"passes changed since {since} not looked up ({error}){fix}")
-        return ()
-    names = {found["name"] for name in changed if (found := PASS_SOURCE.match(name))}
-    return tuple(name for name in passes if name in names)
 
 
 def passes_to_exercise(head: OptimizerInfo, base: OptimizerInfo, changed: Sequence[str]) -> dict[str, str]:

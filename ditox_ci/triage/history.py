@@ -1,12 +1,12 @@
 """The files a pull request changed in a git checkout, read with dulwich: the Action's image has no
 git (Debian's would bring perl: some 90 MB installed, against dulwich's 9), and a PR check runs there.
 
-What `git diff --name-only COMMIT -- FOLDER` lists, for the files directly in one folder: each file
-the commit's tree or the index holds there whose bytes on disk differ from the commit's (or that
-one side lacks), so uncommitted edits count. A file is compared as stored: no clean filter
-(`.gitattributes` text or LFS conversions) is applied, which a folder of C++ sources has none of.
-The checkout is the PR's: a symlink is compared by its target, as git stores it, never followed
-(one to /dev/zero would never end), and a folder reached through a symlink holds nothing.
+What `git diff --name-only COMMIT` lists: each file the commit's tree or the index holds whose
+bytes on disk differ from the commit's (or that one side lacks), so uncommitted edits count. A file
+is compared as stored: no clean filter (`.gitattributes` text or LFS conversions) is applied, which
+onnx/optimizer's sources have none of; a submodule by the commit the index records. The checkout
+is the PR's: a symlink is compared by its target, as git stores it, never followed (one to
+/dev/zero would never end), and a folder reached through a symlink holds nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import stat
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
+from dulwich.index import IndexEntry
 from dulwich.objects import Blob, Commit, Tree
 from dulwich.objectspec import parse_commit
 from dulwich.repo import Repo
@@ -33,31 +34,60 @@ class NoCommit(HistoryError):
     """The checkout lacks the commit (a shallow clone) or an object of its tree."""
 
 
-def changed_files(checkout: Path, since: str, folder: str) -> set[str]:
-    """The names of the files directly in `folder` (relative to the checkout's root) that differ
-    between commit `since` (a sha, short sha, ref or tag, with ~N or ^N) and the working tree.
+def changed_paths(checkout: Path, since: str) -> set[str]:
+    """The paths (relative to the checkout's root, in every folder) whose bytes differ between commit
+    `since` and the working tree, as `git diff --name-only COMMIT` lists them; a submodule is
+    compared by the commit the index records for it, not by what is checked out there.
 
     Raises NotGitRepository outside a checkout, NoCommit where the history is not there and
     HistoryError where the checkout cannot be read."""
-    prefix = folder.encode() + b"/"
     try:
         with Repo.discover(str(checkout)) as repo:
-            before = _entries(repo, _commit(repo, since).tree, folder)
-            tracked = {
-                path[len(prefix) :].decode(errors="replace")
-                for path in repo.open_index().paths()
-                if path.startswith(prefix) and b"/" not in path[len(prefix) :]
-            }
-            root = Path(repo.path) / folder
-            inside = os.path.realpath(root) == os.path.join(os.path.realpath(repo.path), folder)
-            now = {name: _blob_id(root / name) if inside else None for name in before.keys() | tracked}
-            return {name for name, blob in now.items() if blob != before.get(name)}
+            before = _tree_paths(repo, _commit(repo, since).tree, "")
+            root = Path(repo.path)
+            real_root = os.path.realpath(root)
+            now: dict[str, bytes | None] = {}
+            index = repo.open_index()
+            written = os.stat(index.path).st_mtime_ns
+            for raw, entry in index.items():
+                name = raw.decode(errors="replace")
+                if not isinstance(entry, IndexEntry):  # a merge conflict: changed, whatever it holds
+                    now[name] = None
+                elif entry.mode == _GITLINK:
+                    now[name] = entry.sha
+                else:
+                    now[name] = _current_id(root, real_root, name, entry, written)
+            return {name for name in before.keys() | now.keys() if now.get(name) != before.get(name)}
     except NotGitRepository:
         raise
     except (KeyError, ValueError) as missing:
         raise NoCommit(f"the checkout has no {_named(missing)}") from None
     except Exception as error:  # a damaged checkout: dulwich raises zlib, struct, buffer errors and its own
         raise HistoryError(f"the checkout could not be read: {type(error).__name__}: {error}") from None
+
+
+def repository_root(checkout: Path) -> Path:
+    """The root of the git checkout that holds `checkout`; raises NotGitRepository outside one."""
+    with Repo.discover(str(checkout)) as repo:
+        return Path(repo.path)
+
+
+# the mode git gives a submodule's entry: the commit it is at
+_GITLINK = 0o160000
+
+
+def _tree_paths(repo: Repo, tree_id: bytes, prefix: str) -> dict[str, bytes]:
+    """{path: object id} of every file, symlink and submodule under the tree, in every folder."""
+    found: dict[str, bytes] = {}
+    tree = repo[tree_id]
+    assert isinstance(tree, Tree)
+    for entry in tree.items():
+        path = prefix + entry.path.decode(errors="replace")
+        if stat.S_ISDIR(entry.mode):
+            found.update(_tree_paths(repo, entry.sha, path + "/"))
+        else:  # a file, a symlink or a submodule (its commit): by the entry, no blob is read
+            found[path] = entry.sha
+    return found
 
 
 def _named(missing: Exception) -> str:
@@ -93,18 +123,23 @@ def _parent(repo: Repo, commit: Commit, number: int) -> Commit:
     return parent
 
 
-def _entries(repo: Repo, tree_id: bytes, folder: str) -> dict[str, bytes]:
-    """{name: blob id} of the files directly in `folder` of the tree; {} where it has no such folder."""
-    tree = repo[tree_id]
-    for part in folder.encode().split(b"/"):
-        if not isinstance(tree, Tree) or part not in tree:
-            return {}
-        tree = repo[tree[part][1]]
-    if not isinstance(tree, Tree):
-        return {}
-    # by the entry's mode, not its object: a partial clone (`filter: blob:none`) has no blobs
-    files = (entry for entry in tree.items() if stat.S_ISREG(entry.mode) or stat.S_ISLNK(entry.mode))
-    return {entry.path.decode(errors="replace"): entry.sha for entry in files}
+def _current_id(root: Path, real_root: str, name: str, entry: IndexEntry, written: int) -> bytes | None:
+    """The id of what the working tree holds at `name`: the index's for a file its stat says is the
+    one the index hashed (git's own shortcut: same size and modification time, older than the index
+    file), else hashed now; None for nothing there, or a file reached through a symlinked folder,
+    which is not the checkout's."""
+    parent = os.path.dirname(name)
+    if os.path.realpath(root / parent) != os.path.normpath(os.path.join(real_root, parent)):
+        return None
+    path = root / name
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None
+    seconds, nanoseconds = entry.mtime if isinstance(entry.mtime, tuple) else (int(entry.mtime), 0)
+    stamp = seconds * 10**9 + nanoseconds
+    same = stat.S_ISREG(info.st_mode) and info.st_size == entry.size and info.st_mtime_ns == stamp
+    return entry.sha if same and stamp < written else _blob_id(path)
 
 
 def _blob_id(path: Path) -> bytes | None:
@@ -118,4 +153,10 @@ def _blob_id(path: Path) -> bytes | None:
     return Blob.from_string(path.read_bytes()).id if stat.S_ISREG(mode) else None
 
 
-__all__ = ["HistoryError", "NoCommit", "NotGitRepository", "changed_files"]
+__all__ = [
+    "HistoryError",
+    "NoCommit",
+    "NotGitRepository",
+    "changed_paths",
+    "repository_root",
+]

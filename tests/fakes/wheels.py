@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib.metadata
+import subprocess
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -181,3 +182,30 @@ def changed_pass_onnxoptimizer(folder: Path, version: str) -> Path:
     """A wheel of the installed onnxoptimizer, as `version`, whose CHANGED_PASS differs where it
     fires: a pull request's head that changes one pass."""
     return _wrapped_onnxoptimizer(folder, version, _CHANGE)
+
+
+def changed_pass_checkout(folder: Path) -> tuple[Path, str]:
+    """The sources of the pull request `changed_pass_onnxoptimizer` builds, laid out as onnx/optimizer
+    lays them out: a git checkout with a header per pass of the installed onnxoptimizer (named by
+    its `getPassName`, as there) and the pass manager, committed as the PR's base, with
+    CHANGED_PASS's header changed since; the checkout and the base commit."""
+    import onnxoptimizer
+
+    checkout = folder / "optimizer"
+    passes = checkout / "onnxoptimizer" / "passes"
+    passes.mkdir(parents=True)
+    for name in onnxoptimizer.get_available_passes():
+        body = f'  std::string getPassName() const override {{\n    return "{name}";\n  }}\n'
+        (passes / f"{name}.h").write_text(f"struct Pass {{\n{body}}};\n")
+    (checkout / "onnxoptimizer" / "pass_manager.cc").write_text("// what every pass runs in\n")
+
+    def git(*args: str) -> str:
+        command = ["git", "-C", str(checkout), "-c", "user.name=t", "-c", "user.email=t@t", *args]
+        return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    with (passes / f"{CHANGED_PASS}.h").open("a") as header:
+        header.write("// changed by the pull request\n")
+    return checkout, git("rev-parse", "HEAD")

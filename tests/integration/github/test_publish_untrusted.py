@@ -245,9 +245,13 @@ def test_untrusted_text_makes_no_links_in_comments_issues_and_checks(server, tmp
     hostile = "see https://evil.example/x or www.evil.example, GH-1 and #1"
     bug = replace(BUG_A, model="links/model.onnx", measured={**BUG_A.measured, "message": hostile})
     rep = replace(report(bug), models=(ModelEntry("links/model.onnx", "t", "0" * 64),))
+    # what the PR changed names the PR's own files: a file may be named like a link
+    impact = {"since": hostile, "files": 2, "passes": [], "shared": ["www.evil.example", "](https://evil.example/y)"]}
+    rep = replace(rep, stats=replace(rep.stats, impact=impact))
     argv = ["--report", str(write(tmp_path, "links.json", rep)), "--file-issues"]
     assert run_publish(argv, github_env(tmp_path, server.url))[0] == 0
     texts = [c["body"] for c in server.repo.comments.values()]
+    assert any("What the PR changed" in text for text in texts)
     texts += [i["body"] for i in server.bot_issues()] + [i["title"] for i in server.bot_issues()]
     texts += [run["output"]["summary"] for run in server.repo.check_runs.values()]
     for text in texts:

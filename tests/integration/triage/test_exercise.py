@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 from ditox_ci.log import Log
-from ditox_ci.triage.exercise import changed_passes
+from ditox_ci.triage.impact import impact_of
 
 PASSES = ("eliminate_identity", "fuse_bn_into_conv", "nop")
+
+
+def changed_passes(checkout: Path, since: str | None, passes: tuple[str, ...], log: Log) -> tuple[str, ...]:
+    """The passes the sweep exercises as changed: none where what changed cannot be known."""
+    impact = impact_of(checkout, since, passes, log)
+    return () if impact is None else impact.passes
 
 
 def git(checkout: Path, *args: str) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from wheels import changed_pass_onnxoptimizer
+from wheels import changed_pass_checkout, changed_pass_onnxoptimizer
 
 from ditox_ci.corpus import ModelRef
 from ditox_ci.engine.plan import build_steps
@@ -77,10 +77,12 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("cache")
 
 
-def _sweep(models: Path, out: Path, cache: Path, *args: str) -> tuple[int, dict, str]:
+def _sweep(
+    models: Path, out: Path, cache: Path, *args: str, cwd: Path | None = None
+) -> tuple[int, dict, str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
     common = ("--models", str(models), "--configs", CONFIGS, "--jobs", "1", "--localize", "off")
-    return helpers.sweep(*common, "--cache-dir", str(cache), *args, out=out, env=env)
+    return helpers.sweep(*common, "--cache-dir", str(cache), *args, out=out, env=env, cwd=cwd)
 
 
 def _verdicts(report: dict) -> tuple[list, list]:
@@ -193,7 +195,7 @@ def test_a_job_whose_every_result_was_judged_before_never_runs_the_original(corp
         stored = Verdicts(
             judged.judged_as, passed_digests(outcomes), failed_outcomes(outcomes), draw, judged.info.to_json()
         )
-        reuse = reuse_table([(ref.id, "", stored)])[ref.id]
+        reuse = reuse_table([(ref.id, "", stored, ())])[ref.id]
         (reused,) = pool.run([Job(ref, steps, fresh=True, reuse=reuse)])
         other_inputs = replace(reuse, judged_as="0" * 64)
         (rejudged,) = pool.run([Job(ref, steps, fresh=True, reuse=other_inputs)])
@@ -223,3 +225,40 @@ def test_a_stored_report_that_is_no_report_is_a_one_line_error(corpus: Path, cac
         code, report, stderr = _sweep(corpus, tmp_path / "out", cache, "--reuse-from", str(given))
         lines = stderr.strip().splitlines()
         assert (code, report) == (4, {}) and len(lines) == 1 and says in lines[0], stderr
+
+
+def test_a_pr_check_carries_the_steps_of_passes_it_leaves_unchanged_and_judges_alike(
+    corpus: Path, cache: Path, head: str, base_report: Path, tmp_path: Path
+):
+    """With what the PR changed (--changed-since in the checkout), a config whose passes it leaves
+    unchanged is not called where the base report found it left the model as the control did; the
+    findings and model entries are those of a run that calls and judges everything."""
+    checkout, since = changed_pass_checkout(tmp_path)
+    args = ("--optimizer", head, "--reuse-from", str(base_report), "--changed-since", since)
+    code, carried, stderr = _sweep(corpus, tmp_path / "carried", cache, *args, cwd=checkout)
+    assert code == 1, stderr
+    code, judged, stderr = _sweep(corpus, tmp_path / "judged", cache, "--optimizer", head, "--no-reuse")
+    assert code == 1, stderr
+    assert _verdicts(carried) == _verdicts(judged)
+    changed = {"since": since, "files": 1, "passes": ["fuse_bn_into_conv"], "shared": []}
+    assert carried["stats"]["impact"] == changed
+    # the configs without fuse_bn_into_conv (default runs it), less the ones each model's own
+    # result in the base report made a difference on
+    unchanged = {"pass:eliminate_identity", "pass:eliminate_nop_transpose", "pass:split_init"}
+    stored = [entry["verdicts"] for entry in json.loads(base_report.read_text())["models"]]
+    expected = sum(len(unchanged - set(verdicts["own"])) for verdicts in stored)
+    assert expected > 0 and carried["stats"]["carried_steps"] == expected
+    assert carried["stats"]["optimizer_runs"] == judged["stats"]["optimizer_runs"] - expected
+    summary = (tmp_path / "carried" / "summary.md").read_text()
+    assert f"since {since[:12]}: fuse\\_bn\\_into\\_conv; {expected} results of the other passes" in summary
+    assert f"| results carried | {expected} results of passes the PR leaves unchanged" in summary
+    # told not to, or where the PR changed what every pass shares: every config is called
+    code, called, stderr = _sweep(corpus, tmp_path / "called", cache, *args, "--no-carry", cwd=checkout)
+    assert code == 1 and "carried_steps" not in called["stats"], stderr
+    (checkout / "onnxoptimizer" / "pass_manager.cc").write_text("// changed too\n")
+    code, shared, stderr = _sweep(corpus, tmp_path / "shared", cache, *args, cwd=checkout)
+    assert code == 1 and "carried_steps" not in shared["stats"], stderr
+    assert shared["stats"]["impact"]["shared"] == ["onnxoptimizer/pass_manager.cc"]
+    said = (tmp_path / "shared" / "summary.md").read_text()
+    assert "code every pass shares (onnxoptimizer/pass\\_manager.cc), so every config was called" in said
+    assert _verdicts(shared) == _verdicts(judged)

@@ -42,7 +42,7 @@ def test_every_input_of_action_yml_is_mapped_by_the_table_or_the_action_s_own() 
     assert set(INPUTS) == {field.name for field in dataclasses.fields(ActionInputs)}
 
 
-# every input given, every switch on (reuse, on by default, off); then every switch off
+# every input given, every switch on (reuse and carry, on by default, off); then every switch off
 GIVEN = ActionInputs(
     models=("m",),
     configs=("c",),
@@ -51,6 +51,7 @@ GIVEN = ActionInputs(
     baseline="baseline.yml",
     previous="previous.json",
     reuse=False,
+    carry=False,
     reuse_from="base.json",
     shard_count=2,
     rtol=0.1,

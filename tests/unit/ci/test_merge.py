@@ -507,11 +507,14 @@ def test_a_shard_whose_build_description_is_gone_or_judged_by_another_runtime_is
 
 def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_takes_them() -> None:
     judged_as = "c" * 64
-    first = replace(_part(("nop", "pass:b"), 2.0), verdicts=Verdicts(judged_as, ("a" * 64,)), reused=2)
+    # each part ran the control, whose bytes every config but each part's `own` gave
+    control = "e" * 64
+    stored = Verdicts(judged_as, ("a" * 64,), control=control, own=("pass:b",))
+    first = replace(_part(("nop", "pass:b"), 2.0), verdicts=stored, reused=2)
     # the second part ran the original (its draw) and has a failure to reuse
     failure = {"kind": "interface-change", "message": "retyped", "evidence": {}}
     ran = {"samples": 1}, {"runner": "reference"}
-    drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran)
+    drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran, control, ("default",))
     second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=drawn)
     shards = [
         replace(shard, stats={**shard.stats.to_json(), "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
@@ -519,7 +522,8 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     ]
     merged = merge_reports(shards)
     entry = next(entry for entry in merged.models if entry.id == "m1")
-    assert entry.verdicts == Verdicts(judged_as, ("a" * 64, "b" * 64), {"f" * 64: failure}, *ran)
+    both, own = ("a" * 64, "b" * 64), ("pass:b", "default")
+    assert entry.verdicts == Verdicts(judged_as, both, {"f" * 64: failure}, *ran, control, own)
     assert entry.reused == 2
     assert (merged.stats.reused_verdicts, merged.stats.verdict_key) == (3, "d" * 64)
     assert ModelEntry.from_json(entry.to_json()) == entry
@@ -529,6 +533,10 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     assert verdicts_errors(merged) == []
     unhashed = replace(entry, verdicts=Verdicts("not a digest", ()))
     assert verdicts_errors(replace(merged, models=(unhashed,)))
+    # parts whose controls gave other bytes: no config is known to have given the control's
+    moved = replace(second, verdicts=replace(drawn, control="9" * 64))
+    (apart,) = [e for e in merge_reports(_split(first, moved)).models if e.id == "m1"]
+    assert apart.verdicts is not None and (apart.verdicts.control, apart.verdicts.own) == ("", ())
     # shards judged by different settings: nothing of the merge may be reused
     other = [replace(shards[0], stats={**shards[0].stats.to_json(), "verdict_key": "e" * 64}), shards[1]]
     assert not merge_reports(other).stats.verdict_key

@@ -73,7 +73,7 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     draw = Draw(1, attempt=2, wide_scales={"x": 0.1}, signed=True)
     info = {"inputs": "random", "runner": "reference", "runner_fallback": "ONNX Runtime cannot load it"}
     stored = Verdicts("j" * 64, ("b" * 64,), failed, draw.to_json(), info)
-    table = reuse_table([("m", "onnxruntime", stored), ("n", "", Verdicts("k" * 64))])
+    table = reuse_table([("m", "onnxruntime", stored, ()), ("n", "", Verdicts("k" * 64), ())])
     assert list(table) == ["m"]  # nothing judged: nothing to reuse
     reuse = table["m"]
     assert reuse.info == OriginalInfo.from_json(info) and reuse.info.to_json() == info
@@ -89,5 +89,5 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     assert reuse.outcome("x" * 64, "b" * 64) is None  # another original, or other inputs
     assert reuse.outcome("j" * 64, "d" * 64) is None
     # an older report's entry says only which runner judged it
-    (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)))]).values()
+    (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)), ())]).values()
     assert (old.info, old.draw) == (OriginalInfo(runner="onnxruntime"), None)
