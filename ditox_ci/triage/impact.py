@@ -75,11 +75,13 @@ class _Source:
     includes: frozenset[str]
 
 
-def _read_sources(folder: Path) -> dict[str, _Source] | None:
-    """Each pass file's names and the folder's files it includes; None when one cannot be read as
+def _read_sources(root: Path) -> dict[str, _Source] | None:
+    """Each file's names and the files it includes, in the checkout's pass folder; none where the
+    folder is not the checkout's (reached through a symlink); None when a file cannot be read as
     source (too large, not a regular file)."""
     sources: dict[str, _Source] = {}
-    if not folder.is_dir() or folder.is_symlink():
+    folder = root / PASS_FOLDER
+    if os.path.realpath(folder) != os.path.join(os.path.realpath(root), PASS_FOLDER) or not folder.is_dir():
         return sources
     for entry in os.scandir(folder):
         found = PASS_SOURCE.match(entry.name)
@@ -131,15 +133,12 @@ def impact_of(checkout: Path, since: str | None, passes: Collection[str], log: L
         fix = fix if isinstance(error, NoCommit) else ""
         log.info(f"passes changed since {since} not looked up ({error}){fix}")
         return None
-    sources = _read_sources(root / PASS_FOLDER)
+    sources = _read_sources(root)
     prefix = PASS_FOLDER + "/"
-    in_folder = {name[len(prefix) :] for name in files if name.startswith(prefix)}
-    pass_files = {name for name in in_folder if "/" not in name and PASS_SOURCE.match(name)}
-    shared = sorted(
-        name
-        for name in files
-        if not NOT_BUILT.search(name) and (sources is None or name[len(prefix) :] not in pass_files)
-    )
+    in_folder = {name.removeprefix(prefix): name for name in files if name.startswith(prefix)}
+    pass_files = {short for short in in_folder if "/" not in short and PASS_SOURCE.match(short)}
+    own = {in_folder[short] for short in pass_files} if sources is not None else set()
+    shared = sorted(name for name in files if not NOT_BUILT.search(name) and name not in own)
     changed = passes_changed(pass_files, sources or {})
     ordered = tuple(name for name in passes if name in changed)
     return Impact(since, tuple(sorted(files)), ordered, tuple(shared))

@@ -94,8 +94,17 @@ def test_files_no_build_reads_change_nothing_others_change_every_pass(tmp_path: 
     assert impact.passes == () and impact.shared == () and not impact.changes(["eliminate_identity"])
     commit(checkout, "docs")
     (checkout / "onnxoptimizer" / "pass_manager.cc").write_text("// the pass manager, changed\n")
+    # a file outside the pass folder is shared code, whatever its path ends with: here as many
+    # characters before `split.h` as the pass folder's path has, and split.h changed too
+    tool = "tools/" + "a" * (len("onnxoptimizer/passes/") - len("tools//")) + "/split.h"
+    (checkout / tool).parent.mkdir(parents=True)
+    (checkout / tool).write_text("// a tool's header named like a pass file\n")
+    split = checkout / "onnxoptimizer" / "passes" / "split.h"
+    split.write_text(split.read_text() + "// changed\n")
+    git(checkout, "add", "tools")
     impact = impact_of(checkout, base, PASSES, log)
-    assert impact is not None and impact.shared == ("onnxoptimizer/pass_manager.cc",)
+    assert impact is not None and impact.shared == ("onnxoptimizer/pass_manager.cc", tool)
+    assert impact.passes == ("split_init", "split_predict")
     assert impact.changes(["eliminate_identity"]), "the code every pass runs in changed"
 
 
