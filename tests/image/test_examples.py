@@ -152,12 +152,17 @@ def test_pr_yml_shards_merge_and_publish_with_the_base_build(runner: Runner, ser
     # the Reshape bug is in 0.4.1 too: the base build reproduces it, so it is known, not new
     culprits = [f for f in merged["findings"] if CULPRIT in f["culprit"]["passes"]]
     assert culprits and {f["status"] for f in culprits} == {"known"}
+    # what the PR changed, read from the checkout in the image: the culprit's header, nothing shared
+    impact = merged["stats"]["impact"]
+    assert (impact["since"], impact["passes"], impact["shared"]) == (base_sha(runner.root), [CULPRIT], [])
     (exercised,) = [p for p in merged["stats"]["exercised"]["passes"] if p["name"] == CULPRIT]
     assert exercised["why"] == "changed"
     assert exercised["models_checked"] > 0 and not exercised["not_run"], exercised
     assert publish.code == 0 and publish.outputs["new"] == "0", publish.log[-3000:]
     (comment,) = [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
     assert "no new bugs" in comment["body"] and "the base build fails the same way" in comment["body"]
+    changed = f"**What the PR changed** since {base_sha(runner.root)[:12]}: {CULPRIT}."
+    assert changed in comment["body"].replace("\\_", "_"), comment["body"]
     row = f"| {CULPRIT} | changed | {exercised['models_changed']} of {exercised['models_checked']} |"
     assert row in comment["body"].replace("\\_", "_"), comment["body"]
     (check,) = server.repo.check_runs.values()
