@@ -25,6 +25,7 @@ where the failure is the pass's own step's finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
@@ -101,7 +102,11 @@ class JobScreen:
     It screens when the job reaches its first single-pass step, once the control step (`nop`, run
     first, or on the worker before when the job resumed) gave the result every cleared pass must
     give. `suspects` is the worker's: passes whose own step changed (or failed on) an earlier
-    screened model, kept out of later lists."""
+    screened model, kept out of later lists.
+
+    A step a stored report lets the job carry (engine/reuse.py: `Reuse.carries`) gets the control's
+    outcome too, without a call, once the control's result is known; it is kept out of the lists
+    to screen."""
 
     def __init__(
         self,
@@ -111,6 +116,7 @@ class JobScreen:
         min_mb: float | None,
         suspects: set[str],
         control: Outcome | None = None,
+        carries: Callable[[str, str, str], bool] | None = None,
     ) -> None:
         self.context, self.optimizer, self.steps, self.suspects = context, optimizer, steps, suspects
         able = screens(optimizer.info, steps) and optimizer.optimize_bytes is not None
@@ -118,6 +124,19 @@ class JobScreen:
         # the control's outcome: from an earlier worker when the job resumed without its step
         self.control = control
         self.cleared: set[int] | None = None
+        self.carries = carries
+        self.carried: set[int] | None = None
+
+    def carried_outcome(self, index: int) -> Outcome | None:
+        """The control's outcome (as this job's verdict, not a reused one) when the step at `index`
+        is carried; None when it is not, or the control's result is not known yet."""
+        if self.carried is None and self.control_digest and self.carries is not None:
+            carries, judged_as, digest = self.carries, self.context.judged_as, self.control_digest
+            self.carried = {i for i, step in enumerate(self.steps) if carries(step.label, judged_as, digest)}
+            self.candidates = [i for i in self.candidates if i not in self.carried]
+        if self.control is None or not self.carried or index not in self.carried:
+            return None
+        return replace(self.control, reused=False)
 
     def cleared_outcome(self, index: int, on_call: Callable[[], None]) -> Outcome | None:
         """The control's outcome when the step at `index` is cleared (screening on the first
@@ -125,10 +144,6 @@ class JobScreen:
         if self.cleared is None and index in self.candidates and self.control_digest:
             self.cleared = screen(self.steps, self.candidates, self._clears(on_call), self.suspects)
         return self.control if self.cleared and index in self.cleared else None
-
-    def leave_out(self, indexes: Collection[int]) -> None:
-        """Take steps that need no call (carried, engine/reuse.py) off the lists to screen."""
-        self.candidates = [i for i in self.candidates if i not in indexes]
 
     def ran(self, index: int, outcome: Outcome) -> None:
         """A step ran on its own: the control's outcome, or a candidate that changed the model."""

@@ -14,7 +14,6 @@ import os
 import signal
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TypeVar
 
 from ditox_ci.engine import runner
@@ -117,15 +116,6 @@ def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | I
     # a bug in ditox-ci (InternalError and FatalError are BaseExceptions): never a silent skip
     except (Exception, InternalError, FatalError) as exc:
         return InternalFailure(f"preparing the original: {type(exc).__name__}: {exc}")
-
-
-def _carried(job: Job, judged_as: str, control: str) -> frozenset[int]:
-    """The indexes of the job's steps it carries from a stored report (engine/reuse.py), once this
-    build's control gave `control`."""
-    reuse = job.reuse
-    if reuse is None:
-        return frozenset()
-    return frozenset(i for i, step in enumerate(job.steps) if reuse.carries(step.label, judged_as, control))
 
 
 def _original_message(context: ModelContext) -> OriginalPrepared:
@@ -238,21 +228,18 @@ class _Jobs:
         outbox = _Outbox(self.conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
-        screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control)
+        carries = job.reuse.carries if job.reuse is not None else None
+        screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control, carries)
         failure: InternalFailure | None = None
-        carried: frozenset[int] | None = None
         for index, step in enumerate(job.steps):
 
             def on_phase(phase: str, index: int = index) -> None:
                 self.state.enter(index, phase)
 
             try:
-                if carried is None and screen.control_digest:  # the control's result is known
-                    carried = _carried(job, context.judged_as, screen.control_digest)
-                    screen.leave_out(carried)
-                if carried and index in carried and screen.control is not None:
-                    # the control's verdict, judged or reused for the control: counted as carried
-                    outbox.add(StepFinished(index, replace(screen.control, reused=False), carried=True))
+                carried = screen.carried_outcome(index)
+                if carried is not None:
+                    outbox.add(StepFinished(index, carried, carried=True))
                     continue
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
                 if cleared is not None:
