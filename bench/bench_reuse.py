@@ -15,10 +15,11 @@ report is made, as its nightly would: `sweep` of onnxoptimizer (not counted). Th
               take the head's outcome);
   PR check    the same with what the PR changed (`--changed-since`, in a checkout whose
               fuse_bn_into_conv.h changed since the base commit: `changed_pass_checkout`): a config
-              without fuse_bn_into_conv that left a model as the control did in the base report is
-              carried, not called (engine/reuse.py). Both PR checks run with `--exercise-budget 0`:
-              the models a PR check makes for the passes it changes cost their budget (60 s of
-              wall time on shard 0 by default) whatever the corpus, and a full sweep makes none.
+              without fuse_bn_into_conv whose result on a model the base report knows (the
+              control's bytes, or its own judged there) is carried, not called (engine/reuse.py).
+              Both PR checks run with `--exercise-budget 0`: the models a PR check makes for the
+              passes it changes cost their budget (60 s of wall time on shard 0 by default)
+              whatever the corpus, and a full sweep makes none.
 
 CPU is every process of the sweep's tree (the sweep, its forkserver, the workers), read from /proc
 every POLL_S seconds. Each PR check's findings must be the full sweep's (model, config, kind,
@@ -122,8 +123,9 @@ def _largest(report: dict, count: int = 3) -> str:
 
 
 def _carry_share(report: dict) -> float:
-    """The share of report.json's JSON that what carrying reads (`verdicts.control`, `.own`) takes."""
-    kept = ("control", "own")
+    """The share of report.json's JSON that what carrying reads (`verdicts.control`, `.own`,
+    `.results`) takes."""
+    kept = ("control", "own", "results")
     models = [
         {**entry, "verdicts": {k: v for k, v in entry["verdicts"].items() if k not in kept}}
         if entry.get("verdicts")

@@ -147,6 +147,7 @@ def _combine_parts(
     controls = {verdicts.control for verdicts in judged}
     control = controls.pop() if len(controls) == 1 else ""
     own = tuple(dict.fromkeys(label for verdicts in judged for label in verdicts.own)) if control else ()
+    results = {label: digest for verdicts in judged for label, digest in verdicts.results.items() if control}
     failed_sorted = dict(sorted(failed.items()))
     return replace(
         prepared,
@@ -156,7 +157,7 @@ def _combine_parts(
         configs=ran,
         # each part's passing results, all judged on the same original and inputs
         verdicts=(
-            Verdicts(drawn.judged_as, passed, failed_sorted, drawn.draw, drawn.info, control, own)
+            Verdicts(drawn.judged_as, passed, failed_sorted, drawn.draw, drawn.info, control, own, results)
             if drawn is not None and not skipped
             else None
         ),

@@ -10,7 +10,10 @@ A worker answers each Job with:
     output mismatch, StepDivergence(i, Divergence | None): the first node whose output differs
     (localize_nodes), found with the optimizer run again in the worker; for each single-pass step of
     a large model that screening cleared (`engine.screen`), StepFinished(i, the control's Outcome,
-    screened=True);
+    screened=True); once the control's result is known, StepsCarried(indexes) for the steps carried
+    from a stored report (`engine.reuse`), whose outcomes the parent rebuilds from the Job's
+    `reuse` as the worker would have (a PR check carries nine steps in ten: a message each cost
+    more than the rest of their bookkeeping);
   JobDone(runtime_runs, cache_hits, optimizer_s), or InternalFailure(message) for a bug in ditox-ci, which the
   parent records as the model's `internal-error` status (never a skip): the sweep goes on, and the
   run exits 70 once the report is written.
@@ -127,7 +130,7 @@ class JobCounts:
     restarts: int = 0
     # seconds in the optimizer's calls, of the jobs that ended (a dead worker's are not known)
     optimizer_s: float = 0.0
-    # steps carried from a stored report as the control's result (engine/reuse.py)
+    # steps carried from a stored report (engine/reuse.py)
     carried: int = 0
 
     def __add__(self, other: JobCounts) -> JobCounts:
@@ -186,8 +189,14 @@ class StepFinished:
     outcome: Outcome
     # cleared by a screen: the control's outcome, without a call of its own
     screened: bool = False
-    # carried from a stored report (engine/reuse.py): the control's outcome, without a call
-    carried: bool = False
+
+
+@dataclass(frozen=True)
+class StepsCarried:
+    """Steps carried from a stored report without a call, by index (engine/reuse.py
+    `carried_steps`)."""
+
+    step_indexes: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -215,7 +224,7 @@ class OptimizerLoadFailed:
 
 
 # what travels inside a Batch: JobDone or InternalFailure only last, when the job ended
-StepMessage = StepFinished | StepDivergence | JobDone | InternalFailure
+StepMessage = StepFinished | StepsCarried | StepDivergence | JobDone | InternalFailure
 
 
 @dataclass(frozen=True)

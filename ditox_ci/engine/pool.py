@@ -50,6 +50,7 @@ from ditox_ci.engine.messages import (
     StepDivergence,
     StepFinished,
     StepMessage,
+    StepsCarried,
     Stop,
     WorkerConfig,
     WorkerMessage,
@@ -60,7 +61,7 @@ from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import OriginalInfo
 from ditox_ci.engine.worker import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
-from ditox_ci.errors import OptimizerLoadError
+from ditox_ci.errors import InternalError, OptimizerLoadError
 from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import INTERNAL_ERROR
 
@@ -264,9 +265,12 @@ class WorkerPool:
                 return results[-1] if results else None
             case OriginalPrepared():
                 running.original = message
-            case StepFinished(step_index=index, outcome=outcome, screened=screened, carried=carried):
+            case StepFinished(step_index=index, outcome=outcome, screened=screened):
                 running.outcomes[running.remaining[index].label] = outcome
-                running.counts += JobCounts(screened=int(screened), carried=int(carried))
+                if screened:
+                    running.counts += JobCounts(screened=1)
+            case StepsCarried(step_indexes=indexes):
+                self._carried(running, indexes)
             case StepDivergence(step_index=index, divergence=divergence):
                 if divergence is not None:
                     running.divergences[running.remaining[index].label] = divergence
@@ -280,6 +284,25 @@ class WorkerPool:
                 running.counts += JobCounts(runtime_runs=runs, cache_hits=hits, optimizer_s=seconds)
                 return self._ended(slot, running, ModelStatus.OK)
         return None
+
+    @staticmethod
+    def _carried(running: _Running, indexes: tuple[int, ...]) -> None:
+        """The outcomes of the steps the worker carried, rebuilt from the job's stored report as it
+        found them (engine/reuse.py): the same function of the same stored report, original and
+        control's result."""
+        reuse, original = running.job.reuse, running.original
+        control = running.outcomes.get(NOP, running.job.control)
+        if reuse is None or original is None or original.size is None or control is None:
+            raise InternalError("steps carried without a stored report, an original or the control's outcome")
+        for index in indexes:
+            label = running.remaining[index].label
+            digest = reuse.carried(label, original.judged_as, control.digest, original.sha256)
+            if digest is None:
+                raise InternalError(f"{label}: the worker carried a step its stored report does not carry")
+            running.outcomes[label] = reuse.carried_outcome(
+                label, digest, control, original.size, original.sha256
+            )
+        running.counts += JobCounts(carried=len(indexes))
 
     def _ended(self, slot: _Slot, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
         """The worker said the job is over: the slot is free, the job's result made."""

@@ -23,13 +23,16 @@ only a node-level divergence search runs it.
 
 A PR check goes one step further for the passes it leaves unchanged (`triage.impact`: their source,
 and the code every pass shares, are as at the PR's base). The stored report says, per model, which
-configs' results were not the nop control's bytes (`Verdicts.own`); every other config left the
-model as the control did. Such a step is carried: it takes the control's outcome, as a screen's
-cleared step does (engine/screen.py), without calling the optimizer. That holds when the pass acts
-on the head as on the build the report swept, which the worker checks where it can: the head's
-control must give the report's control bytes on the same original. What a pass the PR does not
-change does on a model is then the stored report's, which is the point: a PR check costs what the
-PR changed.
+configs' results were not the nop control's bytes (`Verdicts.own`) and, for those, the digest of
+their result (`Verdicts.results`); every other config left the model as the control did. Such a
+step is carried: it takes, without calling the optimizer, the control's outcome, as a screen's
+cleared step does (engine/screen.py), or the stored outcome of its stored result, with that
+result's size rebuilt from the model's stored `effect` (`Effect.applied_to`). A stored pass keeps
+no evidence (its op changes are read from bytes a carried step does not have): what keys on them
+runs the passes again (`pinpoint.pinpointer`). That holds when the pass acts on the head as on the
+build the report swept, which the worker checks where it can: the head's control must give the
+report's control bytes on the same original. What a pass the PR does not change does on a model is
+then the stored report's, which is the point: a PR check costs what the PR changed.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +50,7 @@ import onnxruntime
 from ditox_ci import __version__
 from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome
+from ditox_ci.report.effect import ModelEffect, Size
 from ditox_ci.report.model import Verdicts
 
 
@@ -85,21 +89,53 @@ class Reuse:
     outcomes: Mapping[str, Outcome] = field(default_factory=dict)
     info: OriginalInfo = field(default_factory=OriginalInfo)
     draw: Mapping[str, Any] | None = None
-    # the stored control's result, and the configs whose result was its bytes there: those a sweep
-    # may carry (the sweep keeps only the configs whose passes the PR leaves unchanged)
+    # the stored control's result, and the stored result of each config a sweep may carry (the
+    # sweep keeps only the configs whose passes the PR leaves unchanged); what each config did to
+    # the model there, which a carried result's size is rebuilt from
     control: str = ""
-    carry: frozenset[str] = frozenset()
+    carry: Mapping[str, str] = field(default_factory=dict)
+    effect: ModelEffect | None = None
 
     def outcome(self, judged_as: str, digest: str) -> Outcome | None:
         """The outcome judged before for `digest`, when the original is the one judged then."""
         return self.outcomes.get(digest) if judged_as == self.judged_as else None
 
-    def carries(self, label: str, judged_as: str, control: str) -> bool:
-        """Whether the step `label` takes the control's outcome without a call: the original is the
-        one judged then, this build's control gave the stored control's bytes, and the step is one
-        the stored report found to leave the model as the control did."""
+    def carried(self, label: str, judged_as: str, control: str, model: str) -> str | None:
+        """The digest of the stored result the step `label` takes without a call; None when it
+        does not. The original must be the one judged then (its bytes `model` and inputs:
+        `judged_as`), this build's control must give the stored control's bytes, the step must be
+        one the sweep may carry, and the report must keep what its outcome is rebuilt from: the
+        result is the control's bytes or the original's, or has a stored verdict and the model its
+        stored effect."""
         same = bool(control) and control == self.control and judged_as == self.judged_as
-        return same and label in self.carry
+        digest = self.carry.get(label) if same else None
+        rebuilt = digest in self.outcomes and self.effect is not None
+        if digest is None or digest in (control, model) or rebuilt:
+            return digest
+        return None
+
+    def carried_outcome(
+        self, label: str, digest: str, control: Outcome, original: Size, model: str
+    ) -> Outcome:
+        """The outcome of the step `label` carried with the stored result `digest` (`carried`'s):
+        the control's bytes take its outcome, as this job's verdict; the original's own bytes
+        (`model`) are left as they were; any other takes its stored verdict, reused, with the
+        result's size rebuilt from `original`'s and the stored effect."""
+        if digest == control.digest:
+            return replace(control, reused=False)
+        if digest == model:
+            return Outcome(None, digest=digest, changed=False)
+        assert self.effect is not None, "carried without an effect to rebuild its size from"
+        size = self.effect.of(label).applied_to(original)
+        return replace(self.outcomes[digest], digest=digest, changed=True, reused=True, size=size)
+
+
+def carried_steps(
+    reuse: Reuse, labels: Sequence[str], judged_as: str, control: str, model: str
+) -> tuple[int, ...]:
+    """The indexes of the steps, named by `labels`, a job carries (`Reuse.carried`) on the original
+    `model` judged as `judged_as`, whose control gave the bytes `control`."""
+    return tuple(i for i, label in enumerate(labels) if reuse.carried(label, judged_as, control, model))
 
 
 def _value_digest(hasher: Any, value: Any) -> None:
@@ -155,25 +191,32 @@ def failed_outcomes(outcomes: Iterable[Outcome]) -> dict[str, dict[str, Any]]:
     return {digest: failed[digest].to_json() for digest in sorted(failed)}
 
 
-def as_control(verdicts: Verdicts, ran: Iterable[str]) -> frozenset[str]:
-    """The configs of `ran` (those the stored model ran) whose stored result was the control's."""
+def stored_results(verdicts: Verdicts, ran: Iterable[str]) -> dict[str, str]:
+    """The stored result's digest of each config of `ran` (those the stored model ran) the report
+    knows it of: the control's for those that left the model as it did, the config's own
+    (`Verdicts.results`) for the others."""
     if not verdicts.control:
-        return frozenset()
+        return {}
     own = set(verdicts.own)
-    return frozenset(label for label in ran if label != NOP and label not in own)
+    results = {label: verdicts.control for label in ran if label != NOP and label not in own}
+    return results | {label: digest for label, digest in verdicts.results.items() if label in ran}
 
 
-def reuse_table(entries: Iterable[tuple[str, str, Verdicts, Collection[str]]]) -> dict[str, Reuse]:
+def reuse_table(
+    entries: Iterable[tuple[str, str, Verdicts, Collection[str], ModelEffect | None]],
+) -> dict[str, Reuse]:
     """Per model id, what its workers may reuse, from a stored report's (id, runner, Verdicts,
-    the configs the model ran)."""
+    the configs the model ran, its effect)."""
     table = {}
     passed = Outcome(None, changed=True)
-    for model, runner, verdicts, ran in entries:
+    for model, runner, verdicts, ran, effect in entries:
         outcomes = {digest: passed for digest in verdicts.passed}
         for digest, data in verdicts.failed.items():
             outcomes[digest] = Outcome.from_json(data, digest, changed=True)
-        carry = as_control(verdicts, ran)
+        carry = stored_results(verdicts, ran)
         if outcomes or carry:
             info = OriginalInfo.from_json(verdicts.info or ({"runner": runner} if runner else {}))
-            table[model] = Reuse(verdicts.judged_as, outcomes, info, verdicts.draw, verdicts.control, carry)
+            table[model] = Reuse(
+                verdicts.judged_as, outcomes, info, verdicts.draw, verdicts.control, carry, effect
+            )
     return table

@@ -25,12 +25,12 @@ where the failure is the pass's own step's finding.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import replace
 
 from ditox_ci.control import NOP
 from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
+from ditox_ci.engine.reuse import Reuse, carried_steps
 from ditox_ci.optimizers import LoadedOptimizer
 from ditox_ci.report.header import OptimizerInfo
 
@@ -104,9 +104,9 @@ class JobScreen:
     give. `suspects` is the worker's: passes whose own step changed (or failed on) an earlier
     screened model, kept out of later lists.
 
-    A step a stored report lets the job carry (engine/reuse.py: `Reuse.carries`) gets the control's
-    outcome too, without a call, once the control's result is known; it is kept out of the lists
-    to screen."""
+    A step a stored report lets the job carry (engine/reuse.py: `Reuse.carried`) is not called: once
+    the control's result is known, the pool is told which steps are carried, and it is kept out of
+    the lists to screen."""
 
     def __init__(
         self,
@@ -116,7 +116,7 @@ class JobScreen:
         min_mb: float | None,
         suspects: set[str],
         control: Outcome | None = None,
-        carries: Callable[[str, str, str], bool] | None = None,
+        reuse: Reuse | None = None,
     ) -> None:
         self.context, self.optimizer, self.steps, self.suspects = context, optimizer, steps, suspects
         able = screens(optimizer.info, steps) and optimizer.optimize_bytes is not None
@@ -124,19 +124,25 @@ class JobScreen:
         # the control's outcome: from an earlier worker when the job resumed without its step
         self.control = control
         self.cleared: set[int] | None = None
-        self.carries = carries
-        self.carried: set[int] | None = None
+        self.reuse = reuse
+        self.carried: frozenset[int] | None = None
 
-    def carried_outcome(self, index: int) -> Outcome | None:
-        """The control's outcome (as this job's verdict, not a reused one) when the step at `index`
-        is carried; None when it is not, or the control's result is not known yet."""
-        if self.carried is None and self.control_digest and self.carries is not None:
-            carries, judged_as, digest = self.carries, self.context.judged_as, self.control_digest
-            self.carried = {i for i, step in enumerate(self.steps) if carries(step.label, judged_as, digest)}
-            self.candidates = [i for i in self.candidates if i not in self.carried]
-        if self.control is None or not self.carried or index not in self.carried:
-            return None
-        return replace(self.control, reused=False)
+    def newly_carried(self, first: int) -> tuple[int, ...]:
+        """The indexes of the steps carried from `first` on (those before it ran), once: when the
+        control's result is first known (the worker sends them in one message, and the pool
+        rebuilds their outcomes); () before then and after."""
+        control, reuse, context = self.control_digest, self.reuse, self.context
+        if self.carried is not None or not control or reuse is None:
+            return ()
+        labels = [step.label for step in self.steps[first:]]
+        found = carried_steps(reuse, labels, context.judged_as, control, context.digest)
+        carried = tuple(first + i for i in found)
+        self.carried = frozenset(carried)
+        self.candidates = [i for i in self.candidates if i not in self.carried]
+        return carried
+
+    def is_carried(self, index: int) -> bool:
+        return self.carried is not None and index in self.carried
 
     def cleared_outcome(self, index: int, on_call: Callable[[], None]) -> Outcome | None:
         """The control's outcome when the step at `index` is cleared (screening on the first

@@ -41,6 +41,7 @@ from ditox_ci.engine.messages import (
     StepDivergence,
     StepFinished,
     StepMessage,
+    StepsCarried,
     Stop,
     WorkerConfig,
     WorkerState,
@@ -91,7 +92,7 @@ class _Outbox:
         self._held: list[StepMessage] = []
         self._most = 1 if every_step else FLUSH_STEPS
 
-    def add(self, message: StepFinished | StepDivergence) -> None:
+    def add(self, message: StepFinished | StepsCarried | StepDivergence) -> None:
         self._held.append(message)
         if len(self._held) >= self._most:
             self.flush()
@@ -228,8 +229,7 @@ class _Jobs:
         outbox = _Outbox(self.conn, every_step=len(context.data) >= FLUSH_EVERY_STEP_BYTES)
         # a re-run that asks whether a failure reproduces runs each step on its own
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
-        carries = job.reuse.carries if job.reuse is not None else None
-        screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control, carries)
+        screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control, job.reuse)
         failure: InternalFailure | None = None
         for index, step in enumerate(job.steps):
 
@@ -237,9 +237,10 @@ class _Jobs:
                 self.state.enter(index, phase)
 
             try:
-                carried = screen.carried_outcome(index)
-                if carried is not None:
-                    outbox.add(StepFinished(index, carried, carried=True))
+                carried = screen.newly_carried(index)
+                if carried:
+                    outbox.add(StepsCarried(carried))
+                if screen.is_carried(index):
                     continue
                 cleared = screen.cleared_outcome(index, lambda: on_phase("screen"))
                 if cleared is not None:

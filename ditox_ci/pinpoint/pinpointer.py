@@ -167,14 +167,18 @@ class _Pinpointer:
 
     def _rewrites(self, result: JobResult, culprit: Culprit, failure: Outcome) -> Outcome:
         """What the culprit passes alone (not fixed-point) do to the original, for the fingerprint:
-        the sweep's or localization's outcome when there is one, else one run through the pool."""
+        the sweep's or localization's outcome when there is one, else one run through the pool. A
+        result carried from a stored report that changed the model keeps no op changes (engine/
+        reuse.py): it runs again."""
         if culprit.scope in ("unknown", "shared"):  # keyed on no pass's rewrite (culprit_fingerprint)
             return failure
         if culprit.scope == "infrastructure":
             return result.outcomes.get(NOP, failure)
         for step in self.steps.values():
             if step.passes == culprit.passes and not step.fixed_point and step.label in result.outcomes:
-                return result.outcomes[step.label]
+                outcome = result.outcomes[step.label]
+                if outcome.evidence or not outcome.changed:
+                    return outcome
         key = (result.ref.id, culprit.passes)
         if key not in self.probes:
             self.probe_runs += 1

@@ -58,6 +58,17 @@ class Effect:
             {op: delta for op, delta in ops.items() if delta},
         )
 
+    def applied_to(self, original: Size) -> Size:
+        """The result's size, from the original's and this effect (`between`'s inverse): what a
+        result carried from a stored report, not made here, measures (engine/reuse.py)."""
+        ops = {op: original.ops.get(op, 0) + self.ops.get(op, 0) for op in set(original.ops) | set(self.ops)}
+        return Size(
+            original.nodes + self.nodes,
+            original.initializers + self.initializers,
+            original.bytes + self.bytes,
+            {op: count for op, count in sorted(ops.items()) if count},
+        )
+
     @property
     def ops_removed(self) -> dict[str, int]:
         """The op types whose count went down, with how many went."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,7 +199,9 @@ class Verdicts:
     pinpointing and evidence read. `control` is the digest of the nop control's result ("": it gave
     none) and `own` the configs whose result is not the control's bytes: every other config the
     model ran left it as the control did, which a PR check that leaves its passes unchanged need
-    not ask again (`engine.reuse`, carried steps)."""
+    not ask again (`engine.reuse`, carried steps). `results` gives the digest of each of `own`'s
+    results there is one of (not an optimizer's error): with the verdicts above and the model's
+    `effect`, a PR check need not ask those again either."""
 
     judged_as: str
     passed: tuple[str, ...] = ()
@@ -208,6 +210,7 @@ class Verdicts:
     info: Mapping[str, Any] = field(default_factory=dict)
     control: str = ""
     own: tuple[str, ...] = ()
+    results: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {"judged_as": self.judged_as, "passed": list(self.passed)}
@@ -220,6 +223,8 @@ class Verdicts:
         if self.control:
             data["control"] = self.control
             data["own"] = list(self.own)
+            if self.results:
+                data["results"] = dict(sorted(self.results.items()))
         return data
 
     @classmethod
@@ -232,6 +237,7 @@ class Verdicts:
             dict(data.get("info") or {}),
             str(data.get("control", "")),
             tuple(str(label) for label in data.get("own", ())),
+            {str(label): str(digest) for label, digest in dict(data.get("results") or {}).items()},
         )
 
 
@@ -260,7 +266,9 @@ class ModelEntry:
         object.__setattr__(self, "status", ModelStatus(self.status))  # however its name was given
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
+        # its own fields, not `asdict`'s deep copy of the verdicts and effect, replaced below: that
+        # copy took twice as long as the rest of a default sweep's report.json
+        data = {spec.name: getattr(self, spec.name) for spec in fields(self)}
         if self.configs:
             data["configs"] = list(self.configs)
         else:

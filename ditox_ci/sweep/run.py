@@ -73,7 +73,10 @@ def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carried: frozen
     the configs of `carried`."""
     for job in jobs:
         found = table.get(job.ref.id)
-        yield job if found is None else replace(job, reuse=replace(found, carry=found.carry & carried))
+        if found is not None:
+            kept = {label: digest for label, digest in found.carry.items() if label in carried}
+            found = replace(found, carry=kept)
+        yield replace(job, reuse=found) if found is not None else job
 
 
 def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> frozenset[str]:
@@ -146,15 +149,19 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
 
 def _verdicts(result: JobResult) -> Verdicts:
     """What a later sweep may reuse of the model's results (engine/reuse.py): the verdicts, and
-    which configs' results were not the control's bytes."""
+    which configs' results were not the control's bytes, with their digests."""
     outcomes = result.outcomes.values()
     draw = result.draw.to_json() if result.draw is not None else None
     passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
     nop = result.outcomes.get(NOP)
     control = nop.digest if nop is not None else ""
-    own = tuple(label for label, o in result.outcomes.items() if label != NOP and o.digest != control)
-    info = result.info.to_json()
-    return Verdicts(result.judged_as, passed, failed, draw, info, control, own if control else ())
+    if not control:
+        return Verdicts(result.judged_as, passed, failed, draw, result.info.to_json())
+    own = {label: o.digest for label, o in result.outcomes.items() if label != NOP and o.digest != control}
+    results = {label: digest for label, digest in own.items() if digest}
+    return Verdicts(
+        result.judged_as, passed, failed, draw, result.info.to_json(), control, tuple(own), results
+    )
 
 
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:

@@ -178,8 +178,8 @@ class SweepOptions(RunOptions):
     carry: bool = option(
         True,
         help="with --changed-since and a stored report (--reuse-from, --previous): a config whose "
-        "passes the PR leaves unchanged is not called on a model where the stored report found it "
-        "left the model as the nop control did; --no-carry: call every config",
+        "passes the PR leaves unchanged is not called on a model where the stored report knows its "
+        "result (the nop control's bytes, or its own judged there); --no-carry: call every config",
     )
     reuse_from: str | None = option(
         None,
@@ -450,7 +450,9 @@ def reusable_verdicts(
         return {}
     every = stored.stats.configs
     table = reuse_table(
-        (m.id, m.runner, m.verdicts, m.configs or every) for m in stored.models if m.verdicts is not None
+        (m.id, m.runner, m.verdicts, m.configs or every, m.effect)
+        for m in stored.models
+        if m.verdicts is not None
     )
     models = f"{len(table)} model{'' if len(table) == 1 else 's'}"
     log.info(f"reusing the verdicts of {models} from {source} (--no-reuse: judge all)")

@@ -195,7 +195,7 @@ def test_a_job_whose_every_result_was_judged_before_never_runs_the_original(corp
         stored = Verdicts(
             judged.judged_as, passed_digests(outcomes), failed_outcomes(outcomes), draw, judged.info.to_json()
         )
-        reuse = reuse_table([(ref.id, "", stored, ())])[ref.id]
+        reuse = reuse_table([(ref.id, "", stored, (), None)])[ref.id]
         (reused,) = pool.run([Job(ref, steps, fresh=True, reuse=reuse)])
         other_inputs = replace(reuse, judged_as="0" * 64)
         (rejudged,) = pool.run([Job(ref, steps, fresh=True, reuse=other_inputs)])
@@ -231,8 +231,9 @@ def test_a_pr_check_carries_the_steps_of_passes_it_leaves_unchanged_and_judges_a
     corpus: Path, cache: Path, head: str, base_report: Path, tmp_path: Path
 ):
     """With what the PR changed (--changed-since in the checkout), a config whose passes it leaves
-    unchanged is not called where the base report found it left the model as the control did; the
-    findings and model entries are those of a run that calls and judges everything."""
+    unchanged is not called where the base report knows its result: the control's bytes, or its
+    own result's judged there. The findings and model entries (each config's effect too, rebuilt
+    from the stored one) are those of a run that calls and judges everything."""
     checkout, since = changed_pass_checkout(tmp_path)
     args = ("--optimizer", head, "--reuse-from", str(base_report), "--changed-since", since)
     code, carried, stderr = _sweep(corpus, tmp_path / "carried", cache, *args, cwd=checkout)
@@ -242,12 +243,17 @@ def test_a_pr_check_carries_the_steps_of_passes_it_leaves_unchanged_and_judges_a
     assert _verdicts(carried) == _verdicts(judged)
     changed = {"since": since, "files": 1, "passes": ["fuse_bn_into_conv"], "shared": []}
     assert carried["stats"]["impact"] == changed
-    # the configs without fuse_bn_into_conv (default runs it), less the ones each model's own
-    # result in the base report made a difference on
+    # the configs without fuse_bn_into_conv (default runs it) whose result the base report knows:
+    # the control's bytes, or one of its verdicts'
     unchanged = {"pass:eliminate_identity", "pass:eliminate_nop_transpose", "pass:split_init"}
     stored = [entry["verdicts"] for entry in json.loads(base_report.read_text())["models"]]
-    expected = sum(len(unchanged - set(verdicts["own"])) for verdicts in stored)
-    assert expected > 0 and carried["stats"]["carried_steps"] == expected
+    as_control = sum(len(unchanged - set(verdicts["own"])) for verdicts in stored)
+    own = [verdicts["results"].get(label) for verdicts in stored for label in unchanged]
+    known = {digest for verdicts in stored for digest in [*verdicts["passed"], *verdicts.get("failed", {})]}
+    # split_init changes both models, and fails on both (a known limitation): its results are carried too
+    expected = as_control + sum(digest in known for digest in own)
+    assert as_control > 0 and expected >= as_control + len(stored)
+    assert carried["stats"]["carried_steps"] == expected
     assert carried["stats"]["optimizer_runs"] == judged["stats"]["optimizer_runs"] - expected
     summary = (tmp_path / "carried" / "summary.md").read_text()
     assert f"since {since[:12]}: fuse\\_bn\\_into\\_conv; {expected} results of the other passes" in summary

@@ -509,12 +509,13 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     judged_as = "c" * 64
     # each part ran the control, whose bytes every config but each part's `own` gave
     control = "e" * 64
-    stored = Verdicts(judged_as, ("a" * 64,), control=control, own=("pass:b",))
+    stored = Verdicts(judged_as, ("a" * 64,), control=control, own=("pass:b",), results={"pass:b": "a" * 64})
     first = replace(_part(("nop", "pass:b"), 2.0), verdicts=stored, reused=2)
     # the second part ran the original (its draw) and has a failure to reuse
     failure = {"kind": "interface-change", "message": "retyped", "evidence": {}}
     ran = {"samples": 1}, {"runner": "reference"}
-    drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran, control, ("default",))
+    own_result = ("default",), {"default": "f" * 64}
+    drawn = Verdicts(judged_as, ("b" * 64, "a" * 64), {"f" * 64: failure}, *ran, control, *own_result)
     second = replace(_part(("nop", "default", "pass:a"), 3.0), verdicts=drawn)
     shards = [
         replace(shard, stats={**shard.stats.to_json(), "reused_verdicts": 2 - i, "verdict_key": "d" * 64})
@@ -523,7 +524,8 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     merged = merge_reports(shards)
     entry = next(entry for entry in merged.models if entry.id == "m1")
     both, own = ("a" * 64, "b" * 64), ("pass:b", "default")
-    assert entry.verdicts == Verdicts(judged_as, both, {"f" * 64: failure}, *ran, control, own)
+    results = {"pass:b": "a" * 64, "default": "f" * 64}
+    assert entry.verdicts == Verdicts(judged_as, both, {"f" * 64: failure}, *ran, control, own, results)
     assert entry.reused == 2
     assert (merged.stats.reused_verdicts, merged.stats.verdict_key) == (3, "d" * 64)
     assert ModelEntry.from_json(entry.to_json()) == entry
@@ -533,10 +535,13 @@ def test_a_split_models_reusable_verdicts_are_its_parts_together_and_the_schema_
     assert verdicts_errors(merged) == []
     unhashed = replace(entry, verdicts=Verdicts("not a digest", ()))
     assert verdicts_errors(replace(merged, models=(unhashed,)))
+    result_unhashed = replace(entry, verdicts=replace(entry.verdicts, results={"default": "not a digest"}))
+    assert verdicts_errors(replace(merged, models=(result_unhashed,)))
     # parts whose controls gave other bytes: no config is known to have given the control's
     moved = replace(second, verdicts=replace(drawn, control="9" * 64))
     (apart,) = [e for e in merge_reports(_split(first, moved)).models if e.id == "m1"]
-    assert apart.verdicts is not None and (apart.verdicts.control, apart.verdicts.own) == ("", ())
+    assert apart.verdicts is not None
+    assert (apart.verdicts.control, apart.verdicts.own, apart.verdicts.results) == ("", (), {})
     # shards judged by different settings: nothing of the merge may be reused
     other = [replace(shards[0], stats={**shards[0].stats.to_json(), "verdict_key": "e" * 64}), shards[1]]
     assert not merge_reports(other).stats.verdict_key

@@ -11,12 +11,14 @@ from ditox_ci.engine.original import Draw, EvalSettings
 from ditox_ci.engine.outcome import Outcome, Verdict
 from ditox_ci.engine.reuse import (
     OriginalInfo,
+    carried_steps,
     failed_outcomes,
     judged_as,
     passed_digests,
     reuse_table,
     verdict_key,
 )
+from ditox_ci.report.effect import Effect, ModelEffect, Size
 from ditox_ci.report.model import Verdicts
 
 
@@ -73,7 +75,7 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     draw = Draw(1, attempt=2, wide_scales={"x": 0.1}, signed=True)
     info = {"inputs": "random", "runner": "reference", "runner_fallback": "ONNX Runtime cannot load it"}
     stored = Verdicts("j" * 64, ("b" * 64,), failed, draw.to_json(), info)
-    table = reuse_table([("m", "onnxruntime", stored, ()), ("n", "", Verdicts("k" * 64), ())])
+    table = reuse_table([("m", "onnxruntime", stored, (), None), ("n", "", Verdicts("k" * 64), (), None)])
     assert list(table) == ["m"]  # nothing judged: nothing to reuse
     reuse = table["m"]
     assert reuse.info == OriginalInfo.from_json(info) and reuse.info.to_json() == info
@@ -89,5 +91,43 @@ def test_changed_results_are_reusable_passed_or_failed_and_only_for_their_origin
     assert reuse.outcome("x" * 64, "b" * 64) is None  # another original, or other inputs
     assert reuse.outcome("j" * 64, "d" * 64) is None
     # an older report's entry says only which runner judged it
-    (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)), ())]).values()
+    (old,) = reuse_table([("m", "onnxruntime", Verdicts("j" * 64, ("b" * 64,)), (), None)]).values()
     assert (old.info, old.draw) == (OriginalInfo(runner="onnxruntime"), None)
+
+
+def test_a_stored_result_is_carried_only_for_the_same_original_and_control_with_what_rebuilds_it():
+    control, passed, failed, model = "c" * 64, "p" * 64, "f" * 64, "o" * 64
+    failure = {"kind": "interface-change", "message": "retyped", "evidence": {"ops_removed": ["Cast"]}}
+    results = {"pass:moves": passed, "pass:fails": failed, "pass:back": model, "pass:gone": "9" * 64}
+    own = (*results, "pass:raised")  # an optimizer's error has no result
+    stored = Verdicts("j" * 64, (passed,), {failed: failure}, control=control, own=own, results=results)
+    ran = ("nop", "pass:same", *own)
+    effect = ModelEffect(4, 1, 100, {"nop": Effect(0, 0, 2), "pass:moves": Effect(-1, 0, -10, {"Relu": -1})})
+    reuse = reuse_table([("m", "", stored, ran, effect)])["m"]
+    # every config the report knows the result of, the control's bytes or its own
+    assert reuse.carry == {"pass:same": control, **results}
+    labels = ("nop", "pass:same", "pass:moves", "pass:fails", "pass:back", "pass:gone", "pass:raised")
+    # a digest judged in no way the report kept, or no result at all: called
+    assert carried_steps(reuse, labels, "j" * 64, control, model) == (1, 2, 3, 4)
+    assert carried_steps(reuse, labels, "x" * 64, control, model) == ()  # another original or inputs
+    assert carried_steps(reuse, labels, "j" * 64, "d" * 64, model) == ()  # this build's control differs
+    # no effect to rebuild a result's size from: only the control's and the original's bytes
+    no_effect = replace(reuse, effect=None)
+    assert carried_steps(no_effect, labels, "j" * 64, control, model) == (1, 4)
+    nop = Outcome(None, "", {"ops_removed": []}, control, changed=True, size=Size(4, 1, 100))
+    original = Size(4, 1, 98, {"Relu": 2, "Add": 2})
+
+    def outcome(label: str) -> Outcome:
+        digest = reuse.carried(label, "j" * 64, control, model)
+        assert digest is not None
+        return reuse.carried_outcome(label, digest, nop, original, model)
+
+    assert outcome("pass:same") == nop
+    moved = Outcome(
+        None, digest=passed, changed=True, reused=True, size=Size(3, 1, 88, {"Add": 2, "Relu": 1})
+    )
+    assert outcome("pass:moves") == moved
+    fails = outcome("pass:fails")
+    assert fails.kinds == ("interface-change",) and fails.evidence["ops_removed"] == ["Cast"]
+    assert fails.size == Size(4, 1, 100, {"Relu": 2, "Add": 2})  # not listed: the control's effect
+    assert outcome("pass:back") == Outcome(None, digest=model, changed=False)

@@ -12,7 +12,7 @@ from ditox_ci.engine.findings import effect_of
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.pool import JobResult
 from ditox_ci.engine.structure import model_size
-from ditox_ci.report.effect import Effect, ModelEffect, Size, Totals, by_family, effect_totals
+from ditox_ci.report.effect import NO_EFFECT, Effect, ModelEffect, Size, Totals, by_family, effect_totals
 
 
 def _if_model() -> onnx.ModelProto:
@@ -43,6 +43,9 @@ def test_an_effect_is_what_the_result_gained_and_lost_by_op_type() -> None:
     assert effect == Effect(-2, -1, -20, {"Add": -1, "Gemm": 1, "Identity": -2})
     assert effect.ops_removed == {"Add": 1, "Identity": 2}
     assert Effect.from_json(effect.to_json()) == effect
+    # a carried result's size is rebuilt from the original's and its stored effect
+    assert effect.applied_to(before) == after
+    assert NO_EFFECT.applied_to(before) == before
 
 
 def test_totals_add_up_per_config_and_per_family() -> None:
