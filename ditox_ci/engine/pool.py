@@ -9,8 +9,8 @@ and the worker's last stderr lines, starts a fresh worker, and resumes the model
 yet reported. Nothing else is lost.
 
 The messages, the shared state and the Job are `engine.messages`, the worker process
-`engine.worker`, and what a dead worker's step becomes `engine.deaths`; this module is the pool that
-drives them.
+`engine.worker`, a job's book-keeping across restarts `engine.running`, and what a dead worker's
+step becomes `engine.deaths`; this module is the pool that drives them.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.control import NOP
-from ditox_ci.engine.deaths import Death, failure_outcome, signal_name
-from ditox_ci.engine.divergence import Divergence
+from ditox_ci.engine.deaths import Death, signal_name
 from ditox_ci.engine.forkserver import mp_context, start_worker
 from ditox_ci.engine.memory import available_memory_mb, oom_kills, rss_mb, worker_count
 from ditox_ci.engine.messages import (
@@ -57,11 +56,9 @@ from ditox_ci.engine.messages import (
     WorkerState,
     allowance_per_model_mb,
 )
-from ditox_ci.engine.outcome import Outcome
-from ditox_ci.engine.plan import Step
-from ditox_ci.engine.reuse import OriginalInfo
+from ditox_ci.engine.running import RunningJob
 from ditox_ci.engine.worker import CONTEXTS_KEPT, MEMORY_ERROR_EXIT, child_main
-from ditox_ci.errors import InternalError, OptimizerLoadError
+from ditox_ci.errors import OptimizerLoadError
 from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.model import INTERNAL_ERROR
 
@@ -99,35 +96,12 @@ class _Waiting:
 
 
 @dataclass
-class _Running:
-    """Book-keeping for the model a slot is working on, across worker restarts."""
-
-    job: Job
-    started: float
-    remaining: tuple[Step, ...]
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    divergences: dict[str, Divergence] = field(default_factory=dict)
-    original: OriginalPrepared | None = None
-    # when the worker's phase count (WorkerState.entered) was last seen to move, and that count
-    phase_started: float = 0.0
-    entered: int = 0
-    # the worker's optimizer calls (WorkerState.optimizer_runs) when it was handed this job
-    runs_from: int = 0
-    counts: JobCounts = field(default_factory=JobCounts)
-    memory_mb: int = DEFAULT_MEMORY_LIMIT_MB  # what the worker may use for this model
-    reserve_mb: int = ALLOWANCE_BASE_MB  # what the pool counts for it against its budget (`_need_mb`)
-    # where this model's part of the worker's stderr file begins: the tail kept as evidence is
-    # this model's alone, not what earlier models on the same worker printed
-    stderr_from: int = 0
-
-
-@dataclass
 class _Slot:
     process: Any
     conn: multiprocessing.connection.Connection
     state: WorkerState
     stderr_path: Path
-    running: _Running | None = None
+    running: RunningJob | None = None
     rss_mb: float = 0.0  # as last seen
     rss_seen_at: float = -math.inf  # time.monotonic() of that look
     # the models whose prepared originals this worker keeps (as worker._Jobs keeps them), latest last
@@ -205,7 +179,7 @@ class WorkerPool:
             setattr(slot, spec.name, getattr(fresh, spec.name))
         return stderr
 
-    def _send(self, slot: _Slot, running: _Running) -> None:
+    def _send(self, slot: _Slot, running: RunningJob) -> None:
         if slot.process.exitcode is not None:
             self._restart(slot)
         control = running.outcomes.get(NOP) if all(step.label != NOP for step in running.remaining) else None
@@ -218,7 +192,7 @@ class WorkerPool:
         key = (running.job.ref.id, running.job.ref.path)
         slot.holds = [*(held for held in slot.holds if held != key), key][-CONTEXTS_KEPT:]
 
-    def _hand(self, slot: _Slot, running: _Running, job: Job) -> None:
+    def _hand(self, slot: _Slot, running: RunningJob, job: Job) -> None:
         """`job` (running's remaining steps) to the slot's idle worker, from the start of its state."""
         slot.state.handed()
         running.phase_started, running.entered = time.monotonic(), slot.state.entered
@@ -235,24 +209,6 @@ class WorkerPool:
             return ""
         return _TIMESTAMPS.sub("", _COLOURS.sub("", data.decode(errors="replace"))).strip()
 
-    def _finish(self, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
-        original = running.original or OriginalPrepared(nodes=0, sha256="", info=OriginalInfo())
-        return JobResult(
-            ref=running.job.ref,
-            status=status,
-            reason=reason,
-            nodes=original.nodes,
-            sha256=original.sha256,
-            judged_as=original.judged_as,
-            outcomes=running.outcomes,
-            divergences=running.divergences,
-            info=original.info,
-            draw=original.draw,
-            wall_s=time.monotonic() - running.started,
-            counts=running.counts,
-            size=original.size,
-        )
-
     def _handle(self, slot: _Slot, message: WorkerMessage | StepMessage) -> JobResult | None:
         running = slot.running
         if isinstance(message, OptimizerLoadFailed):
@@ -263,17 +219,8 @@ class WorkerPool:
                 # a job's end (JobDone, InternalFailure) comes last in its batch
                 results = [self._handle(slot, inner) for inner in messages]
                 return results[-1] if results else None
-            case OriginalPrepared():
-                running.original = message
-            case StepFinished(step_index=index, outcome=outcome, screened=screened):
-                running.outcomes[running.remaining[index].label] = outcome
-                if screened:
-                    running.counts += JobCounts(screened=1)
-            case StepsCarried(step_indexes=indexes):
-                self._carried(running, indexes)
-            case StepDivergence(step_index=index, divergence=divergence):
-                if divergence is not None:
-                    running.divergences[running.remaining[index].label] = divergence
+            case OriginalPrepared() | StepFinished() | StepsCarried() | StepDivergence():
+                running.record(message)
             case ModelSkipped(reason=reason):
                 return self._ended(slot, running, ModelStatus.SKIPPED, reason)
             case InternalFailure(message=text):
@@ -285,76 +232,11 @@ class WorkerPool:
                 return self._ended(slot, running, ModelStatus.OK)
         return None
 
-    @staticmethod
-    def _carried(running: _Running, indexes: tuple[int, ...]) -> None:
-        """The outcomes of the steps the worker carried, rebuilt from the job's stored report as it
-        found them (engine/reuse.py): the same function of the same stored report, original and
-        control's result."""
-        reuse, original = running.job.reuse, running.original
-        control = running.outcomes.get(NOP, running.job.control)
-        if reuse is None or original is None or original.size is None or control is None:
-            raise InternalError("steps carried without a stored report, an original or the control's outcome")
-        for index in indexes:
-            label = running.remaining[index].label
-            digest = reuse.carried(label, original.judged_as, control.digest, original.sha256)
-            if digest is None:
-                raise InternalError(f"{label}: the worker carried a step its stored report does not carry")
-            running.outcomes[label] = reuse.carried_outcome(
-                label, digest, control, original.size, original.sha256
-            )
-        running.counts += JobCounts(carried=len(indexes))
-
-    def _ended(self, slot: _Slot, running: _Running, status: ModelStatus, reason: str = "") -> JobResult:
+    def _ended(self, slot: _Slot, running: RunningJob, status: ModelStatus, reason: str = "") -> JobResult:
         """The worker said the job is over: the slot is free, the job's result made."""
         slot.running = None
-        self._count_runs(slot.state, running)
-        return self._finish(running, status, reason)
-
-    @staticmethod
-    def _count_runs(state: WorkerState, running: _Running) -> None:
-        """Add the optimizer calls the worker made since it was handed the job (the job's part on
-        this worker is over)."""
-        running.counts += JobCounts(optimizer_runs=state.optimizer_runs - running.runs_from)
-
-    def _failure(
-        self, running: _Running, state: WorkerState, cause: Death | None, detail: str, stderr: str
-    ) -> JobResult | None:
-        """Turn a dead/stuck worker into an outcome for the step its state names (none when `cause`
-        is None); resume or finish. Steps it finished without reporting them run again."""
-        self._count_runs(state, running)
-        if cause is not None:
-            skipped = self._pin(running, state, cause, detail, stderr)
-            if skipped is not None:
-                return skipped
-        running.remaining = tuple(step for step in running.remaining if step.label not in running.outcomes)
-        running.counts += JobCounts(restarts=1)
-        if not running.remaining:
-            return self._finish(running, ModelStatus.OK)
-        return None
-
-    def _pin(
-        self, running: _Running, state: WorkerState, cause: Death, detail: str, stderr: str
-    ) -> JobResult | None:
-        """Pin `cause` where the dead worker's state says it was: the model skipped when that was
-        its original (the result, returned), else its step's outcome."""
-        index, phase = state.step_index, state.phase
-        if index < 0 or running.original is None:
-            reason = f"the original model {cause} while being loaded, fed and run ({detail})"
-            if stderr.strip():
-                reason += f"; its last words: {stderr.strip().splitlines()[-1][:300]}"
-            return self._finish(running, ModelStatus.SKIPPED, reason)
-        if phase == "screen":
-            # a pass of a screened list crashed, hung or ran out of memory: the model resumes with
-            # screening off, each step on its own, where the pass's failure is its own step's finding
-            running.job = replace(running.job, screen=False)
-        elif phase != "divergence":
-            # in the divergence phase the step's outcome already came back: it stands, without divergence
-            step = running.remaining[index]
-            runner_name = running.original.info.runner_or_default()
-            running.outcomes[step.label] = failure_outcome(
-                phase, cause, detail, stderr, runner_name, running.memory_mb
-            )
-        return None
+        running.count_runs(slot.state)
+        return running.result(status, reason)
 
     def _replace(self, slot: _Slot, cause: Death, detail: str) -> JobResult | None:
         # stopped first, then read: what it sent stays in the pipe (its job may even have ended),
@@ -370,7 +252,7 @@ class WorkerPool:
         stderr = self._restart(slot)
         if running is None:
             return finished[0] if finished else None
-        result = self._failure(running, state, None if moved_on else cause, detail, stderr)
+        result = running.after_death(state, None if moved_on else cause, detail, stderr)
         if result is None:  # not over: the steps without an outcome go to the fresh worker
             self._send(slot, running)
         return result
@@ -499,7 +381,7 @@ class WorkerPool:
                 if slot is None:
                     slot = self._spawn()
                     self._slots.append(slot)
-                running = _Running(job, time.monotonic(), job.steps, memory_mb=self.allowance_mb(job))
+                running = RunningJob(job, time.monotonic(), job.steps, memory_mb=self.allowance_mb(job))
                 running.reserve_mb = self._need_mb(job)
                 self._send(slot, running)
             busy = [slot for slot in self._slots if slot.running is not None]

@@ -24,11 +24,11 @@ from ditox_ci.engine.pool import (
     Job,
     WorkerConfig,
     WorkerPool,
-    _Running,
     _Slot,
     _Waiting,
     allowance_per_model_mb,
 )
+from ditox_ci.engine.running import RunningJob
 
 # a standard GitHub-hosted Linux runner: 4 cores, "16 GB" (16 GiB, of which /proc/meminfo's MemTotal
 # shows about 15.6 after the kernel's own)
@@ -46,7 +46,7 @@ def _job(folder: Path, name: str, size_mb: int) -> Job:
 def _running_on(pool: WorkerPool, jobs: list[Job]) -> None:
     for job in jobs:
         memory_mb, reserve_mb = pool.allowance_mb(job), pool._need_mb(job)
-        running = _Running(job=job, started=0.0, remaining=(), memory_mb=memory_mb, reserve_mb=reserve_mb)
+        running = RunningJob(job=job, started=0.0, remaining=(), memory_mb=memory_mb, reserve_mb=reserve_mb)
         pool._slots.append(_Slot(process=None, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
 
 
@@ -176,7 +176,7 @@ def test_two_workers_the_oom_killer_killed_between_two_polls_are_both_out_of_mem
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
         for name in ("a", "b"):
-            running = _Running(job=_job(tmp_path, name, 1), started=0.0, remaining=())
+            running = RunningJob(job=_job(tmp_path, name, 1), started=0.0, remaining=())
             pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == [Death.OUT_OF_MEMORY, Death.OUT_OF_MEMORY]
 
@@ -195,7 +195,7 @@ def test_without_a_cgroup_counter_the_kernels_own_oom_count_tells(
         causes: list[Death] = []
         monkeypatch.setattr(pool, "_replace", lambda slot, cause, detail: causes.append(cause))
         killed = SimpleNamespace(exitcode=-signal.SIGKILL)
-        running = _Running(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
+        running = RunningJob(job=_job(tmp_path, "a", 1), started=0.0, remaining=())
         pool._watch(_Slot(process=killed, conn=None, state=None, stderr_path=Path("-"), running=running))  # type: ignore[arg-type]
     assert causes == [Death.CRASHED]
 

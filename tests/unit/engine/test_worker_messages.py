@@ -33,10 +33,10 @@ from ditox_ci.engine.pool import (
     WorkerMessage,
     WorkerPool,
     WorkerState,
-    _Running,
     _Slot,
 )
 from ditox_ci.engine.reuse import OriginalInfo
+from ditox_ci.engine.running import RunningJob
 from ditox_ci.engine.worker import _Outbox
 from ditox_ci.errors import OptimizerLoadError
 
@@ -53,7 +53,7 @@ def _state() -> WorkerState:
 
 
 def _busy_slot(steps: tuple[Step, ...] = STEPS) -> _Slot:
-    running = _Running(job=Job(JOB.ref, steps), started=0.0, remaining=steps)
+    running = RunningJob(job=Job(JOB.ref, steps), started=0.0, remaining=steps)
     return _Slot(process=None, conn=None, state=_state(), stderr_path=Path("-"), running=running)  # type: ignore[arg-type]
 
 
@@ -111,7 +111,7 @@ def test_a_skip_or_a_bug_of_ours_ends_the_job_and_an_unloadable_optimizer_stops_
     assert ours is not None and (ours.status, ours.reason) == ("internal-error", "pass:a: KeyError: 'y'")
 
 
-def _reported(pool: WorkerPool, steps: tuple[Step, ...], first: Outcome) -> tuple[_Slot, _Running]:
+def _reported(pool: WorkerPool, steps: tuple[Step, ...], first: Outcome) -> tuple[_Slot, RunningJob]:
     """A worker handed a job of `steps` that prepared its original and reported its first step."""
     slot = _busy_slot(steps)
     slot.state.handed()
@@ -121,7 +121,7 @@ def _reported(pool: WorkerPool, steps: tuple[Step, ...], first: Outcome) -> tupl
     return slot, slot.running
 
 
-def _died(phase: str) -> tuple[_Running, JobResult | None]:
+def _died(phase: str) -> tuple[RunningJob, JobResult | None]:
     """A worker that finished steps 0-2 of FOUR, sent only step 0 (its batch still held 1 and 2),
     and died in `phase` of step 3."""
     with WorkerPool(WorkerConfig()) as pool:
@@ -129,7 +129,7 @@ def _died(phase: str) -> tuple[_Running, JobResult | None]:
         for index in range(4):
             slot.state.enter(index, "optimize")
         slot.state.enter(3, phase)
-        return running, pool._failure(running, slot.state, Death.CRASHED, "SIGSEGV", "")
+        return running, running.after_death(slot.state, Death.CRASHED, "SIGSEGV", "")
 
 
 def test_a_dead_worker_is_pinned_on_the_step_its_state_names_and_unsent_steps_run_again():
@@ -156,7 +156,7 @@ def test_a_worker_dead_in_a_divergence_search_keeps_the_step_it_had_sent():
     with WorkerPool(WorkerConfig()) as pool:
         slot, running = _reported(pool, STEPS, MISMATCH)
         slot.state.enter(0, "divergence")
-        assert pool._failure(running, slot.state, Death.TIMED_OUT, "after 60s", "") is None
+        assert running.after_death(slot.state, Death.TIMED_OUT, "after 60s", "") is None
     assert running.outcomes == {"pass:a": MISMATCH} and running.divergences == {}
     assert [step.label for step in running.remaining] == ["pass:b"]
 
@@ -172,7 +172,7 @@ def test_a_timeout_whose_phase_ended_as_the_worker_was_stopped_is_pinned_on_no_s
     with WorkerPool(WorkerConfig()) as pool:
         slot, running = _reported(pool, FOUR, SAME)
         slot.state.enter(1, "optimize")
-        assert pool._failure(running, slot.state, None, "after 60s", "") is None
+        assert running.after_death(slot.state, None, "after 60s", "") is None
     assert running.outcomes == {"nop": SAME}
     assert [step.label for step in running.remaining] == ["pass:a", "pass:b", "pass:c"]
     assert running.counts.restarts == 1
