@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -137,6 +138,32 @@ def record_files(folder: Path) -> None:
         for path in _files_below(folder)
     }
     (folder / FILES_RECORD).write_text(json.dumps(record))
+
+
+@functools.lru_cache(maxsize=64)
+def _record(folder: Path) -> dict[str, Any] | None:
+    try:
+        record = json.loads((folder / FILES_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def recorded_sha256(path: Path) -> str | None:
+    """The sha256 that the record of the made folder holding `path` (FILES_RECORD: its folder or
+    the one above) keeps for it, while the file is as recorded (`intact`'s check: size, inode and
+    change time); None for a file no record holds, or one changed since. What a report's model
+    entry names the file by, without reading it again."""
+    for folder in (path.parent, path.parent.parent):
+        record = _record(folder)
+        if record is None:
+            continue
+        entry: Any = record.get(path.relative_to(folder).as_posix())
+        try:
+            return str(entry["sha256"]) if _stat_key(path) == entry["stat"] else None
+        except (OSError, KeyError, TypeError):
+            return None
+    return None
 
 
 def intact(folder: Path) -> bool:

@@ -16,10 +16,11 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.outcome import Outcome, failure_fingerprint
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.pool import JobResult
+from ditox_ci.engine.reuse import failed_outcomes, passed_digests
 from ditox_ci.report.effect import NO_EFFECT, WHOLE_OPTIMIZER, Effect, ModelEffect, by_family
 from ditox_ci.report.evidence import Triage
 from ditox_ci.report.kinds import VALUES_KIND, FindingKind, ModelStatus
-from ditox_ci.report.model import Culprit, Finding
+from ditox_ci.report.model import Culprit, Finding, Verdicts
 
 # evidence of a finding on a model whose nop control failed too: what the control did
 CONTROL_KEY = "control"
@@ -225,6 +226,24 @@ def family_effects(results: Iterable[JobResult]) -> dict[str, dict[str, int]]:
         (result.ref.family or "other", effect)
         for result in results
         if WHOLE_OPTIMIZER in result.outcomes and (effect := effect_of(result)) is not None
+    )
+
+
+def verdicts_of(result: JobResult) -> Verdicts:
+    """What a later sweep may reuse of the model's results (engine/reuse.py; a report's
+    `models[].verdicts`): the verdicts, and which configs' results were not the control's bytes,
+    with their digests."""
+    outcomes = result.outcomes.values()
+    draw = result.draw.to_json() if result.draw is not None else None
+    passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
+    nop = result.outcomes.get(NOP)
+    control = nop.digest if nop is not None else ""
+    if not control:
+        return Verdicts(result.judged_as, passed, failed, draw, result.info.to_json())
+    own = {label: o.digest for label, o in result.outcomes.items() if label != NOP and o.digest != control}
+    results = {label: digest for label, digest in own.items() if digest}
+    return Verdicts(
+        result.judged_as, passed, failed, draw, result.info.to_json(), control, tuple(own), results
     )
 
 

@@ -23,10 +23,11 @@ from ditox_ci import __version__
 from ditox_ci.control import NOP
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
-from ditox_ci.engine.findings import coverage_of, effect_of, family_effects, findings_for
+from ditox_ci.corpus.sources import recorded_sha256
+from ditox_ci.engine.findings import coverage_of, effect_of, family_effects, findings_for, verdicts_of
 from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerPool, worker_count
-from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests
+from ditox_ci.engine.reuse import Reuse
 from ditox_ci.engine.shard import combine_results
 from ditox_ci.errors import Interrupted
 from ditox_ci.log import Log
@@ -36,7 +37,6 @@ from ditox_ci.report import ModelEntry, Report
 from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.header import OPAQUE_NOTE, Environment, ShardOf, Tool
 from ditox_ci.report.kinds import ModelStatus
-from ditox_ci.report.model import Verdicts
 from ditox_ci.report.stats import SweepStats, stage_records
 from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.sweep.progress import Progress
@@ -49,12 +49,13 @@ from ditox_ci.triage.builds import BuildIdentity, identify
 
 
 def _file_sha256(ref: ModelRef) -> str:
-    """The model file's hash: the one its source just verified (packaged, hub), else read from the
-    file; "" for a model that has no file here (an unavailable package)."""
+    """The model file's hash: the one its source just verified (packaged, hub) or recorded when it
+    made the file (`recorded_sha256`: the wheel's test cases, the light networks), else read from
+    the file; "" for a model that has no file here (an unavailable package)."""
     if ref.meta.get("sha256") and not ref.meta.get("unavailable"):
         return str(ref.meta["sha256"])
     try:
-        return model_sha256(ref.path)
+        return recorded_sha256(Path(ref.path)) or model_sha256(ref.path)
     except OSError:
         return ""
 
@@ -73,10 +74,11 @@ def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carried: frozen
     the configs of `carried`."""
     for job in jobs:
         found = table.get(job.ref.id)
-        if found is not None:
-            kept = {label: digest for label, digest in found.carry.items() if label in carried}
-            found = replace(found, carry=kept)
-        yield replace(job, reuse=found) if found is not None else job
+        if found is None:
+            yield job
+            continue
+        kept = {label: digest for label, digest in found.carry.items() if label in carried}
+        yield replace(job, reuse=replace(found, carry=kept))
 
 
 def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> frozenset[str]:
@@ -147,23 +149,6 @@ def _pinpoint_options(setup: SweepSetup, stream: ModelStream | None) -> Pinpoint
     )
 
 
-def _verdicts(result: JobResult) -> Verdicts:
-    """What a later sweep may reuse of the model's results (engine/reuse.py): the verdicts, and
-    which configs' results were not the control's bytes, with their digests."""
-    outcomes = result.outcomes.values()
-    draw = result.draw.to_json() if result.draw is not None else None
-    passed, failed = passed_digests(outcomes), failed_outcomes(outcomes)
-    nop = result.outcomes.get(NOP)
-    control = nop.digest if nop is not None else ""
-    if not control:
-        return Verdicts(result.judged_as, passed, failed, draw, result.info.to_json())
-    own = {label: o.digest for label, o in result.outcomes.items() if label != NOP and o.digest != control}
-    results = {label: digest for label, digest in own.items() if digest}
-    return Verdicts(
-        result.judged_as, passed, failed, draw, result.info.to_json(), control, tuple(own), results
-    )
-
-
 def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
     outcomes = result.outcomes.values()
     judged = result.status == ModelStatus.OK and result.judged_as
@@ -177,7 +162,7 @@ def _model_entry(result: JobResult, plan: SweepPlan) -> ModelEntry:
         cost_s=round(result.wall_s, 4),
         configs=plan.configs_of(result.ref.id),
         runner=result.info.runner or "",
-        verdicts=_verdicts(result) if judged else None,
+        verdicts=verdicts_of(result) if judged else None,
         reused=sum(1 for outcome in outcomes if outcome.reused),
         effect=effect_of(result),
     )

@@ -10,12 +10,11 @@ import pytest
 
 from ditox_ci.control import NOP
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
-from ditox_ci.engine.findings import effect_of
+from ditox_ci.engine.findings import effect_of, verdicts_of
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.engine.pool import Job, JobResult, WorkerConfig, WorkerPool
-from ditox_ci.engine.reuse import Reuse, failed_outcomes, passed_digests, reuse_table
+from ditox_ci.engine.reuse import Reuse, reuse_table
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.report.model import Verdicts
 
 INFO = load_optimizer("onnxoptimizer").info
 # eliminate_shape_op reads past the dims of this case's input and segfaults (onnxoptimizer 0.4.2)
@@ -42,22 +41,9 @@ def _run(job: Job) -> JobResult:
 
 def _stored(result: JobResult) -> Reuse:
     """What a later sweep reads of `result` from its report, every config but the crashing one
-    carried (sweep/run.py writes the same fields)."""
-    outcomes = result.outcomes.values()
-    control = result.outcomes[NOP].digest
-    own = {label: o.digest for label, o in result.outcomes.items() if label != NOP and o.digest != control}
-    verdicts = Verdicts(
-        result.judged_as,
-        passed_digests(outcomes),
-        failed_outcomes(outcomes),
-        result.draw.to_json() if result.draw else None,
-        result.info.to_json(),
-        control,
-        tuple(own),
-        {label: digest for label, digest in own.items() if digest},
-    )
+    carried."""
     labels = [step.label for step in STEPS if step != CRASHING]
-    return reuse_table([(result.ref.id, "", verdicts, labels, effect_of(result))])[result.ref.id]
+    return reuse_table([(result.ref.id, "", verdicts_of(result), labels, effect_of(result))])[result.ref.id]
 
 
 def test_carried_steps_are_rebuilt_by_the_pool_and_survive_a_crash_after_them(ref: ModelRef) -> None:

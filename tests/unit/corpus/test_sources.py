@@ -1,12 +1,16 @@
-"""randomize_fake_weights: constant fake weights become seeded random ones of the same shape."""
+"""randomize_fake_weights: constant fake weights become seeded random ones of the same shape; a made
+folder's record stands for its files' hashes."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ditox_ci.corpus.sources import randomize_fake_weights
+from ditox_ci.corpus.loading import model_sha256
+from ditox_ci.corpus.sources import materialize_once, randomize_fake_weights, recorded_sha256
 
 
 def _light_style_model(ir_version: int) -> onnx.ModelProto:
@@ -70,3 +74,25 @@ def test_weights_are_seeded_by_model_name() -> None:
     assert np.array_equal(first["w"], again["w"])
     assert not np.array_equal(first["w"], other["w"])
     assert [node.op_type for node in model.graph.node] == ["ConstantOfShape", "Conv"]
+
+
+def test_a_made_files_recorded_sha256_stands_for_it_until_the_file_changes(tmp_path: Path) -> None:
+    """A report names a made model by its file's sha256 without reading the file again, from the
+    record its folder was made with; a file changed since, or no record, has none."""
+
+    def build(folder: Path) -> list[dict]:
+        (folder / "case").mkdir()
+        (folder / "case" / "model.onnx").write_bytes(b"model bytes")
+        (folder / "top.onnx").write_bytes(b"top")
+        return [{"name": "case"}]
+
+    made = tmp_path / "made"
+    materialize_once(made, build)
+    nested, top = made / "case" / "model.onnx", made / "top.onnx"
+    assert recorded_sha256(nested) == model_sha256(nested)  # the record one folder up
+    assert recorded_sha256(top) == model_sha256(top)
+    top.write_bytes(b"changed")
+    assert recorded_sha256(top) is None
+    loose = tmp_path / "loose.onnx"
+    loose.write_bytes(b"x")
+    assert recorded_sha256(loose) is None
