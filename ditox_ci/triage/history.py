@@ -2,7 +2,8 @@
 git (Debian's would bring perl: some 90 MB installed, against dulwich's 9), and a PR check runs there.
 
 What `git diff --name-only COMMIT` lists: each file the commit's tree or the index holds whose
-bytes on disk differ from the commit's (or that one side lacks), so uncommitted edits count. A file
+bytes on disk differ from the commit's (or that one side lacks), so uncommitted edits count; and,
+where the build compiles what it finds in a folder (`Compiled`), the files there git does not track. A file
 is compared as stored: no clean filter (`.gitattributes` text or LFS conversions) is applied, which
 onnx/optimizer's sources have none of; a submodule by the commit the index records. The checkout
 is the PR's: a symlink is compared by its target, as git stores it, never followed (one to
@@ -14,6 +15,8 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from dulwich.errors import NotGitRepository
@@ -34,10 +37,11 @@ class NoCommit(HistoryError):
     """The checkout lacks the commit (a shallow clone) or an object of its tree."""
 
 
-def changed_paths(checkout: Path, since: str) -> set[str]:
-    """The paths (relative to the checkout's root, in every folder) whose bytes differ between commit
-    `since` and the working tree, as `git diff --name-only COMMIT` lists them; a submodule is
-    compared by the commit the index records for it, not by what is checked out there.
+def changed_paths(checkout: Path, since: str, compiled: Compiled | None = None) -> tuple[Path, set[str]]:
+    """The checkout's root, and the paths (relative to it, in every folder) whose bytes differ between
+    commit `since` and the working tree, as `git diff --name-only COMMIT` lists them; a submodule is
+    compared by the commit the index records for it, not by what is checked out there. With
+    `compiled`, the files git does not track that the build compiles all the same count too.
 
     Raises NotGitRepository outside a checkout, NoCommit where the history is not there and
     HistoryError where the checkout cannot be read."""
@@ -57,7 +61,10 @@ def changed_paths(checkout: Path, since: str) -> set[str]:
                     now[name] = entry.sha
                 else:
                     now[name] = _current_id(root, real_root, name, entry, written)
-            return {name for name in before.keys() | now.keys() if now.get(name) != before.get(name)}
+            changed = {name for name in before.keys() | now.keys() if now.get(name) != before.get(name)}
+            if compiled is not None:
+                changed |= compiled.untracked(root, now.keys())
+            return root, changed
     except NotGitRepository:
         raise
     except (KeyError, ValueError) as missing:
@@ -66,10 +73,25 @@ def changed_paths(checkout: Path, since: str) -> set[str]:
         raise HistoryError(f"the checkout could not be read: {type(error).__name__}: {error}") from None
 
 
-def repository_root(checkout: Path) -> Path:
-    """The root of the git checkout that holds `checkout`; raises NotGitRepository outside one."""
-    with Repo.discover(str(checkout)) as repo:
-        return Path(repo.path)
+@dataclass(frozen=True)
+class Compiled:
+    """The files a build compiles by where they are, not by a list: below `folder`, with one of
+    `suffixes`, tracked or not (CMake's `file(GLOB_RECURSE)`)."""
+
+    folder: str
+    suffixes: tuple[str, ...]
+
+    def untracked(self, root: Path, tracked: Collection[str]) -> set[str]:
+        """Such files below the checkout at `root` that git does not track, ignored ones too (the
+        glob compiles them). A folder reached through a symlink is not entered."""
+        top = root / self.folder
+        if os.path.realpath(top) != os.path.join(os.path.realpath(root), self.folder):
+            return set()
+        found = set()
+        for folder, _, names in os.walk(top):
+            relative = Path(folder).relative_to(root).as_posix()
+            found |= {f"{relative}/{name}" for name in names if name.endswith(self.suffixes)}
+        return found - set(tracked)
 
 
 # the mode git gives a submodule's entry: the commit it is at
@@ -154,9 +176,9 @@ def _blob_id(path: Path) -> bytes | None:
 
 
 __all__ = [
+    "Compiled",
     "HistoryError",
     "NoCommit",
     "NotGitRepository",
     "changed_paths",
-    "repository_root",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ditox_ci.log import Log
-from ditox_ci.triage.history import HistoryError, NoCommit, NotGitRepository, changed_paths, repository_root
+from ditox_ci.triage.history import Compiled, HistoryError, NoCommit, NotGitRepository, changed_paths
 
 # where the passes of onnx/optimizer live in its checkout
 PASS_FOLDER = "onnxoptimizer/passes"
@@ -40,6 +40,9 @@ NOT_BUILT = re.compile(
     r"|\.md$"
     r"|^(?:LICENSE|REUSE\.toml|\.gitignore|\.clang-format)$"
 )
+# what the build compiles whether git tracks it or not: onnx/optimizer's CMakeLists.txt globs
+# `onnxoptimizer/*.cc` and `*.h` (file(GLOB_RECURSE)), so an untracked source there is built in
+COMPILED = Compiled("onnxoptimizer", (".cc", ".h"))
 # a pass file larger than this is not read for its names and includes (onnx/optimizer's largest is
 # some 20 kB); it then counts as changing what every pass shares
 MAX_SOURCE_BYTES = 1 << 20
@@ -124,8 +127,7 @@ def impact_of(checkout: Path, since: str | None, passes: Collection[str], log: L
     if not since:
         return None
     try:
-        files = changed_paths(checkout, since)
-        root = repository_root(checkout)
+        root, files = changed_paths(checkout, since, COMPILED)
     except NotGitRepository:
         return None
     except HistoryError as error:

@@ -115,3 +115,29 @@ def test_a_submodule_moved_changes_every_pass(tmp_path: Path) -> None:
     impact = impact_of(checkout, base, PASSES, Log({}, quiet=True))
     assert impact is not None and impact.shared == ("third_party/onnx",)
     assert git(checkout, "diff", "--cached", "--name-only", base) == "third_party/onnx"
+
+
+def test_untracked_sources_the_build_compiles_count_others_do_not(tmp_path: Path) -> None:
+    """onnx/optimizer's CMakeLists compiles every onnxoptimizer/*.cc and *.h it finds
+    (`file(GLOB_RECURSE)`), tracked or not: an untracked one there changes what the build is, as an
+    edit does. A workflow's files beside the checkout (a downloaded report) change nothing, nor does
+    an untracked file the build does not compile."""
+    checkout, base = optimizer_checkout(tmp_path)
+    log = Log({}, quiet=True)
+    (checkout / "base-report").mkdir()
+    (checkout / "base-report" / "report.json").write_text("{}\n")
+    (checkout / "onnxoptimizer" / "passes" / "notes.txt").write_text("not compiled\n")
+    impact = impact_of(checkout, base, PASSES, log)
+    assert impact is not None and impact.files == () and impact.passes == () and impact.shared == ()
+    # a helper's code, new: what includes its header
+    (checkout / "onnxoptimizer" / "passes" / "tensor_util.cc").write_text("int more() { return 1; }\n")
+    impact = impact_of(checkout, base, PASSES, log)
+    assert impact is not None and impact.files == ("onnxoptimizer/passes/tensor_util.cc",)
+    assert impact.passes == ("fuse_bn_into_conv",) and impact.shared == ()
+    # a new source outside the pass folder: compiled into every pass's build
+    (checkout / "onnxoptimizer" / "extra").mkdir()
+    (checkout / "onnxoptimizer" / "extra" / "registry.cc").write_text("static int registered = 1;\n")
+    impact = impact_of(checkout, base, PASSES, log)
+    assert impact is not None and impact.shared == ("onnxoptimizer/extra/registry.cc",)
+    assert impact.changes(["eliminate_identity"])
+    assert git(checkout, "status", "--porcelain", "--untracked-files=all").count("??") == 4
