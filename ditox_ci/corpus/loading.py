@@ -117,7 +117,8 @@ def _external_file(tensor: onnx.TensorProto, folder: Path) -> tuple[Path, int, i
     return target, offset, length
 
 
-def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
+def _load_external_data(model: onnx.ModelProto, folder: Path) -> bool:
+    """Inline the model's external tensors; whether it had any."""
     external = [
         tensor
         for tensor in _model_tensors(model)
@@ -136,10 +137,18 @@ def _load_external_data(model: onnx.ModelProto, folder: Path) -> None:
             ) from None
         tensor.data_location = onnx.TensorProto.DEFAULT
         del tensor.external_data[:]
+    return bool(external)
 
 
 def load_model(ref: ModelRef) -> onnx.ModelProto:
     """Parse `ref.path` with its external data inlined; ModelLoadError says why it can't be used."""
+    return load_model_and_bytes(ref)[0]
+
+
+def load_model_and_bytes(ref: ModelRef) -> tuple[onnx.ModelProto, bytes | None]:
+    """`load_model`, and the file's bytes where they are the whole model (no external data): serialized
+    again they would be the same model, and serializing a large one costs seconds (1.3 s for
+    light/vgg19). None where external data was inlined."""
     path = Path(ref.path)
     try:
         data = path.read_bytes()
@@ -158,5 +167,6 @@ def load_model(ref: ModelRef) -> onnx.ModelProto:
     complete = model.HasField("graph") and len(model.opset_import) > 0
     if not data or not model.HasField("graph") or not (model.graph.output or complete):
         raise ModelLoadError(f"{path.name} has no graph outputs (empty, truncated or not ONNX)")
-    _load_external_data(model, path.parent)
-    return model
+    if not _load_external_data(model, path.parent):
+        return model, data
+    return model, None

@@ -77,10 +77,11 @@ __all__ = [
 PhaseCallback = Callable[[str], None]
 
 # How many bytes of judged optimized models a context keeps to find repeats by comparison (the
-# first ones judged, the nop control's result among them for a model under this size): sha256 took
-# a fifth of the jobs' time on the overhead bench's slice, where most of the 40-odd steps of a model
-# give a result judged before. Beyond it, results are hashed; a large model's copies would not fit
-# its memory allowance.
+# first ones judged): sha256 took a fifth of the jobs' time on the overhead bench's slice, where most
+# of the 40-odd steps of a model give a result judged before. Beyond it, results are hashed; a large
+# model's copies would not fit its memory allowance. The first result judged (the nop control's) is
+# kept whatever its size: on light/vgg19 (548 MB) every step but a few gives its bytes, hashed at
+# 0.3 s each, and one copy more peaked at 4.7 GiB of its 5.9 GiB allowance (engine/messages.py).
 JUDGED_KEPT_MAX_BYTES = 64 * 2**20
 
 
@@ -128,7 +129,7 @@ def judge_bytes(
         outcome = _judge_changed(context, optimized, data, comparators, settings, on_phase)
     outcome = replace(outcome, digest=digest, changed=True, size=model_size(optimized, len(data)))
     context.judged[digest] = outcome
-    if context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
+    if not context.judged_bytes or context.kept_bytes + len(data) <= JUDGED_KEPT_MAX_BYTES:
         context.judged_bytes.setdefault(len(data), []).append((data, digest))
         context.kept_bytes += len(data)
     return outcome

@@ -32,7 +32,7 @@ from ditox_ci.corpus.inputs import (
     wide_feed,
     wide_inputs,
 )
-from ditox_ci.corpus.loading import ModelLoadError, load_model
+from ditox_ci.corpus.loading import ModelLoadError, load_model_and_bytes
 from ditox_ci.engine import runner
 from ditox_ci.engine.fp64 import Reference
 from ditox_ci.engine.noise import (
@@ -341,12 +341,12 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
     if ref.meta.get("unavailable"):
         raise SkipModel(str(ref.meta["unavailable"]))
     try:
-        model = load_model(ref)
+        model, data = load_model_and_bytes(ref)
     except ModelLoadError as exc:
         raise SkipModel(f"unreadable model: {exc}") from None
     if not model.graph.output:
         raise SkipModel(f"no outputs to compare: {model.graph.name or 'its graph'} declares none")
-    data = serialized(model)
+    data = data if data is not None else serialized(model)
     digest = hashlib.sha256(data).hexdigest()
     first = _drawn(model, ref, settings, 0)
     judged = judged_as(digest, first)

@@ -177,7 +177,6 @@ class JobScreen:
             except Exception:  # a pass of the list raised: its own step says which, and what
                 return False
             # a result of another length than the control's is another model: no hash needed
-            # (a screened model's results are too large to be kept for comparison, evaluate.py)
             size = self.context.result_sizes.get(self.control_digest)
             if size is not None and len(data) != size:
                 return False
