@@ -71,9 +71,12 @@ class RunningJob:
     def _carry(self, indexes: tuple[int, ...]) -> None:
         """The outcomes of the steps the worker carried, rebuilt from the job's stored report as it
         found them (engine/reuse.py): the same function of the same stored report, original and
-        control's result."""
+        control's result, or the stored control's where a canary held (the control among them)."""
         reuse, original = self.job.reuse, self.original
         control = self.outcomes.get(NOP, self.job.control)
+        if control is None and reuse is not None and original is not None:  # a canary held
+            results = {label: outcome.digest for label, outcome in self.outcomes.items()}
+            control = reuse.canary_control(results, original.judged_as, original.sha256, original.size)
         if reuse is None or original is None or original.size is None or control is None:
             raise InternalError("steps carried without a stored report, an original or the control's outcome")
         for index in indexes:

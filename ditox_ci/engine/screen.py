@@ -31,6 +31,7 @@ from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import Reuse, carried_steps
+from ditox_ci.engine.structure import model_size
 from ditox_ci.optimizers import LoadedOptimizer
 from ditox_ci.report.header import OptimizerInfo
 
@@ -106,7 +107,8 @@ class JobScreen:
 
     A step a stored report lets the job carry (engine/reuse.py: `Reuse.carried`) is not called: once
     the control's result is known, the pool is told which steps are carried, and it is kept out of
-    the lists to screen."""
+    the lists to screen. With canaries (`Reuse.canary_control`), the steps the job calls anyway run
+    first (`order`), and one that gives its stored result makes the stored control this job's."""
 
     def __init__(
         self,
@@ -127,16 +129,28 @@ class JobScreen:
         self.reuse = reuse
         self.carried: frozenset[int] | None = None
 
-    def newly_carried(self, first: int) -> tuple[int, ...]:
-        """The indexes of the steps carried from `first` on (those before it ran), once: when the
+    def order(self) -> list[int]:
+        """The indexes of the steps in the order they run: as planned, unless the control may be
+        carried once a canary holds (`Reuse.canary_control`); then the steps the stored report does
+        not carry run first, the control next (a canary held: it is carried), the others last."""
+        indexes = list(range(len(self.steps)))
+        reuse = self.reuse
+        if self.control is not None or reuse is None or not reuse.canaries or NOP not in reuse.carry:
+            return indexes
+        control = [i for i in indexes if self.steps[i].label == NOP]
+        called = [i for i in indexes if self.steps[i].label not in reuse.carry]
+        return called + control + [i for i in indexes if i not in called and i not in control]
+
+    def newly_carried(self, pending: Sequence[int]) -> tuple[int, ...]:
+        """The indexes among `pending` (the steps not run yet) that are carried, once: when the
         control's result is first known (the worker sends them in one message, and the pool
         rebuilds their outcomes); () before then and after."""
         control, reuse, context = self.control_digest, self.reuse, self.context
         if self.carried is not None or not control or reuse is None:
             return ()
-        labels = [step.label for step in self.steps[first:]]
+        labels = [self.steps[i].label for i in pending]
         found = carried_steps(reuse, labels, context.judged_as, control, context.digest)
-        carried = tuple(first + i for i in found)
+        carried = tuple(sorted(pending[i] for i in found))
         self.carried = frozenset(carried)
         self.candidates = [i for i in self.candidates if i not in self.carried]
         return carried
@@ -156,6 +170,11 @@ class JobScreen:
         step = self.steps[index]
         if step.label == NOP:
             self.control = outcome
+        elif self.control is None and self.reuse is not None and self.reuse.canaries:
+            context = self.context
+            size = model_size(context.model, len(context.data))
+            results = {step.label: outcome.digest}
+            self.control = self.reuse.canary_control(results, context.judged_as, context.digest, size)
         elif self.cleared is not None and index in self.candidates and outcome.digest != self.control_digest:
             self.suspects.add(step.passes[0])
 

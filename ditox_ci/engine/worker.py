@@ -231,13 +231,15 @@ class _Jobs:
         min_mb = config.screen_min_mb if job.screen and not job.fresh else None
         screen = JobScreen(context, optimizer, job.steps, min_mb, self.suspects, job.control, job.reuse)
         failure: InternalFailure | None = None
-        for index, step in enumerate(job.steps):
+        order = screen.order()
+        for position, index in enumerate(order):
+            step = job.steps[index]
 
             def on_phase(phase: str, index: int = index) -> None:
                 self.state.enter(index, phase)
 
             try:
-                carried = screen.newly_carried(index)
+                carried = screen.newly_carried(order[position:])
                 if carried:
                     outbox.add(StepsCarried(carried))
                 if screen.is_carried(index):

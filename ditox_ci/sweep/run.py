@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import onnx
 import onnxruntime
@@ -69,35 +70,41 @@ def environment_info() -> Environment:
     )
 
 
-def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carried: frozenset[str]) -> Iterator[Job]:
+class Carrying(NamedTuple):
+    """The configs a PR check may carry (`carried`: their passes are unchanged) and those it calls
+    whose stored result, given again by this build, stands for its control (`canaries`: the PR
+    changed them); each the same pass list in the stored report's optimizer (engine/reuse.py)."""
+
+    carried: frozenset[str] = frozenset()
+    canaries: frozenset[str] = frozenset()
+
+
+def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carrying: Carrying) -> Iterator[Job]:
     """Each job with what its model may reuse from a stored report (engine/reuse.py), carrying only
-    the configs of `carried`."""
+    the configs `carrying` names."""
     for job in jobs:
         found = table.get(job.ref.id)
-        if found is None:
-            yield job
-            continue
-        kept = {label: digest for label, digest in found.carry.items() if label in carried}
-        yield replace(job, reuse=replace(found, carry=kept))
+        yield job if found is None else replace(job, reuse=found.carrying(*carrying))
 
 
-def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> frozenset[str]:
-    """The configs whose passes the PR leaves unchanged (`setup.impact`), each the same pass list in
-    the stored report's optimizer: those a step may be carried for (engine/reuse.py). None without
-    `--carry`, without a stored report of the same optimizer whose verdicts are reused, or without
-    knowing what the PR changed."""
+def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> Carrying:
+    """The configs whose passes the PR leaves unchanged (`setup.impact`), and those it changed, each
+    the same pass list in the stored report's optimizer: those a step may be carried for, and the
+    canaries (engine/reuse.py). None without `--carry`, without a stored report of the same
+    optimizer whose verdicts are reused, or without knowing what the PR changed."""
     impact, reference = setup.impact, setup.reference
     if not setup.options.carry or impact is None or reference is None or not setup.reuse:
-        return frozenset()
+        return Carrying()
     if reference.optimizer.name != setup.info.name:
-        return frozenset()
+        return Carrying()
 
     def same_there(step: Step) -> bool:
         there = step_on_build(step, reference.optimizer)
         return there is not None and (there.passes, there.fixed_point) == (step.passes, step.fixed_point)
 
-    unchanged = (step for step in steps if step.label != NOP and not impact.changes(step.passes))
-    return frozenset(step.label for step in unchanged if same_there(step))
+    kept = [step for step in steps if step.label != NOP and same_there(step)]
+    carried = frozenset(step.label for step in kept if not impact.changes(step.passes))
+    return Carrying(carried, frozenset(step.label for step in kept) - carried)
 
 
 def _sweep_models(
@@ -108,14 +115,14 @@ def _sweep_models(
     stream: ModelStream | None,
     on_result: Callable[[JobResult], None] | None,
     reuse: Mapping[str, Reuse],
-    carried: frozenset[str],
+    carrying: Carrying,
 ) -> None:
     """Every job through the pool, each with what it may reuse and carry; each model's findings once
     all of its parts are back."""
     parts_total = sum(count for count in plan.parts.values() if count > 1)
     with log.group("sweep"), Progress(log, len(plan.parts), "models", parts_total) as progress:
         finished_parts: dict[str, list[JobResult]] = defaultdict(list)
-        for part in pool.run(_with_reuse(plan.jobs, reuse, carried)):
+        for part in pool.run(_with_reuse(plan.jobs, reuse, carrying)):
             finished_parts[part.ref.id].append(part)
             if len(finished_parts[part.ref.id]) < plan.parts.get(part.ref.id, 0):
                 progress.part_done(findings=len(finished.findings))
@@ -274,17 +281,17 @@ def _sweep_planned(
     state: SweepState | None = None
     try:
         with WorkerPool(config, workers) as pool:
-            carried = carried_configs(setup, plan.steps)
-            if carried:
+            carrying = carried_configs(setup, plan.steps)
+            if carrying.carried:
                 impact = setup.impact
                 assert impact is not None
                 changed = ", ".join(impact.passes) or "none"
                 log.info(
-                    f"carrying {len(carried)} configs the PR leaves unchanged (changed since "
+                    f"carrying {len(carrying.carried)} configs the PR leaves unchanged (changed since "
                     f"{impact.since}: {changed}) from the stored report (--no-carry: call every pass)"
                 )
             jobs = alone_last(plan, pool)
-            _sweep_models(pool, jobs, finished, log, stream, on_result, setup.reuse, carried)
+            _sweep_models(pool, jobs, finished, log, stream, on_result, setup.reuse, carrying)
             # re-running, localization and reduction go through the same workers, so the pool stays open
             pinpointing = _pinpoint_options(setup, stream)
             state = SweepState(setup, plan, pool, workers, head, pinpointing, stream, finished, log)

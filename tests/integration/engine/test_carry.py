@@ -1,12 +1,15 @@
 """Carried steps through the real pool, onnxoptimizer and ONNX Runtime (engine/reuse.py): the worker
 says which steps it carries in one message and the pool rebuilds their outcomes, the same as a run
-that calls them; a worker that dies in a later step keeps what was carried."""
+that calls them; a worker that dies in a later step keeps what was carried; a canary that gives its
+stored bytes carries the control too."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 from ditox_ci.control import NOP
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
@@ -33,6 +36,24 @@ def ref(tmp_path_factory: pytest.TempPathFactory) -> ModelRef:
     return found
 
 
+@pytest.fixture(scope="module")
+def rewritten(tmp_path_factory: pytest.TempPathFactory) -> ModelRef:
+    """A model the nop control gives other bytes of (its file's fields are out of protobuf's order:
+    two messages, which protobuf merges) and the default list rewrites (an Identity)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    nodes = [helper.make_node("Identity", ["x"], ["t"]), helper.make_node("Relu", ["t"], ["y"])]
+    opsets = [helper.make_opsetid("", 17)]
+    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=opsets)
+    model.ir_version = 8
+    graph_only = onnx.ModelProto()
+    graph_only.graph.CopyFrom(model.graph)
+    model.ClearField("graph")
+    path = tmp_path_factory.mktemp("canary") / "identity.onnx"
+    path.write_bytes(model.SerializeToString() + graph_only.SerializeToString())
+    return ModelRef("identity", "test", str(path))
+
+
 def _run(job: Job) -> JobResult:
     with WorkerPool(WorkerConfig(timeout_s=60), jobs=1) as pool:
         (result,) = pool.run([job])
@@ -46,13 +67,14 @@ def _stored(result: JobResult) -> Reuse:
     return reuse_table([(result.ref.id, "", verdicts_of(result), labels, effect_of(result))])[result.ref.id]
 
 
+def seen(result: JobResult) -> dict:
+    return {label: (o.kind, o.digest, o.changed, o.size) for label, o in result.outcomes.items()}
+
+
 def test_carried_steps_are_rebuilt_by_the_pool_and_survive_a_crash_after_them(ref: ModelRef) -> None:
     called = _run(Job(ref, STEPS))
     reuse = _stored(called)
     carried = _run(Job(ref, STEPS, reuse=reuse))
-
-    def seen(result: JobResult) -> dict:
-        return {label: (o.kind, o.digest, o.changed, o.size) for label, o in result.outcomes.items()}
 
     # the same verdicts, results and sizes, though only the control and the crashing step were called
     assert seen(carried) == seen(called)
@@ -71,3 +93,30 @@ def test_carried_steps_are_rebuilt_by_the_pool_and_survive_a_crash_after_them(re
     # (the calls of the steps a crash found unreported included)
     assert moved.counts.carried == 0 and moved.counts.optimizer_runs == called.counts.optimizer_runs
     assert seen(moved) == seen(called)
+
+
+def test_a_canary_that_gives_its_stored_bytes_carries_the_control_too(rewritten: ModelRef) -> None:
+    """A PR check calls the configs the PR changed anyway, first; one that gives the bytes the report
+    stored for it on the same original stands for the control, which is carried with the others
+    (engine/reuse.py, `Reuse.canary_control`). Where none does, the control is called, as before."""
+    steps = build_steps((NOP, "default", "single"), (), INFO)
+    called = _run(Job(rewritten, steps))
+    labels = [step.label for step in steps]
+    stored = reuse_table([(rewritten.id, "", verdicts_of(called), labels, effect_of(called))])[rewritten.id]
+    changed = {"default", "pass:fuse_bn_into_conv"}
+    reuse = stored.carrying(set(labels) - changed - {NOP}, changed)
+    assert reuse.canaries.keys() == changed and reuse.carry[NOP] == called.outcomes[NOP].digest
+    # the control is a result of its own (the round trip rewrites the file), and default rewrites
+    # the model further: the control's outcome is rebuilt from the stored report
+    nop, default = called.outcomes[NOP], called.outcomes["default"]
+    assert nop.changed and default.changed and default.digest != nop.digest
+
+    carried = _run(Job(rewritten, steps, reuse=reuse))
+    assert seen(carried) == seen(called)
+    assert (carried.counts.optimizer_runs, carried.counts.carried) == (2, len(steps) - 2)
+
+    # this build's changed configs give other bytes than the stored ones: the control is called
+    moved = replace(reuse, canaries={label: "0" * 64 for label in reuse.canaries})
+    checked = _run(Job(rewritten, steps, reuse=moved))
+    assert seen(checked) == seen(called)
+    assert (checked.counts.optimizer_runs, checked.counts.carried) == (3, len(steps) - 3)
