@@ -14,7 +14,9 @@ many workers and no localization, timed from call to report, three times. The fi
 job is a fresh `ditox-ci sweep` process over one two-node model: interpreter, imports, plan,
 workers' start, report. Printed too: the CPU the sweep's own process spends (plan, pool, report,
 beside its workers), the sweep's jobs run in this one process without the pool (what the pool adds
-is the difference to the time inside jobs), and the costliest model's own unavoidable work, and the
+is the difference to the time inside jobs), the same jobs in two processes at once, split by their
+cost (what two cores here give: where it is above half the one process's time, the machine's cores
+slow each other, a floor no pool goes below), and the costliest model's own unavoidable work, and the
 floor of any engine that makes the oracle's checks: the work and the checks alone, spread over the
 workers (the costliest model split at no cost) or with that model on one worker.
 Loading, feeding, serializing, hashing, checking and comparing are the oracle's too but not
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -34,8 +37,10 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import onnx
 from onnx import TensorProto, helper
@@ -48,8 +53,6 @@ from ditox_ci.engine.heap import keep_freed_memory
 from ditox_ci.engine.plan import Step, build_steps
 from ditox_ci.log import Log
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
-from ditox_ci.sweep.run import sweep
-from ditox_ci.sweep.setup import SweepOptions
 
 # the wheel's data models and three of its light networks (random weights, 5-27 MB): models whose
 # work outweighs the fixed cost of starting on them
@@ -94,6 +97,35 @@ def _in_one_process(refs: Sequence[ModelRef], optimizer: LoadedOptimizer, settin
         for step in steps:
             run_step(context, optimizer, step, ("tensor",), settings)
     return time.perf_counter() - start
+
+
+def _half_in_a_process(sources: Sequence[str], ids: Sequence[str], barrier: Any) -> float:
+    """`_in_one_process` for the models `ids`, in a process of its own, started with the other half's
+    at the barrier."""
+    keep_freed_memory()
+    wanted = set(ids)
+    found = resolve_sources(sources, CorpusContext(default_cache_dir(os.environ)))
+    refs = [ref for ref in found if ref.id in wanted]
+    optimizer = load_optimizer("onnxoptimizer")
+    barrier.wait()
+    return _in_one_process(refs, optimizer, EvalSettings())
+
+
+def _in_two_processes(sources: Sequence[str], cost: Mapping[str, float]) -> float:
+    """The sweep's jobs in two processes at once, without the pool: the models dealt by their own
+    cost (largest first, each to the lighter half), each process timing its half. What two cores
+    here give work that one core does in `_in_one_process`: the machine's own floor for the pool."""
+    halves: list[list[str]] = [[], []]
+    loads = [0.0, 0.0]
+    for model in sorted(cost, key=cost.__getitem__, reverse=True):
+        lighter = loads.index(min(loads))
+        halves[lighter].append(model)
+        loads[lighter] += cost[model]
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager, ProcessPoolExecutor(WORKERS, mp_context=context) as pool:
+        barrier = manager.Barrier(WORKERS)
+        walls = list(pool.map(_half_in_a_process, [sources] * WORKERS, halves, [barrier] * WORKERS))
+    return max(walls)
 
 
 def _limit_of_model(ref: ModelRef, optimizer: LoadedOptimizer, settings: EvalSettings, clock: Clock) -> None:
@@ -187,6 +219,13 @@ def _table(spent: Mapping[str, float], total: float, rows: Sequence[str]) -> Non
 
 
 def main() -> None:
+    # imported here, not above: each worker imports the main module again (multiprocessing's spawn
+    # preparation, from the forkserver), and this module is the bench's; the sweep's own modules
+    # are not among the workers' preloaded ones (0.4 s a worker, 15 % of a sweep of the slice).
+    # `ditox-ci` and `python -m ditox_ci` have no such main module to import again.
+    from ditox_ci.sweep.run import sweep
+    from ditox_ci.sweep.setup import SweepOptions
+
     sources = tuple(sys.argv[1:]) or SOURCES
     refs = resolve_sources(sources, CorpusContext(default_cache_dir(os.environ)))
     # the limit's calls are made as a worker makes them, with the memory freed kept (engine/heap.py)
@@ -215,6 +254,7 @@ def main() -> None:
             own_checks[ref.id] = _spent(clock, checks=True) - checks_before
         fixed_s = fixed_cost(Path(tmp))
         one_process_s = _in_one_process(refs, optimizer, settings)
+        two_processes_s = _in_two_processes(sources, {ref: own[ref] + own_checks[ref] for ref in own})
     work = _spent(clock)
     oracle = _spent(clock, checks=True)
     limit = work / WORKERS
@@ -245,6 +285,11 @@ def main() -> None:
     print(f"fixed cost per shard job (a fresh sweep of one two-node model): {fixed_s:.2f}s")
     print(f"the sweep's own process (plan, pool, report; not its workers): {parent_cpu_s:.2f}s of CPU")
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
+    print(
+        f"the same jobs in two processes at once, without the pool (split by their cost): "
+        f"{two_processes_s:.1f}s of wall, {two_processes_s / bound:.2f}× the bound; {one_process_s / 2:.1f}s "
+        "if two cores did what one does alone"
+    )
     costliest = max(own, key=own.__getitem__)
     print(
         f"the costliest model's own unavoidable work: {own[costliest]:.1f}s ({costliest}), "
