@@ -25,6 +25,10 @@ CPU is every process of the sweep's tree (the sweep, its forkserver, the workers
 every POLL_S seconds. Each PR check's findings must be the full sweep's (model, config, kind,
 fingerprint), else the bench says so.
 
+The same again for a head that changes a pass outside the default list (`replace_einsum_with_matmul`,
+with its own full sweep): `default` and `fixed-point` are then carried too, and the PR's pass alone
+is called on each model.
+
 Then, from each run's per-model costs (`cost_s`), the wall time N shard jobs of 2 workers would
 take (N = 1, 2, 4, 8): the planner's own plan (`engine.shard.plan_jobs`, as `--previous` costs
 it), its slowest shard's makespan, plus the fixed cost of a shard job (a fresh sweep of one
@@ -42,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench_overhead import fixed_cost
@@ -87,7 +92,16 @@ def _tree(pid: int) -> list[int]:
     return pids
 
 
-def _sweep(args: Sequence[str], out: Path, cwd: Path | None = None) -> tuple[float, float, dict]:
+@dataclass(frozen=True)
+class Run:
+    """A sweep's wall and CPU seconds, and its report."""
+
+    wall: float
+    cpu: float
+    report: dict
+
+
+def _sweep(args: Sequence[str], out: Path, cwd: Path | None = None) -> Run:
     """Wall and CPU seconds of `ditox-ci sweep ARGS` (in `cwd`), and its report."""
     command = [sys.executable, "-m", "ditox_ci", "sweep", "--localize", "off", "--jobs", "2", "--quiet"]
     started = time.monotonic()
@@ -103,7 +117,7 @@ def _sweep(args: Sequence[str], out: Path, cwd: Path | None = None) -> tuple[flo
     stderr = process.stderr.read() if process.stderr else ""
     if process.returncode not in (0, 1):
         sys.exit(f"sweep {' '.join(args)} failed (exit {process.returncode}): {stderr[-2000:]}")
-    return wall, sum(last.values()), json.loads((out / "report.json").read_text())
+    return Run(wall, sum(last.values()), json.loads((out / "report.json").read_text()))
 
 
 def _findings(report: dict) -> set[tuple[str, str, str, str]]:
@@ -151,6 +165,33 @@ def _predicted(report: dict, start_s: float) -> str:
     return ", ".join(walls)
 
 
+def _outside_default(tmp: Path, cache: list[str], reuse: list[str]) -> None:
+    """A full sweep and a PR check of a head that changes a pass outside the default list, printed."""
+    from wheels import OUTSIDE_DEFAULT, changed_pass_checkout, changed_pass_onnxoptimizer
+
+    head = str(changed_pass_onnxoptimizer(tmp / "outside-wheel", "0.4.2+outside", OUTSIDE_DEFAULT))
+    # its install, not counted
+    _sweep([*cache, "--optimizer", head, "--no-reuse", "--models", "onnx-node:test_abs"], tmp / "installed")
+    full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full-outside")
+    checkout, since = changed_pass_checkout(tmp / "outside", OUTSIDE_DEFAULT)
+    changed = [*cache, "--optimizer", head, *reuse, "--changed-since", since]
+    pr = _sweep(changed, tmp / "pr-outside", cwd=checkout)
+    stats = pr.report["stats"]
+    print(f"a pass outside the default list changed ({OUTSIDE_DEFAULT}):")
+    print(f"  full sweep of that head: {full.wall:7.1f} s wall {full.cpu:7.1f} s CPU")
+    print(
+        f"  PR check of that head:   {pr.wall:7.1f} s wall {pr.cpu:7.1f} s CPU, runtime runs "
+        f"{stats['runtime_runs']}, optimizer calls {stats['optimizer_runs']}, carried "
+        f"{stats.get('carried_steps', 0)}; {pr.cpu / full.cpu:6.1%} of its full sweep's CPU"
+    )
+    found, full_found = _findings(pr.report), _findings(full.report)
+    same = "yes" if found == full_found else "NO"
+    print(f"  the PR check's findings are the full sweep's: {same} ({len(found)} findings)")
+    for where, only in (("PR check", found - full_found), ("full sweep", full_found - found)):
+        for finding in sorted(only)[:5]:
+            print(f"    only in the {where}: {' '.join(finding)}")
+
+
 def main() -> None:
     sys.path.insert(0, str(ROOT / "tests" / "fakes"))
     from wheels import changed_pass_checkout, changed_pass_onnxoptimizer
@@ -159,23 +200,33 @@ def main() -> None:
         tmp = Path(folder)
         head = str(changed_pass_onnxoptimizer(tmp / "wheel", "0.4.2+changed"))
         cache = ["--cache-dir", str(tmp / "cache")]
-        base_wall, _, base = _sweep(cache, tmp / "base")
+        base_run = _sweep(cache, tmp / "base")
+        base = base_run.report
         size_mb = (tmp / "base" / "report.json").stat().st_size / 2**20
         print(
             f"base report (onnxoptimizer, not counted): {len(base['models'])} models, "
-            f"{base_wall:.1f} s wall, report.json {size_mb:.1f} MiB, of which {_carry_share(base):.0%} "
+            f"{base_run.wall:.1f} s wall, report.json {size_mb:.1f} MiB, of which {_carry_share(base):.0%} "
             "for carrying"
         )
         _sweep([*cache, "--optimizer", head, "--no-reuse", "--models", "onnx-node:test_abs"], tmp / "install")
-        full_wall, full_cpu, full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full")
+        full = _sweep([*cache, "--optimizer", head, "--no-reuse"], tmp / "full")
         reuse = ["--base-optimizer", "onnxoptimizer", "--reuse-from", str(tmp / "base" / "report.json")]
         reuse += ["--exercise-budget", "0"]
         no_carry = [*cache, "--optimizer", head, *reuse, "--no-carry"]
-        reused_wall, reused_cpu, reused = _sweep(no_carry, tmp / "reused")
+        reused = _sweep(no_carry, tmp / "reused")
         checkout, since = changed_pass_checkout(tmp)
         changed = [*cache, "--optimizer", head, *reuse, "--changed-since", since]
-        pr_wall, pr_cpu, pr = _sweep(changed, tmp / "pr", cwd=checkout)
+        pr = _sweep(changed, tmp / "pr", cwd=checkout)
         start_s = fixed_cost(tmp)
+        _report_default_list(full, reused, pr, start_s)
+        _outside_default(tmp, cache, reuse)
+
+
+def _report_default_list(full_run: Run, reused_run: Run, pr_run: Run, start_s: float) -> None:
+    """The figures of the head that changes a pass of the default list."""
+    full_wall, full_cpu, full = full_run.wall, full_run.cpu, full_run.report
+    reused_wall, reused_cpu, reused = reused_run.wall, reused_run.cpu, reused_run.report
+    pr_wall, pr_cpu, pr = pr_run.wall, pr_run.cpu, pr_run.report
     stats, full_runs = pr["stats"], full["stats"]["runtime_runs"]
     results = len(stats["configs"]) * stats["models_total"]
     checked = stats.get("base_optimizer", {})

@@ -151,11 +151,14 @@ def miscompiling_onnxoptimizer(folder: Path, version: str) -> Path:
     return _wrapped_onnxoptimizer(folder, version, _MISCOMPILATION)
 
 
-# CHANGED_PASS, where it fires (the result holds fewer BatchNormalization nodes than the model), also
+# CHANGED_PASS, where it fires (the result holds fewer of the nodes it removes than the model), also
 # doubles the first output: a pull request that changes one pass, whose every other result is the
-# release's, byte for byte
+# release's, byte for byte. It is in the default list; OUTSIDE_DEFAULT is a pass that is not.
 CHANGED_PASS = "fuse_bn_into_conv"
-_CHANGE = f"""
+OUTSIDE_DEFAULT = "replace_einsum_with_matmul"
+# the op each changeable pass removes where it fires
+REMOVES = {CHANGED_PASS: "BatchNormalization", OUTSIDE_DEFAULT: "Einsum"}
+_CHANGE = """
 import numpy as _np
 import onnx as _onnx
 from onnx import helper as _helper
@@ -164,9 +167,9 @@ from onnx import numpy_helper as _numpy_helper
 
 def _transform(data, result, passes):
     # the pass list first: counting in a large model's bytes costs a real build nothing it does
-    if {CHANGED_PASS!r} not in passes:
+    if {changed!r} not in passes:
         return result
-    if result.count(b"BatchNormalization") >= data.count(b"BatchNormalization"):
+    if result.count({removed!r}) >= data.count({removed!r}):
         return result
     model = _onnx.ModelProto()
     model.ParseFromString(result)
@@ -180,17 +183,18 @@ def _transform(data, result, passes):
 """
 
 
-def changed_pass_onnxoptimizer(folder: Path, version: str) -> Path:
-    """A wheel of the installed onnxoptimizer, as `version`, whose CHANGED_PASS differs where it
-    fires: a pull request's head that changes one pass."""
-    return _wrapped_onnxoptimizer(folder, version, _CHANGE)
+def changed_pass_onnxoptimizer(folder: Path, version: str, changed: str = CHANGED_PASS) -> Path:
+    """A wheel of the installed onnxoptimizer, as `version`, whose pass `changed` (one of REMOVES)
+    differs where it fires: a pull request's head that changes one pass."""
+    transform = _CHANGE.format(changed=changed, removed=REMOVES[changed].encode())
+    return _wrapped_onnxoptimizer(folder, version, transform)
 
 
-def changed_pass_checkout(folder: Path) -> tuple[Path, str]:
+def changed_pass_checkout(folder: Path, changed: str = CHANGED_PASS) -> tuple[Path, str]:
     """The sources of the pull request `changed_pass_onnxoptimizer` builds, laid out as onnx/optimizer
-    lays them out: a git checkout with a header per pass of the installed onnxoptimizer (named by
-    its `getPassName`, as there) and the pass manager, committed as the PR's base, with
-    CHANGED_PASS's header changed since; the checkout and the base commit."""
+    lays them out: a git checkout (`folder`/optimizer) with a header per pass of the installed
+    onnxoptimizer (named by its `getPassName`, as there) and the pass manager, committed as the PR's
+    base, with the header of `changed` changed since; the checkout and the base commit."""
     import onnxoptimizer
 
     checkout = folder / "optimizer"
@@ -208,6 +212,6 @@ def changed_pass_checkout(folder: Path) -> tuple[Path, str]:
     git("init", "-q")
     git("add", "-A")
     git("commit", "-qm", "base")
-    with (passes / f"{CHANGED_PASS}.h").open("a") as header:
+    with (passes / f"{changed}.h").open("a") as header:
         header.write("// changed by the pull request\n")
     return checkout, git("rev-parse", "HEAD")
