@@ -287,8 +287,8 @@ def main() -> None:
     print(f"the same jobs in this one process, without the pool: {one_process_s:.1f}s")
     print(
         f"the same jobs in two processes at once, without the pool (split by their cost): "
-        f"{two_processes_s:.1f}s of wall, {two_processes_s / bound:.2f}× the bound; {one_process_s / 2:.1f}s "
-        "if two cores did what one does alone"
+        f"{two_processes_s:.1f}s of wall, {two_processes_s / bound:.2f}× the bound; "
+        f"{one_process_s / 2:.1f}s, {one_process_s / 2 / bound:.2f}×, if two cores did what one does alone"
     )
     costliest = max(own, key=own.__getitem__)
     print(

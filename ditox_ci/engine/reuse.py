@@ -31,8 +31,9 @@ result's size rebuilt from the model's stored `effect` (`Effect.applied_to`). A 
 no evidence (its op changes are read from bytes a carried step does not have): what keys on them
 runs the passes again (`pinpoint.pinpointer`). That holds when the pass acts on the head as on the
 build the report swept, which the worker checks where it can: the head's control must give the
-report's control bytes on the same original. What a pass the PR does not change does on a model is
-then the stored report's, which is the point: a PR check costs what the PR changed.
+report's control bytes on the same original, or a canary must hold (below). What a pass the PR does
+not change does on a model is then the stored report's, which is the point: a PR check costs what
+the PR changed.
 
 The control need not be called for that check. The configs the PR changed are called anyway, and
 run first; where one of them gives the very bytes the report stored for the same config on the same
@@ -143,7 +144,7 @@ class Reuse:
     def carried(self, label: str, judged_as: str, control: str, model: str) -> str | None:
         """The digest of the stored result the step `label` takes without a call; None when it
         does not. The original must be the one judged then (its bytes `model` and inputs:
-        `judged_as`), this build's control must give the stored control's bytes, the step must be
+        `judged_as`), this build's control (called, or a canary's) must be the stored one, the step must be
         one the sweep may carry, and the report must keep what its outcome is rebuilt from: the
         result is the control's bytes or the original's, or has a stored verdict and the model its
         stored effect."""
