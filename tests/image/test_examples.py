@@ -171,6 +171,48 @@ def test_pr_yml_shards_merge_and_publish_with_the_base_build(runner: Runner, ser
     no_credentials_in(report.workspace)
 
 
+def test_pr_yml_carries_from_the_nightly_what_the_pr_leaves_unchanged(
+    runner: Runner, server: GitHubServer, wheels
+):
+    """With the base branch's nightly report at hand (`reuse_from: workflow:nightly.yml@main`), the
+    PR check in the image reads what the PR changed from its checkout (one pass's header) and
+    carries every config whose passes it leaves unchanged, the control among them: their findings
+    are the night's, and the comment says how many results were carried. The night swept the build
+    the head is, so that what the PR leaves unchanged is the same code, as carrying assumes."""
+    night_id, night = _nightly(runner, server, wheels["0.4.2"])
+    merge, *_ = night.action_results()
+    assert merge.code == 0, merge.log[-3000:]
+    artifact = {"ditox-report": uploaded_artifact(runner.artifacts[night_id]["ditox-report"])}
+    server.add_workflow_run("nightly.yml", conclusion="failure", artifacts=artifact)
+    stored = json.loads((night.workspace / merge.outputs["report"]).read_text())
+
+    server.open_pull(PR, HEAD_SHA, head_ref="feature")
+    run_id = runner.new_run()
+    wheel_artifact(runner, run_id, "optimizer-wheel-head", wheels["0.4.2"])
+    wheel_artifact(runner, run_id, "optimizer-wheel-base", wheels["0.4.1"])
+    sweep_shards(runner, "pr.yml", pull_request(runner.root), run_id, pr_checkout)
+    report = runner.job("pr.yml", "report", pull_request(runner.root), run_id, pr_checkout)
+    merge, publish = report.action_results()
+    assert merge.code == 0, merge.log[-3000:]
+    merged = json.loads((report.workspace / merge.outputs["report"]).read_text())
+    stats = merged["stats"]
+    assert stats["impact"]["passes"] == [CULPRIT] and stats["impact"]["shared"] == []
+    assert stats.get("carried_steps", 0) > 0, stats
+    # default and fixed-point run the changed pass; every other config is unchanged
+    changed = {"default", "fixed-point", f"pass:{CULPRIT}"}
+
+    def unchanged(found: dict) -> set[tuple[str, str, str, str]]:
+        findings = [f for f in found["findings"] if f["config"] not in changed]
+        return {(f["model"], f["config"], f["kind"], f["fingerprint"]) for f in findings}
+
+    assert unchanged(merged) == unchanged(stored) and unchanged(merged)
+    assert publish.code == 0, publish.log[-3000:]
+    (comment,) = [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
+    carried = f"{stats['carried_steps']} results of the other passes and the control"
+    assert carried in comment["body"], comment["body"]
+    no_credentials_in(report.workspace)
+
+
 def _nightly(runner: Runner, server: GitHubServer, wheel: Path) -> tuple[int, JobRun]:
     server.repo.workflow_runs.setdefault("nightly.yml", [])  # the workflow that is running
     run_id = runner.new_run()
