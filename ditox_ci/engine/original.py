@@ -44,8 +44,9 @@ from ditox_ci.engine.noise import (
 )
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.reuse import OriginalInfo, Reuse, judged_as
-from ditox_ci.engine.structure import checker_error
+from ditox_ci.engine.structure import checker_error, model_size
 from ditox_ci.engine.values import Feeds
+from ditox_ci.report.effect import Size
 from ditox_ci.report.header import NOISE_FLOORS
 
 MAX_REDRAWS = 3
@@ -119,6 +120,8 @@ class ModelContext:
     digest: str
     # the original as judged: its bytes and first-drawn inputs (reuse.judged_as)
     judged_as: str = ""
+    # its size (report/effect.py), which the results' sizes are told against
+    size: Size | None = None
     # False until the original ran (`run_original`): a job whose every result was judged before
     # (`reuse`) never runs it
     ran: bool = False
@@ -359,6 +362,7 @@ def load_original(ref: ModelRef, settings: EvalSettings, reuse: Reuse | None = N
         data=data,
         digest=digest,
         judged_as=judged,
+        size=model_size(model, len(data)),
         feeds=first,
         output_names=[o.name for o in model.graph.output],
         info=info,

@@ -31,7 +31,6 @@ from ditox_ci.engine.evaluate import ModelContext, optimizer_call, result_digest
 from ditox_ci.engine.outcome import Outcome
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.reuse import Reuse, carried_steps
-from ditox_ci.engine.structure import model_size
 from ditox_ci.optimizers import LoadedOptimizer
 from ditox_ci.report.header import OptimizerInfo
 
@@ -172,9 +171,8 @@ class JobScreen:
             self.control = outcome
         elif self.control is None and self.reuse is not None and self.reuse.canaries:
             context = self.context
-            size = model_size(context.model, len(context.data))
             results = {step.label: outcome.digest}
-            self.control = self.reuse.canary_control(results, context.judged_as, context.digest, size)
+            self.control = self.reuse.canary_control(results, context.judged_as, context.digest, context.size)
         elif self.cleared is not None and index in self.candidates and outcome.digest != self.control_digest:
             self.suspects.add(step.passes[0])
 

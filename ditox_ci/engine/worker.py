@@ -48,7 +48,6 @@ from ditox_ci.engine.messages import (
 )
 from ditox_ci.engine.plan import Step
 from ditox_ci.engine.screen import JobScreen
-from ditox_ci.engine.structure import model_size
 from ditox_ci.errors import FatalError, InternalError, OptimizerLoadError
 from ditox_ci.optimizers import LoadedOptimizer, load_optimizer
 from ditox_ci.report.kinds import VALUES_KIND
@@ -120,9 +119,13 @@ def _prepared(job: Job, config: WorkerConfig) -> ModelContext | ModelSkipped | I
 
 
 def _original_message(context: ModelContext) -> OriginalPrepared:
-    size = model_size(context.model, len(context.data))
     return OriginalPrepared(
-        len(context.model.graph.node), context.digest, context.info, context.draw, context.judged_as, size
+        len(context.model.graph.node),
+        context.digest,
+        context.info,
+        context.draw,
+        context.judged_as,
+        context.size,
     )
 
 
