@@ -16,7 +16,9 @@ report is made, as its nightly would: `sweep` of onnxoptimizer (not counted). Th
   PR check    the same with what the PR changed (`--changed-since`, in a checkout whose
               fuse_bn_into_conv.h changed since the base commit: `changed_pass_checkout`): a config
               without fuse_bn_into_conv whose result on a model the base report knows (the
-              control's bytes, or its own judged there) is carried, not called (engine/reuse.py).
+              control's bytes, or its own judged there) is carried, not called, and so are
+              `default` and `fixed-point` on a model where each of their passes alone leaves it as
+              the control does (fuse_bn_into_conv called alone first: engine/reuse.py).
               Both PR checks run with `--exercise-budget 0`: the models a PR check makes for the
               passes it changes cost their budget (60 s of wall time on shard 0 by default)
               whatever the corpus, and a full sweep makes none.

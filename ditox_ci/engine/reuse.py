@@ -40,8 +40,18 @@ run first; where one of them gives the very bytes the report stored for the same
 original (a canary: `Reuse.canary_control`), the head has acted on this model as the report's build
 did, through the same import, pass manager and export a nop call goes through, and more: the
 control is taken as the stored one and carried too. Where none does (the changed pass acts on the
-model), the control is called as before. On the default corpus a PR changing one pass thus makes
-three calls a model instead of four.
+model), the control is called as before.
+
+A config the PR changed that runs a list of passes (`default`, `fixed-point`) may be carried too
+(`Reuse.composed`). Where every pass of the list, run alone on the original, left it as the control
+did (a pass the PR leaves unchanged: in the stored report, which this build repeats; a pass it
+changed: there and in this very run, its single-pass config running first), each pass of the list
+saw the original and changed nothing, so the next saw the original too, and so on: the list's call
+does on this build what it did on the report's, and its result is the stored one. This is
+screening's argument (engine/screen.py) the other way round, and without its blind spot: the list
+is cleared from each pass alone, so no pass of it can undo another's change. A PR that changes one
+pass of the default list thus calls that pass alone on every model, and the default list and the
+fixed point only where a pass of theirs acts on the model.
 """
 
 from __future__ import annotations
@@ -107,16 +117,49 @@ class Reuse:
     # the stored result of each config the sweep calls though the report knows it (one the PR
     # changed): where this build gives the same bytes, its control is the stored one
     canaries: Mapping[str, str] = field(default_factory=dict)
+    # a changed config whose every pass, alone, gave the control's bytes in the report: its stored
+    # result, and the single-pass configs of its changed passes, which must give them here too
+    composed: Mapping[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
 
-    def carrying(self, carried: Collection[str], canaries: Collection[str]) -> Reuse:
+    def carrying(
+        self,
+        carried: Collection[str],
+        canaries: Collection[str],
+        lists: Mapping[str, Sequence[str]] | None = None,
+    ) -> Reuse:
         """This model's reuse in a sweep that may carry the configs `carried` and calls `canaries`
         (configs the PR changed that ran with the same passes in the report): with a canary among
-        them, the control is carried too, once one holds (`canary_control`)."""
+        them, the control is carried too, once one holds (`canary_control`). `lists` names, for a
+        changed config that runs a list of passes, the single-pass config of each of its passes
+        (`composed`)."""
         kept = {label: digest for label, digest in self.carry.items() if label in carried}
         checks = {label: digest for label, digest in self.carry.items() if label in canaries}
+        composed = {}
         if kept and checks and self.control:
             kept[NOP] = self.control
-        return replace(self, carry=kept, canaries=checks)
+            composed = self._composed(lists or {}, carried, canaries)
+        return replace(self, carry=kept, canaries=checks, composed=composed)
+
+    def _composed(
+        self, lists: Mapping[str, Sequence[str]], carried: Collection[str], canaries: Collection[str]
+    ) -> dict[str, tuple[str, tuple[str, ...]]]:
+        """The changed configs of `lists` whose every pass, alone, gave the stored control's bytes
+        in the report: each with its stored result, and its changed passes' single-pass configs."""
+        found = {}
+        for label, singles in lists.items():
+            stored = self.carry.get(label)
+            changed = tuple(sorted({single for single in singles if single in canaries}))
+            if label not in canaries or stored is None or not changed:
+                continue
+            known = all(single in carried or single in canaries for single in singles)
+            if known and all(self.carry.get(single) == self.control for single in singles):
+                found[label] = (stored, changed)
+        return found
+
+    @property
+    def awaited(self) -> frozenset[str]:
+        """The single-pass configs the composed configs wait for."""
+        return frozenset(single for _, singles in self.composed.values() for single in singles)
 
     def canary_control(
         self, results: Mapping[str, str], judged_as: str, model: str, original: Size | None
@@ -141,15 +184,22 @@ class Reuse:
         """The outcome judged before for `digest`, when the original is the one judged then."""
         return self.outcomes.get(digest) if judged_as == self.judged_as else None
 
-    def carried(self, label: str, judged_as: str, control: str, model: str) -> str | None:
+    def carried(
+        self, label: str, judged_as: str, control: str, model: str, results: Mapping[str, str] | None = None
+    ) -> str | None:
         """The digest of the stored result the step `label` takes without a call; None when it
         does not. The original must be the one judged then (its bytes `model` and inputs:
-        `judged_as`), this build's control (called, or a canary's) must be the stored one, the step must be
-        one the sweep may carry, and the report must keep what its outcome is rebuilt from: the
-        result is the control's bytes or the original's, or has a stored verdict and the model its
-        stored effect."""
+        `judged_as`), this build's control (called, or a canary's) must be the stored one, the step
+        must be one the sweep may carry, or a composed one whose changed passes alone gave the
+        control's bytes (`results`: config → this build's result, for the configs called), and the
+        report must keep what its outcome is rebuilt from: the result is the control's bytes or the
+        original's, or has a stored verdict and the model its stored effect."""
         same = bool(control) and control == self.control and judged_as == self.judged_as
         digest = self.carry.get(label) if same else None
+        if digest is None and same and label in self.composed:
+            stored, singles = self.composed[label]
+            given = results or {}
+            digest = stored if all(given.get(single) == control for single in singles) else None
         rebuilt = digest in self.outcomes and self.effect is not None
         if digest is None or digest in (control, model) or rebuilt:
             return digest
@@ -172,11 +222,19 @@ class Reuse:
 
 
 def carried_steps(
-    reuse: Reuse, labels: Sequence[str], judged_as: str, control: str, model: str
+    reuse: Reuse,
+    labels: Sequence[str],
+    judged_as: str,
+    control: str,
+    model: str,
+    results: Mapping[str, str] | None = None,
 ) -> tuple[int, ...]:
     """The indexes of the steps, named by `labels`, a job carries (`Reuse.carried`) on the original
-    `model` judged as `judged_as`, whose control gave the bytes `control`."""
-    return tuple(i for i, label in enumerate(labels) if reuse.carried(label, judged_as, control, model))
+    `model` judged as `judged_as`, whose control gave the bytes `control` and its configs called so
+    far `results`."""
+    return tuple(
+        i for i, label in enumerate(labels) if reuse.carried(label, judged_as, control, model, results)
+    )
 
 
 def _value_digest(hasher: Any, value: Any) -> None:

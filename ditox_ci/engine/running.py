@@ -74,14 +74,14 @@ class RunningJob:
         control's result, or the stored control's where a canary held (the control among them)."""
         reuse, original = self.job.reuse, self.original
         control = self.outcomes.get(NOP, self.job.control)
+        results = {label: outcome.digest for label, outcome in self.outcomes.items()}
         if control is None and reuse is not None and original is not None:  # a canary held
-            results = {label: outcome.digest for label, outcome in self.outcomes.items()}
             control = reuse.canary_control(results, original.judged_as, original.sha256, original.size)
         if reuse is None or original is None or original.size is None or control is None:
             raise InternalError("steps carried without a stored report, an original or the control's outcome")
         for index in indexes:
             label = self.remaining[index].label
-            digest = reuse.carried(label, original.judged_as, control.digest, original.sha256)
+            digest = reuse.carried(label, original.judged_as, control.digest, original.sha256, results)
             if digest is None:
                 raise InternalError(f"{label}: the worker carried a step its stored report does not carry")
             self.outcomes[label] = reuse.carried_outcome(

@@ -107,7 +107,8 @@ class JobScreen:
     A step a stored report lets the job carry (engine/reuse.py: `Reuse.carried`) is not called: once
     the control's result is known, the pool is told which steps are carried, and it is kept out of
     the lists to screen. With canaries (`Reuse.canary_control`), the steps the job calls anyway run
-    first (`order`), and one that gives its stored result makes the stored control this job's."""
+    first (`order`), and one that gives its stored result makes the stored control this job's. A
+    composed config (`Reuse.composed`) is carried once the single-pass steps it awaits have run."""
 
     def __init__(
         self,
@@ -126,36 +127,47 @@ class JobScreen:
         self.control = control
         self.cleared: set[int] | None = None
         self.reuse = reuse
-        self.carried: frozenset[int] | None = None
+        self.carried: frozenset[int] = frozenset()
+        # every carried step found: the control is known, and no composed config awaits a step
+        self.settled = False
+        # each step called so far: its result's digest ("" when it gave none)
+        self.results: dict[str, str] = {}
 
     def order(self) -> list[int]:
         """The indexes of the steps in the order they run: as planned, unless the control may be
         carried once a canary holds (`Reuse.canary_control`); then the steps the stored report does
-        not carry run first, the control next (a canary held: it is carried), the others last."""
+        not carry run first (those a composed config awaits before all), the control next (a canary
+        held: it is carried), the others last."""
         indexes = list(range(len(self.steps)))
         reuse = self.reuse
-        if self.control is not None or reuse is None or not reuse.canaries or NOP not in reuse.carry:
+        if reuse is None:
             return indexes
+        awaited = [i for i in indexes if self.steps[i].label in reuse.awaited]
+        if self.control is not None or not reuse.canaries or NOP not in reuse.carry:
+            return awaited + [i for i in indexes if i not in awaited]
         control = [i for i in indexes if self.steps[i].label == NOP]
-        called = [i for i in indexes if self.steps[i].label not in reuse.carry]
-        return called + control + [i for i in indexes if i not in called and i not in control]
+        called = [i for i in indexes if self.steps[i].label not in reuse.carry and i not in awaited]
+        first = awaited + called + control
+        return first + [i for i in indexes if i not in first]
 
     def newly_carried(self, pending: Sequence[int]) -> tuple[int, ...]:
-        """The indexes among `pending` (the steps not run yet) that are carried, once: when the
-        control's result is first known (the worker sends them in one message, and the pool
-        rebuilds their outcomes); () before then and after."""
+        """The indexes among `pending` (the steps not run yet) newly carried: when the control's
+        result is first known, and again once the steps a composed config awaits have run (the worker
+        sends each batch in one message, and the pool rebuilds their outcomes); () otherwise."""
         control, reuse, context = self.control_digest, self.reuse, self.context
-        if self.carried is not None or not control or reuse is None:
+        if self.settled or not control or reuse is None:
             return ()
-        labels = [self.steps[i].label for i in pending]
-        found = carried_steps(reuse, labels, context.judged_as, control, context.digest)
-        carried = tuple(sorted(pending[i] for i in found))
-        self.carried = frozenset(carried)
+        left = [i for i in pending if i not in self.carried]
+        labels = [self.steps[i].label for i in left]
+        found = carried_steps(reuse, labels, context.judged_as, control, context.digest, self.results)
+        carried = tuple(sorted(left[i] for i in found))
+        self.settled = reuse.awaited.isdisjoint(labels)
+        self.carried |= frozenset(carried)
         self.candidates = [i for i in self.candidates if i not in self.carried]
         return carried
 
     def is_carried(self, index: int) -> bool:
-        return self.carried is not None and index in self.carried
+        return index in self.carried
 
     def cleared_outcome(self, index: int, on_call: Callable[[], None]) -> Outcome | None:
         """The control's outcome when the step at `index` is cleared (screening on the first
@@ -167,6 +179,7 @@ class JobScreen:
     def ran(self, index: int, outcome: Outcome) -> None:
         """A step ran on its own: the control's outcome, or a candidate that changed the model."""
         step = self.steps[index]
+        self.results[step.label] = outcome.digest
         if step.label == NOP:
             self.control = outcome
         elif self.control is None and self.reuse is not None and self.reuse.canaries:

@@ -21,7 +21,7 @@ import onnx
 import onnxruntime
 
 from ditox_ci import __version__
-from ditox_ci.control import NOP
+from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.corpus.sources import recorded_sha256
@@ -73,10 +73,13 @@ def environment_info() -> Environment:
 class Carrying(NamedTuple):
     """The configs a PR check may carry (`carried`: their passes are unchanged) and those it calls
     whose stored result, given again by this build, stands for its control (`canaries`: the PR
-    changed them); each the same pass list in the stored report's optimizer (engine/reuse.py)."""
+    changed them); each the same pass list in the stored report's optimizer (engine/reuse.py). A
+    canary that runs a list of passes is also named in `lists`, with its passes' single-pass configs:
+    it may be carried where each of them left the model as the control did (`Reuse.composed`)."""
 
     carried: frozenset[str] = frozenset()
     canaries: frozenset[str] = frozenset()
+    lists: Mapping[str, tuple[str, ...]] = {}
 
 
 def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carrying: Carrying) -> Iterator[Job]:
@@ -104,7 +107,15 @@ def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> Carrying:
 
     kept = [step for step in steps if step.label != NOP and same_there(step)]
     carried = frozenset(step.label for step in kept if not impact.changes(step.passes))
-    return Carrying(carried, frozenset(step.label for step in kept) - carried)
+    canaries = frozenset(step.label for step in kept) - carried
+    lists = {}
+    for step in kept:
+        # (the nop pass, in onnxoptimizer's default list, is the control's own call)
+        singles = tuple(single_pass_label(name) for name in step.passes if name != NOP)
+        composed = step.label in canaries and step.single_pass is None
+        if composed and singles and (carried | canaries).issuperset(singles):
+            lists[step.label] = singles
+    return Carrying(carried, canaries, lists)
 
 
 def _sweep_models(

@@ -208,7 +208,7 @@ def test_pr_yml_carries_from_the_nightly_what_the_pr_leaves_unchanged(
     assert unchanged(merged) == unchanged(stored) and unchanged(merged)
     assert publish.code == 0, publish.log[-3000:]
     (comment,) = [c for c in server.comments_on(PR) if "ditox-ci:sticky" in c["body"]]
-    carried = f"{stats['carried_steps']} results of the other passes and the control"
+    carried = f"{stats['carried_steps']} results of the other passes, the control and the pass lists"
     assert carried in comment["body"], comment["body"]
     no_credentials_in(report.workspace)
 

@@ -1,17 +1,21 @@
 """Carried steps through the real pool, onnxoptimizer and ONNX Runtime (engine/reuse.py): the worker
 says which steps it carries in one message and the pool rebuilds their outcomes, the same as a run
 that calls them; a worker that dies in a later step keeps what was carried; a canary that gives its
-stored bytes carries the control too."""
+stored bytes carries the control too; a changed pass list is carried where each of its passes alone
+leaves the model as the control does."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
-from ditox_ci.control import NOP
+from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import CorpusContext, ModelRef, resolve_sources
 from ditox_ci.engine.findings import effect_of, verdicts_of
 from ditox_ci.engine.plan import Step, build_steps
@@ -120,3 +124,89 @@ def test_a_canary_that_gives_its_stored_bytes_carries_the_control_too(rewritten:
     checked = _run(Job(rewritten, steps, reuse=moved))
     assert seen(checked) == seen(called)
     assert (checked.counts.optimizer_runs, checked.counts.carried) == (3, len(steps) - 3)
+
+
+def _saved(model: onnx.ModelProto, folder: Path, name: str) -> ModelRef:
+    path = folder / f"{name}.onnx"
+    onnx.save(model, path)
+    return ModelRef(name, "test", str(path))
+
+
+@pytest.fixture(scope="module")
+def listed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ModelRef]:
+    """A model no pass of the default list acts on (Relu), and one fuse_bn_into_conv fuses (Conv →
+    BatchNormalization)."""
+    folder = tmp_path_factory.mktemp("composed")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])
+    opsets = [helper.make_opsetid("", 17)]
+    relu_graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "relu", [x], [y])
+    relu = helper.make_model(relu_graph, opset_imports=opsets)
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((3, 3, 1, 1)).astype(np.float32), "w"),
+        *(numpy_helper.from_array(rng.uniform(0.5, 1.5, 3).astype(np.float32), name) for name in "sbmv"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"]),
+    ]
+    conv_bn = helper.make_model(helper.make_graph(nodes, "conv_bn", [x], [y], weights), opset_imports=opsets)
+    return {"relu": _saved(relu, folder, "relu"), "conv_bn": _saved(conv_bn, folder, "conv_bn")}
+
+
+COMPOSED_STEPS = build_steps((NOP, "default", "fixed-point", "single"), (), INFO)
+CHANGED = {"default", "fixed-point", "pass:fuse_bn_into_conv"}
+
+
+def _pr_check(called: JobResult, tell: Callable[[Reuse], Reuse] = lambda stored: stored) -> Reuse:
+    """What a PR check that changed fuse_bn_into_conv reads of `called`'s report (`tell`: what the
+    report is made to say), the default list and the fixed point named with their passes' configs."""
+    labels = [step.label for step in COMPOSED_STEPS]
+    stored = reuse_table([(called.ref.id, "", verdicts_of(called), labels, effect_of(called))])[called.ref.id]
+    lists = {
+        step.label: tuple(single_pass_label(name) for name in step.passes if name != NOP)
+        for step in COMPOSED_STEPS
+        if step.label in ("default", "fixed-point")
+    }
+    return tell(stored).carrying(set(labels) - CHANGED - {NOP}, CHANGED, lists)
+
+
+def test_a_changed_pass_list_is_carried_where_each_of_its_passes_alone_leaves_the_model(
+    listed: dict[str, ModelRef],
+) -> None:
+    """A PR changed fuse_bn_into_conv, a pass of the default list: where every pass of the list,
+    alone, left the model as the control did (in the report; the changed one in this run too), the
+    default list and the fixed point are carried with their stored results (engine/reuse.py,
+    `Reuse.composed`). Where a pass of the list acts on the model, they are called."""
+    called = _run(Job(listed["relu"], COMPOSED_STEPS))
+    reuse = _pr_check(called)
+    assert reuse.composed.keys() == {"default", "fixed-point"}
+    assert reuse.awaited == {"pass:fuse_bn_into_conv"}
+    carried = _run(Job(listed["relu"], COMPOSED_STEPS, reuse=reuse))
+    assert seen(carried) == seen(called)
+    # fuse_bn_into_conv alone, called first: its stored bytes carry the control, and the control's
+    # bytes the lists
+    assert (carried.counts.optimizer_runs, carried.counts.carried) == (1, len(COMPOSED_STEPS) - 1)
+
+    # fuse_bn_into_conv fuses Conv → BatchNormalization in the report: the lists are called (the
+    # control is carried: the changed configs give their stored bytes). lift_lexical_references
+    # raises on this model (its initializers are no graph inputs): no stored result, called too
+    called = _run(Job(listed["conv_bn"], COMPOSED_STEPS))
+    assert called.outcomes["pass:lift_lexical_references"].kind == "optimizer-error"
+    reuse = _pr_check(called)
+    assert not reuse.composed
+    carried = _run(Job(listed["conv_bn"], COMPOSED_STEPS, reuse=reuse))
+    assert seen(carried) == seen(called)
+    assert (carried.counts.optimizer_runs, carried.counts.carried) == (4, len(COMPOSED_STEPS) - 4)
+
+    # a report in which fuse_bn_into_conv left that model alone (the PR makes it fire): the lists
+    # wait for the pass's own result in this run, which is not the control's, and are called
+    def left_alone(stored: Reuse) -> Reuse:
+        return replace(stored, carry={**stored.carry, "pass:fuse_bn_into_conv": stored.control})
+
+    reuse = _pr_check(called, left_alone)
+    assert reuse.composed.keys() == {"default", "fixed-point"}
+    checked = _run(Job(listed["conv_bn"], COMPOSED_STEPS, reuse=reuse))
+    assert seen(checked) == seen(called)
+    assert (checked.counts.optimizer_runs, checked.counts.carried) == (4, len(COMPOSED_STEPS) - 4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -262,7 +263,7 @@ def test_a_pr_check_carries_the_steps_of_passes_it_leaves_unchanged_and_judges_a
     summary = (tmp_path / "carried" / "summary.md").read_text()
     expected += controls
     assert f"since {since[:12]}: fuse\\_bn\\_into\\_conv; {expected} results of the other passes" in summary
-    assert f"| results carried | {expected} results of passes the PR leaves unchanged" in summary
+    assert f"| results carried | {expected} results taken from the stored report without" in summary
     # told not to, or where the PR changed what every pass shares: every config is called
     code, called, stderr = _sweep(corpus, tmp_path / "called", cache, *args, "--no-carry", cwd=checkout)
     assert code == 1 and "carried_steps" not in called["stats"], stderr
@@ -273,3 +274,54 @@ def test_a_pr_check_carries_the_steps_of_passes_it_leaves_unchanged_and_judges_a
     said = (tmp_path / "shared" / "summary.md").read_text()
     assert "code every pass shares (onnxoptimizer/pass\\_manager.cc), so every config was called" in said
     assert _verdicts(shared) == _verdicts(judged)
+
+
+def test_a_pr_check_carries_a_changed_pass_list_where_each_of_its_passes_leaves_the_model_alone(
+    corpus: Path, cache: Path, head: str, tmp_path: Path
+):
+    """With every single pass among the configs, a PR that changed fuse_bn_into_conv (in the default
+    list) calls it alone first; on a model where it, and every other pass of the list in the base
+    report, left the model as the control did, `default` and `fixed-point` are carried with their
+    stored results (engine/reuse.py, `Reuse.composed`). On conv_bn.onnx, where the changed pass acts,
+    they are called, and the head's bug in `default` is found as a run that calls everything finds
+    it."""
+    folder = tmp_path / "models"
+    shutil.copytree(corpus, folder)
+    relu = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    onnx.save(helper.make_model(relu, opset_imports=[helper.make_opsetid("", 17)]), folder / "relu.onnx")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(FAKES), os.environ.get("PYTHONPATH", "")])}
+    common = ("--models", str(folder), "--configs", "nop,default,fixed-point,single", "--jobs", "1")
+    common += ("--localize", "off", "--cache-dir", str(cache))
+
+    def sweep(name: str, *args: str, cwd: Path | None = None) -> dict:
+        code, report, stderr = helpers.sweep(*common, *args, out=tmp_path / name, env=env, cwd=cwd)
+        assert code in (0, 1) and report, stderr
+        return report
+
+    base = sweep("base")
+    checkout, since = changed_pass_checkout(tmp_path)
+    args = ("--optimizer", head, "--reuse-from", str(tmp_path / "base" / "report.json"))
+    carried = sweep("carried", *args, "--changed-since", since, "--exercise-budget", "0", cwd=checkout)
+    judged = sweep("judged", "--optimizer", head, "--no-reuse")
+    assert _verdicts(carried) == _verdicts(judged)
+    assert ("conv_bn.onnx", "default") in {(f["model"], f["config"]) for f in carried["findings"]}
+
+    # carried: each config without fuse_bn_into_conv whose result the base report knows; the control
+    # where the changed pass gave its stored bytes (relu.onnx, plain.onnx); and default and fixed-point
+    # on relu.onnx alone, where each pass of the list alone left the model as the control did (on
+    # plain.onnx eliminate_identity acts)
+    changed = {"nop", "default", "fixed-point", "pass:fuse_bn_into_conv"}
+    unchanged = set(base["stats"]["configs"]) - changed
+    expected = 0
+    for entry in base["models"]:
+        verdicts = entry["verdicts"]
+        known = {*verdicts["passed"], *verdicts.get("failed", {})}
+        own = [verdicts["results"].get(label) for label in unchanged & set(verdicts["own"])]
+        expected += len(unchanged - set(verdicts["own"])) + sum(digest in known for digest in own)
+    assert carried["stats"]["carried_steps"] == expected + 2 + 2
+    assert carried["stats"]["optimizer_runs"] == judged["stats"]["optimizer_runs"] - expected - 4
