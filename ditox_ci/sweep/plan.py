@@ -9,12 +9,14 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
+from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import SOURCES, CorpusContext, ModelRef, resolve_sources, unpack
-from ditox_ci.engine.plan import Step, build_steps
+from ditox_ci.engine.plan import Step, build_steps, step_on_build
 from ditox_ci.engine.pool import Job, JobResult, WorkerPool
 from ditox_ci.engine.screen import screened_from
-from ditox_ci.engine.shard import estimate_cost, plan_jobs, previous_costs
+from ditox_ci.engine.shard import estimate_cost, part_cost, plan_jobs, previous_costs
 from ditox_ci.errors import InputError
 from ditox_ci.log import Log
 from ditox_ci.report import Finding, Report
@@ -55,13 +57,18 @@ def plan_sweep(
     log: Log | None = None,
     previous: Report | None = None,
     screen_min_mb: float | None = None,
+    steps: Sequence[Step] | None = None,
+    carried: Collection[str] = (),
 ) -> tuple[tuple[Step, ...], list[Job]]:
-    """Resolve the steps of the optimizer `info` describes and this shard's Jobs; every error
-    here is the user's to fix. Globs and the shard's share are resolved from the sources' indexes
-    first; then only the models of this shard are unpacked. `previous`'s timings balance the shards;
-    a model screened from `screen_min_mb` MiB on (the workers' setting) is costed as such."""
+    """Resolve the steps of the optimizer `info` describes (unless given) and this shard's Jobs;
+    every error here is the user's to fix. Globs and the shard's share are resolved from the sources'
+    indexes first; then only the models of this shard are unpacked. `previous`'s timings balance the
+    shards; a model screened from `screen_min_mb` MiB on (the workers' setting) is costed as such,
+    and in a PR check as a part of it that calls only the configs not `carried`: a full sweep's
+    timings, or a model's size, would split a large model whose PR check is one or three calls, each
+    part loading it again."""
     prepare_out_dir(Path(options.out))
-    steps = build_steps(options.configs, options.passes, info)
+    steps = tuple(steps) if steps is not None else build_steps(options.configs, options.passes, info)
     shard = options.shard
     context = CorpusContext(Path(options.cache_dir), options.seed)
     corpus = resolve_sources(options.models, context, log, unpacked=False)
@@ -76,7 +83,14 @@ def plan_sweep(
     workers = options.jobs or (SHARD_PLAN_WORKERS if shard.count > 1 else os.cpu_count() or 1)
     costs = previous_costs(previous) if previous is not None else None
     from_mb = screened_from(info, steps, screen_min_mb)
-    plan = plan_jobs(refs, steps, shard.count, workers, lambda ref: estimate_cost(ref, costs, from_mb))
+    own = [step for step in steps if step.label != NOP]
+    called = sum(1 for step in own if step.label not in carried)
+
+    def cost(ref: ModelRef) -> float:
+        estimate = estimate_cost(ref, costs, from_mb)
+        return part_cost(estimate, called, len(own)) if carried else estimate
+
+    plan = plan_jobs(refs, steps, shard.count, workers, cost)
     unpack([job.ref for job in plan[shard.index]], context)
     return steps, plan[shard.index]
 
@@ -101,6 +115,46 @@ class ModelStream:
     pinpoint_deadline: float | None = None
 
 
+class Carrying(NamedTuple):
+    """The configs a PR check may carry (`carried`: their passes are unchanged) and those it calls
+    whose stored result, given again by this build, stands for its control (`canaries`: the PR
+    changed them); each the same pass list in the stored report's optimizer (engine/reuse.py). A
+    canary that runs a list of passes is also named in `lists`, with its passes' single-pass configs:
+    it may be carried where each of them left the model as the control did (`Reuse.composed`)."""
+
+    carried: frozenset[str] = frozenset()
+    canaries: frozenset[str] = frozenset()
+    lists: Mapping[str, tuple[str, ...]] = {}
+
+
+def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> Carrying:
+    """The configs whose passes the PR leaves unchanged (`setup.impact`), and those it changed, each
+    the same pass list in the stored report's optimizer: those a step may be carried for, and the
+    canaries (engine/reuse.py). None without `--carry`, without a stored report of the same
+    optimizer whose verdicts are reused, or without knowing what the PR changed."""
+    impact, reference = setup.impact, setup.reference
+    if not setup.options.carry or impact is None or reference is None or not setup.reuse:
+        return Carrying()
+    if reference.optimizer.name != setup.info.name:
+        return Carrying()
+
+    def same_there(step: Step) -> bool:
+        there = step_on_build(step, reference.optimizer)
+        return there is not None and (there.passes, there.fixed_point) == (step.passes, step.fixed_point)
+
+    kept = [step for step in steps if step.label != NOP and same_there(step)]
+    carried = frozenset(step.label for step in kept if not impact.changes(step.passes))
+    canaries = frozenset(step.label for step in kept) - carried
+    lists = {}
+    for step in kept:
+        # (the nop pass, in onnxoptimizer's default list, is the control's own call)
+        singles = tuple(single_pass_label(name) for name in step.passes if name != NOP)
+        composed = step.label in canaries and step.single_pass is None
+        if composed and singles and (carried | canaries).issuperset(singles):
+            lists[step.label] = singles
+    return Carrying(carried, canaries, lists)
+
+
 @dataclass(frozen=True)
 class SweepPlan:
     """What this shard sweeps: the optimizer, its steps, and the jobs the pool draws (once).
@@ -116,6 +170,8 @@ class SweepPlan:
     # the configs each planned model runs in this shard
     labels_run: Mapping[str, frozenset[str]] = field(default_factory=dict)
     streamed: bool = False
+    # what a PR check carries (none for a stream, which has no stored report of its models)
+    carrying: Carrying = field(default_factory=Carrying)
 
     @property
     def models_planned(self) -> int | None:
@@ -130,12 +186,15 @@ def plan_corpus(setup: SweepSetup, log: Log) -> SweepPlan:
     options = setup.options
     screen_min_mb = setup.worker_config.screen_min_mb
     info = setup.info
-    steps, jobs = plan_sweep(options, info, log, setup.previous, screen_min_mb)
+    steps = build_steps(options.configs, options.passes, info)
+    carrying = carried_configs(setup, steps)
+    steps, jobs = plan_sweep(options, info, log, setup.previous, screen_min_mb, steps, carrying.carried)
     parts = Counter(job.ref.id for job in jobs)
     labels_run: dict[str, set[str]] = defaultdict(set)
     for job in jobs:
         labels_run[job.ref.id].update(step.label for step in job.steps)
-    plan = SweepPlan(info, steps, jobs, parts, {model: frozenset(run) for model, run in labels_run.items()})
+    run = {model: frozenset(labels) for model, labels in labels_run.items()}
+    plan = SweepPlan(info, steps, jobs, parts, run, carrying=carrying)
     split = [model for model in parts if parts[model] > 1 or plan.configs_of(model)]
     what = f"{len(parts)} models × {len(steps)} configs ({info.name} {info.version})"
     what += f", shard {options.shard}"

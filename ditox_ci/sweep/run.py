@@ -12,21 +12,18 @@ import platform
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import NamedTuple
 
 import onnx
 import onnxruntime
 
 from ditox_ci import __version__
-from ditox_ci.control import NOP, single_pass_label
 from ditox_ci.corpus import ModelRef
 from ditox_ci.corpus.loading import model_sha256
 from ditox_ci.corpus.sources import recorded_sha256
 from ditox_ci.engine.findings import coverage_of, effect_of, family_effects, findings_for, verdicts_of
-from ditox_ci.engine.plan import Step, step_on_build
 from ditox_ci.engine.pool import Job, JobCounts, JobResult, WorkerPool, worker_count
 from ditox_ci.engine.reuse import Reuse
 from ditox_ci.engine.shard import combine_results
@@ -39,7 +36,7 @@ from ditox_ci.report.effect import effect_totals
 from ditox_ci.report.header import OPAQUE_NOTE, Environment, ShardOf, Tool
 from ditox_ci.report.kinds import ModelStatus
 from ditox_ci.report.stats import SweepStats, stage_records
-from ditox_ci.sweep.plan import ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
+from ditox_ci.sweep.plan import Carrying, ModelStream, SweepPlan, alone_last, plan_corpus, plan_stream
 from ditox_ci.sweep.progress import Progress
 from ditox_ci.sweep.setup import SweepOptions, SweepSetup, sweep_setup
 from ditox_ci.sweep.stages import Finished, SweepState, run_stages
@@ -70,52 +67,12 @@ def environment_info() -> Environment:
     )
 
 
-class Carrying(NamedTuple):
-    """The configs a PR check may carry (`carried`: their passes are unchanged) and those it calls
-    whose stored result, given again by this build, stands for its control (`canaries`: the PR
-    changed them); each the same pass list in the stored report's optimizer (engine/reuse.py). A
-    canary that runs a list of passes is also named in `lists`, with its passes' single-pass configs:
-    it may be carried where each of them left the model as the control did (`Reuse.composed`)."""
-
-    carried: frozenset[str] = frozenset()
-    canaries: frozenset[str] = frozenset()
-    lists: Mapping[str, tuple[str, ...]] = {}
-
-
 def _with_reuse(jobs: Iterable[Job], table: Mapping[str, Reuse], carrying: Carrying) -> Iterator[Job]:
     """Each job with what its model may reuse from a stored report (engine/reuse.py), carrying only
     the configs `carrying` names."""
     for job in jobs:
         found = table.get(job.ref.id)
         yield job if found is None else replace(job, reuse=found.carrying(*carrying))
-
-
-def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> Carrying:
-    """The configs whose passes the PR leaves unchanged (`setup.impact`), and those it changed, each
-    the same pass list in the stored report's optimizer: those a step may be carried for, and the
-    canaries (engine/reuse.py). None without `--carry`, without a stored report of the same
-    optimizer whose verdicts are reused, or without knowing what the PR changed."""
-    impact, reference = setup.impact, setup.reference
-    if not setup.options.carry or impact is None or reference is None or not setup.reuse:
-        return Carrying()
-    if reference.optimizer.name != setup.info.name:
-        return Carrying()
-
-    def same_there(step: Step) -> bool:
-        there = step_on_build(step, reference.optimizer)
-        return there is not None and (there.passes, there.fixed_point) == (step.passes, step.fixed_point)
-
-    kept = [step for step in steps if step.label != NOP and same_there(step)]
-    carried = frozenset(step.label for step in kept if not impact.changes(step.passes))
-    canaries = frozenset(step.label for step in kept) - carried
-    lists = {}
-    for step in kept:
-        # (the nop pass, in onnxoptimizer's default list, is the control's own call)
-        singles = tuple(single_pass_label(name) for name in step.passes if name != NOP)
-        composed = step.label in canaries and step.single_pass is None
-        if composed and singles and (carried | canaries).issuperset(singles):
-            lists[step.label] = singles
-    return Carrying(carried, canaries, lists)
 
 
 def _sweep_models(
@@ -292,7 +249,7 @@ def _sweep_planned(
     state: SweepState | None = None
     try:
         with WorkerPool(config, workers) as pool:
-            carrying = carried_configs(setup, plan.steps)
+            carrying = plan.carrying
             if carrying.carried:
                 impact = setup.impact
                 assert impact is not None
