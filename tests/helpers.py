@@ -6,11 +6,12 @@ import argparse
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ditox_ci.__main__ import build_parser
-from ditox_ci.report.model import Finding, Report
+from ditox_ci.report.model import Finding, ModelEntry, Report
 
 ROOT = Path(__file__).resolve().parents[1]
 # planted faulty optimizers: load one by path (`f"{FAKES / 'faulty_optimizers.py'}:optimize"`) or,
@@ -48,6 +49,16 @@ def minimal_report(*findings: Finding) -> Report:
         coverage={},
         stats={},
     )
+
+
+def timed_report(costs: dict[str, float]) -> Report:
+    """A `--previous` report that says only how long each model of `costs` took (`cost_s`): what
+    the planner balances shards with."""
+    models = tuple(
+        ModelEntry(id=model, source=model.partition(":")[0], sha256="", cost_s=seconds)
+        for model, seconds in costs.items()
+    )
+    return replace(minimal_report(), models=models)
 
 
 def parse_github_output(text: str) -> dict[str, str]:

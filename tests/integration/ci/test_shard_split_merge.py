@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from ditox_ci.errors import MergeError
-from ditox_ci.report.model import Finding, ModelEntry, Report, write_report
+from ditox_ci.report.model import Finding, write_report
 from ditox_ci.report.stats import CHANGED_BY_FAMILY, CHECKED_BY_FAMILY
+from tests.helpers import timed_report
 
 # test_identity_opt fails already in the nop control, so every part reports that finding
 HEAVY = "onnx-node:test_identity_opt"
@@ -55,16 +56,7 @@ def _sweep(root: Path, out: str, *args: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], list[dict[str, Any]]]:
     root = tmp_path_factory.mktemp("split")
-    previous = Report(
-        tool={},
-        optimizer={},
-        environment={},
-        shard={"index": 0, "count": 1},
-        models=(ModelEntry(id=HEAVY, source="onnx-node", sha256="", cost_s=1000.0),),
-        findings=(),
-        coverage={},
-        stats={},
-    )
+    previous = timed_report({HEAVY: 1000.0})
     write_report(previous, root / "previous.json")
     whole = _sweep(root, "whole")
     shards = [_sweep(root, f"shards/shard-{i}", "--shard", f"{i}/{SHARDS}") for i in range(SHARDS)]

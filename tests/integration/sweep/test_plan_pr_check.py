@@ -12,24 +12,15 @@ from ditox_ci.control import NOP
 from ditox_ci.engine.plan import build_steps
 from ditox_ci.engine.shard import Shard
 from ditox_ci.optimizers import load_optimizer
-from ditox_ci.report.model import ModelEntry, Report
 from ditox_ci.sweep.plan import plan_sweep
 from ditox_ci.sweep.setup import SweepOptions
+from tests.helpers import timed_report
 
 HEAVY = "onnx-node:test_identity_opt"
 MODELS = ("onnx-node:test_conv_with_strides*", HEAVY)
 SHARDS = 3
 INFO = load_optimizer("onnxoptimizer").info
-PREVIOUS = Report(
-    tool={},
-    optimizer={},
-    environment={},
-    shard={"index": 0, "count": 1},
-    models=(ModelEntry(id=HEAVY, source="onnx-node", sha256="", cost_s=20.0),),
-    findings=(),
-    coverage={},
-    stats={},
-)
+PREVIOUS = timed_report({HEAVY: 20.0})
 
 
 def _parts(tmp_path: Path, carried: Collection[str]) -> list[int]:
