@@ -184,8 +184,9 @@ class JobScreen:
             self.control = outcome
         elif self.control is None and self.reuse is not None and self.reuse.canaries:
             context = self.context
-            results = {step.label: outcome.digest}
-            self.control = self.reuse.canary_control(results, context.judged_as, context.digest, context.size)
+            self.control = self.reuse.canary_control(
+                self.results, context.judged_as, context.digest, context.size
+            )
         elif self.cleared is not None and index in self.candidates and outcome.digest != self.control_digest:
             self.suspects.add(step.passes[0])
 

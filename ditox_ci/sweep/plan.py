@@ -144,13 +144,14 @@ def carried_configs(setup: SweepSetup, steps: Sequence[Step]) -> Carrying:
 
     kept = [step for step in steps if step.label != NOP and same_there(step)]
     carried = frozenset(step.label for step in kept if not impact.changes(step.passes))
-    canaries = frozenset(step.label for step in kept) - carried
+    known = frozenset(step.label for step in kept)
+    canaries = known - carried
     lists = {}
     for step in kept:
         # (the nop pass, in onnxoptimizer's default list, is the control's own call)
         singles = tuple(single_pass_label(name) for name in step.passes if name != NOP)
         composed = step.label in canaries and step.single_pass is None
-        if composed and singles and (carried | canaries).issuperset(singles):
+        if composed and singles and known.issuperset(singles):
             lists[step.label] = singles
     return Carrying(carried, canaries, lists)
 
